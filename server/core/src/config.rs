@@ -1,0 +1,99 @@
+//! Every cap and limit, in one place. Values arrive from initializationOptions,
+//! `workspace/didChangeConfiguration` or the CLI; the defaults are seed 003's.
+
+use crate::tokens::Encoding;
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct LayerCaps {
+    /// L0: the current-context block, in tokens.
+    pub current_context_max: u32,
+    /// L1: how many of the newest exchanges are offered in full.
+    pub recent_full: u32,
+    /// L3: how many exchanges after the recent ones are offered as summaries.
+    pub summaries: u32,
+    /// Cap of one exchange summary, in tokens.
+    pub summary_max: u32,
+    /// Cap of one exchange header, in tokens.
+    pub header_max: u32,
+    /// L2: how many of the newest headers are listed.
+    pub max_headers: u32,
+    /// L4: how many blob references are listed.
+    pub max_references: u32,
+}
+
+impl Default for LayerCaps {
+    fn default() -> Self {
+        LayerCaps {
+            current_context_max: 300,
+            recent_full: 5,
+            summaries: 5,
+            summary_max: 120,
+            header_max: 12,
+            max_headers: 200,
+            max_references: 40,
+        }
+    }
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct DigestLimits {
+    /// A digest never exceeds this many tokens.
+    pub inline_max_tokens: u32,
+}
+
+impl Default for DigestLimits {
+    fn default() -> Self {
+        DigestLimits { inline_max_tokens: 400 }
+    }
+}
+
+/// Where the stable layers go. `CacheStable` keeps the prompt's prefix
+/// identical across turns; `Seed003` puts the current context first.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub enum LayerOrder {
+    #[default]
+    CacheStable,
+    Seed003,
+}
+
+impl LayerOrder {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            LayerOrder::CacheStable => "cache-stable",
+            LayerOrder::Seed003 => "seed003",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<LayerOrder> {
+        match s {
+            "cache-stable" => Some(LayerOrder::CacheStable),
+            "seed003" => Some(LayerOrder::Seed003),
+            _ => None,
+        }
+    }
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Config {
+    pub encoding: Encoding,
+    pub budget: u32,
+    pub layers: LayerCaps,
+    pub digest: DigestLimits,
+    pub order: LayerOrder,
+    pub redact_secrets: bool,
+    pub max_payload_bytes: u64,
+}
+
+impl Default for Config {
+    fn default() -> Self {
+        Config {
+            encoding: Encoding::O200kBase,
+            budget: 16_000,
+            layers: LayerCaps::default(),
+            digest: DigestLimits::default(),
+            order: LayerOrder::default(),
+            redact_secrets: true,
+            max_payload_bytes: 64 * 1024 * 1024,
+        }
+    }
+}

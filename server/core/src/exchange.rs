@@ -1,0 +1,133 @@
+//! Exchanges as they are kept: messages with tool results replaced by their
+//! blob, and the header / summary / full trio.
+
+use crate::digest::OutputKind;
+use crate::ids::{BlobHash, ExchangeId, MessageId};
+use crate::message::Message;
+
+/// A tool result as kept: the raw bytes live in a blob, the prompt shows the digest.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ToolResult {
+    pub blob: BlobHash,
+    pub kind: OutputKind,
+    /// The path of a file read, when the call was one.
+    pub path: Option<String>,
+    pub bytes: u64,
+    /// Tokens of the raw (masked) output.
+    pub tokens: u32,
+    /// The digest's first line.
+    pub headline: String,
+    /// The whole digest, footer included.
+    pub digest: String,
+}
+
+/// How much of an exchange a prompt shows, from most to least.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Level {
+    /// Every message; tool results as their digests.
+    Full,
+    /// Every message; tool results as one reference line (headline and blob id).
+    Digests,
+    /// The exchange's summary.
+    Summary,
+    /// The exchange's header line.
+    Header,
+}
+
+impl Level {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Level::Full => "full",
+            Level::Digests => "digests",
+            Level::Summary => "summary",
+            Level::Header => "header",
+        }
+    }
+}
+
+/// A message of a stored exchange.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct KeptMessage {
+    pub id: MessageId,
+    /// For tool results, `content` holds the digest; the raw text is in the blob.
+    pub message: Message,
+    pub result: Option<ToolResult>,
+}
+
+/// The text of a header or summary with its token count, counted once.
+#[derive(Clone, Debug, PartialEq, Eq, Default)]
+pub struct Counted {
+    pub text: String,
+    pub tokens: u32,
+}
+
+/// How an exchange ended, as far as the messages tell.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub enum Outcome {
+    #[default]
+    Ongoing,
+    Completed,
+    Error,
+}
+
+impl Outcome {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Outcome::Ongoing => "ongoing",
+            Outcome::Completed => "completed",
+            Outcome::Error => "error",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<Outcome> {
+        match s {
+            "ongoing" => Some(Outcome::Ongoing),
+            "completed" => Some(Outcome::Completed),
+            "error" => Some(Outcome::Error),
+            _ => None,
+        }
+    }
+}
+
+/// Splits an appended batch into the part that continues the session's open
+/// exchange and the new exchanges that follow: a user message opens one.
+pub fn group(messages: Vec<Message>) -> (Vec<Message>, Vec<Vec<Message>>) {
+    let mut continuing = Vec::new();
+    let mut opened: Vec<Vec<Message>> = Vec::new();
+    for m in messages {
+        if m.opens_exchange() {
+            opened.push(vec![m]);
+        } else if let Some(last) = opened.last_mut() {
+            last.push(m);
+        } else {
+            continuing.push(m);
+        }
+    }
+    (continuing, opened)
+}
+
+/// The exchange id a message id belongs to.
+pub fn exchange_of(id: MessageId) -> ExchangeId {
+    id.exchange
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::message::Role;
+
+    fn roles(ms: &[Message]) -> String {
+        ms.iter().map(|m| &m.role.as_str()[..1]).collect()
+    }
+
+    #[test]
+    fn user_messages_open_exchanges() {
+        let batch = [Role::Assistant, Role::Tool, Role::User, Role::Assistant, Role::User, Role::Tool]
+            .into_iter()
+            .map(|r| Message::new(r, "."))
+            .collect();
+        let (cont, opened) = group(batch);
+        assert_eq!(roles(&cont), "at");
+        assert_eq!(opened.iter().map(|o| roles(o)).collect::<Vec<_>>(), ["ua", "ut"]);
+    }
+}

@@ -1,0 +1,12 @@
+//! The pure core of ctxproxy: plain data and functions over it.
+//!
+//! Invariant: nothing here does I/O, spawns threads or knows SQLite or LSP.
+//! The store persists what these functions return; the packer is the only
+//! code that trims, demotes or orders.
+
+pub mod config;
+pub mod digest;
+pub mod exchange;
+pub mod ids;
+pub mod message;
+pub mod tokens;

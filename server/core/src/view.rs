@@ -1,0 +1,55 @@
+//! What the store hands the packer for one `ctx/assemble`: plain data, every
+//! text already counted at ingest, so assembling never re-counts or re-reads.
+
+use crate::exchange::{Counted, KeptMessage};
+use crate::ids::{BlobHash, ExchangeId};
+
+/// Token counts of an exchange rendered at the levels that list messages.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub struct LevelTokens {
+    pub full: u32,
+    pub digests: u32,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct HeaderItem {
+    pub id: ExchangeId,
+    pub at: Option<String>,
+    /// The header line as listed in L2, id included, and its tokens.
+    pub line: Counted,
+}
+
+/// An exchange with everything the packer may show of it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ExchangeView {
+    pub id: ExchangeId,
+    pub at: Option<String>,
+    pub header: Counted,
+    pub summary: Counted,
+    pub messages: Vec<KeptMessage>,
+    pub tokens: LevelTokens,
+}
+
+/// A blob listed in L4: one line naming it and where it came from.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct BlobRef {
+    pub blob: BlobHash,
+    pub exchange: ExchangeId,
+    pub line: Counted,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SessionView {
+    pub session_id: String,
+    /// How many exchanges the session has (x1 ..= x<count>).
+    pub exchange_count: u32,
+    /// Headers of the newest exchanges, oldest first, at most `max_headers`.
+    pub headers: Vec<HeaderItem>,
+    /// The newest exchanges with their messages, oldest first: as many as
+    /// `packer::window_len` asks for.
+    pub window: Vec<ExchangeView>,
+    /// Blob references, newest first, at most `max_references`.
+    pub references: Vec<BlobRef>,
+    /// The rendered current-context block (L0), within its cap.
+    pub current_context: Counted,
+}
