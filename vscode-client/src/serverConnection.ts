@@ -1,0 +1,137 @@
+// Starts `ctxproxy serve` over stdio with vscode-languageclient, keeps its configuration in step with
+// the ctxproxy.* settings, restarts it after a crash with a notice, and hands out a Sidecar whose
+// requests go to whichever client is current.
+import * as vscode from "vscode";
+import {
+  CloseAction,
+  CloseHandlerResult,
+  ErrorAction,
+  ErrorHandler,
+  ErrorHandlerResult,
+  LanguageClient,
+  LanguageClientOptions,
+  ServerOptions,
+  TransportKind,
+} from "vscode-languageclient/node";
+import { CtxEvent, METHODS } from "./protocol";
+import { resolveServerPath } from "./serverPath";
+import { CONFIG_SECTION, serverConfig } from "./settings";
+import { RequestSender, Sidecar } from "./sidecar";
+
+const MAX_RESTARTS = 5;
+const RESTART_WINDOW_MS = 3 * 60 * 1000;
+
+export function readServerConfig(): Record<string, unknown> {
+  const settings = vscode.workspace.getConfiguration("ctxproxy");
+  return serverConfig((key) => settings.get(key));
+}
+
+export class ServerConnection implements vscode.Disposable {
+  readonly sidecar: Sidecar;
+  private client: LanguageClient | undefined;
+  private readonly events = new vscode.EventEmitter<CtxEvent>();
+  readonly onEvent = this.events.event;
+  private readonly disposables: vscode.Disposable[] = [];
+
+  constructor(
+    private readonly extensionDir: string,
+    private readonly output: vscode.OutputChannel,
+  ) {
+    const sender: RequestSender = {
+      sendRequest: async <R>(method: string, params: unknown): Promise<R> => {
+        if (!this.client || !this.client.isRunning()) {
+          throw new Error("the ctxproxy sidecar is not running (see the ctxproxy output channel)");
+        }
+        return this.client.sendRequest<R>(method, params);
+      },
+    };
+    this.sidecar = new Sidecar(sender);
+    this.disposables.push(
+      this.events,
+      vscode.workspace.onDidChangeConfiguration((change) => {
+        if (change.affectsConfiguration("ctxproxy.serverPath")) void this.restart();
+        else if (change.affectsConfiguration("ctxproxy")) void this.pushConfiguration();
+      }),
+    );
+  }
+
+  async start(): Promise<void> {
+    const command = resolveServerPath({
+      configured: vscode.workspace.getConfiguration("ctxproxy").get<string>("serverPath") ?? "",
+      pathEnv: process.env.PATH ?? "",
+      extensionDir: this.extensionDir,
+    });
+    if (!command) {
+      const message =
+        "ctxproxy: no sidecar binary found. Set ctxproxy.serverPath, put ctxproxy on PATH, or build it with `cargo build -p ctxproxy`.";
+      this.output.appendLine(message);
+      void vscode.window.showErrorMessage(message, "Open Settings").then((choice) => {
+        if (choice) void vscode.commands.executeCommand("workbench.action.openSettings", "ctxproxy.serverPath");
+      });
+      return;
+    }
+    this.output.appendLine(`starting ${command} serve`);
+    const serverOptions: ServerOptions = { command, args: ["serve"], transport: TransportKind.stdio };
+    const clientOptions: LanguageClientOptions = {
+      documentSelector: [],
+      outputChannel: this.output,
+      initializationOptions: readServerConfig(),
+      errorHandler: this.crashHandler(),
+    };
+    const client = new LanguageClient("ctxproxy", "ctxproxy sidecar", serverOptions, clientOptions);
+    this.disposables.push(client.onNotification(METHODS.event, (event: CtxEvent) => this.events.fire(event)));
+    this.client = client;
+    try {
+      await client.start();
+      this.output.appendLine("sidecar ready");
+    } catch (error) {
+      const message = `ctxproxy: the sidecar failed to start: ${error instanceof Error ? error.message : String(error)}`;
+      this.output.appendLine(message);
+      void vscode.window.showErrorMessage(message);
+    }
+  }
+
+  async restart(): Promise<void> {
+    await this.stop();
+    await this.start();
+  }
+
+  private async pushConfiguration(): Promise<void> {
+    if (!this.client?.isRunning()) return;
+    const config = readServerConfig();
+    this.output.appendLine(`configuration changed: ${JSON.stringify(config)}`);
+    await this.client.sendNotification("workspace/didChangeConfiguration", { settings: { [CONFIG_SECTION]: config } });
+  }
+
+  private crashHandler(): ErrorHandler {
+    const restarts: number[] = [];
+    return {
+      error: (): ErrorHandlerResult => ({ action: ErrorAction.Continue }),
+      closed: (): CloseHandlerResult => {
+        const now = Date.now();
+        while (restarts.length > 0 && now - restarts[0] > RESTART_WINDOW_MS) restarts.shift();
+        if (restarts.length >= MAX_RESTARTS) {
+          const message = `ctxproxy: the sidecar stopped ${MAX_RESTARTS} times in 3 minutes; not restarting it. Run "ctxproxy: Restart Sidecar" once it is fixed.`;
+          this.output.appendLine(message);
+          void vscode.window.showErrorMessage(message);
+          return { action: CloseAction.DoNotRestart, handled: true };
+        }
+        restarts.push(now);
+        this.output.appendLine("the sidecar stopped; restarting it");
+        void vscode.window.showWarningMessage("ctxproxy: the sidecar stopped; restarting it.");
+        return { action: CloseAction.Restart, handled: true };
+      },
+    };
+  }
+
+  private async stop(): Promise<void> {
+    const client = this.client;
+    this.client = undefined;
+    if (client?.isRunning()) await client.stop();
+  }
+
+  async dispose(): Promise<void> {
+    await this.stop();
+    for (const disposable of this.disposables) disposable.dispose();
+  }
+}

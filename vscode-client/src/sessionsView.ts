@@ -1,0 +1,52 @@
+// The Sessions tree: sessions (ctx/listSessions) and, under each, its exchange headers
+// (ctx/listExchanges). Clicking an exchange opens it in full.
+import * as vscode from "vscode";
+import { ExchangeItem, exchangeItem, SessionItem, sessionItem, sortSessions } from "./sessionItems";
+import { Sidecar } from "./sidecar";
+
+export type SessionsNode = SessionItem | ExchangeItem;
+
+const MAX_EXCHANGES = 10000;
+
+export class SessionsView implements vscode.TreeDataProvider<SessionsNode> {
+  private readonly changed = new vscode.EventEmitter<void>();
+  readonly onDidChangeTreeData = this.changed.event;
+
+  constructor(private readonly sidecar: Sidecar) {}
+
+  refresh(): void {
+    this.changed.fire();
+  }
+
+  getTreeItem(node: SessionsNode): vscode.TreeItem {
+    if (node.kind === "session") {
+      const item = new vscode.TreeItem(node.label, vscode.TreeItemCollapsibleState.Collapsed);
+      item.id = node.sessionId;
+      item.description = node.description;
+      item.tooltip = node.tooltip;
+      item.contextValue = "session";
+      item.iconPath = new vscode.ThemeIcon("comment-discussion");
+      return item;
+    }
+    const item = new vscode.TreeItem(node.label, vscode.TreeItemCollapsibleState.None);
+    item.id = `${node.sessionId}/${node.exchangeId}`;
+    item.description = node.description;
+    item.tooltip = node.tooltip;
+    item.contextValue = "exchange";
+    item.iconPath = new vscode.ThemeIcon("comment");
+    item.command = { command: "ctxproxy.openFull", title: "Open Full", arguments: [node] };
+    return item;
+  }
+
+  async getChildren(node?: SessionsNode): Promise<SessionsNode[]> {
+    if (!node) {
+      const { sessions } = await this.sidecar.listSessions({});
+      return sortSessions(sessions).map(sessionItem);
+    }
+    if (node.kind === "session") {
+      const { exchanges } = await this.sidecar.listExchanges({ sessionId: node.sessionId, limit: MAX_EXCHANGES });
+      return exchanges.map((exchange) => exchangeItem(node.sessionId, exchange));
+    }
+    return [];
+  }
+}
