@@ -5,8 +5,12 @@
 //! code that trims, demotes or orders.
 
 pub mod config;
+pub mod context;
 pub mod digest;
 pub mod exchange;
 pub mod ids;
 pub mod message;
+pub mod render;
+pub mod summary;
 pub mod tokens;
+pub mod view;

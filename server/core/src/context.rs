@@ -1,0 +1,515 @@
+//! L0, the current context: where the conversation is, built exchange by
+//! exchange from extracted facts, optionally overlaid with what the model
+//! wrote about itself through housekeeping.
+//!
+//! Every function returns a new value: the store keeps the context of all
+//! closed exchanges and re-advances it over the open one as it grows.
+
+use serde_json::{json, Value};
+
+use crate::config::LayerCaps;
+use crate::exchange::{Counted, KeptMessage, Outcome};
+use crate::ids::ExchangeId;
+use crate::render::{clip_chars, one_line};
+use crate::summary::{fit_points, ExchangeFacts, Point, ToolClass, Trio};
+use crate::tokens::Encoding;
+
+/// Where in its work the conversation is (seed 001's phases).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub enum Phase {
+    #[default]
+    Exploring,
+    Understanding,
+    Applying,
+    Debugging,
+    Reviewing,
+}
+
+impl Phase {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Phase::Exploring => "exploring",
+            Phase::Understanding => "understanding",
+            Phase::Applying => "applying",
+            Phase::Debugging => "debugging",
+            Phase::Reviewing => "reviewing",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<Phase> {
+        [
+            Phase::Exploring,
+            Phase::Understanding,
+            Phase::Applying,
+            Phase::Debugging,
+            Phase::Reviewing,
+        ]
+        .into_iter()
+        .find(|p| p.as_str() == s)
+    }
+}
+
+/// How many entries each list keeps; newest first, so the oldest fall off.
+const NARRATIVE_MAX: usize = 6;
+const LIST_MAX: usize = 8;
+
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct CurrentContext {
+    /// Exchanges seen so far; the open one included.
+    pub turn: u32,
+    pub last: Option<ExchangeId>,
+    pub phase: Phase,
+    pub objective: String,
+    /// One line per recent exchange, newest first.
+    pub narrative: Vec<String>,
+    pub achievements: Vec<String>,
+    pub files: Vec<String>,
+    pub functions: Vec<String>,
+    pub concepts: Vec<String>,
+    pub next_steps: Vec<String>,
+    /// Topics the assistant already explained: not to be introduced again.
+    pub explained: Vec<String>,
+    /// What the model wrote as the current context in housekeeping.
+    pub model_note: Option<String>,
+}
+
+/// Housekeeping the model wrote about an exchange (`ctx/housekeeping`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Housekeeping {
+    pub exchange: ExchangeId,
+    pub header: Option<String>,
+    pub summary: Option<String>,
+    pub key_decisions: Vec<String>,
+    pub code_changes: Vec<String>,
+    pub open_questions: Vec<String>,
+    pub current_context: Option<String>,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum ContextError {
+    #[error("current context is not JSON: {0}")]
+    Json(#[from] serde_json::Error),
+    #[error("current context field `{0}` is missing or has the wrong type")]
+    Field(&'static str),
+}
+
+/// `items` pushed in front of `list`, each once, at most `max` kept.
+fn merged(items: impl IntoIterator<Item = String>, list: &[String], max: usize) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    for item in items.into_iter().chain(list.iter().cloned()) {
+        if !item.is_empty() && !out.iter().any(|o| o.eq_ignore_ascii_case(&item)) && out.len() < max
+        {
+            out.push(item);
+        }
+    }
+    out
+}
+
+fn phase_of(facts: &ExchangeFacts, prev: Phase) -> Phase {
+    if facts.outcome == Outcome::Error || facts.actions.iter().any(|a| a.failed == Some(true)) {
+        return Phase::Debugging;
+    }
+    if facts
+        .actions
+        .iter()
+        .any(|a| matches!(a.class, ToolClass::Edit | ToolClass::Act))
+    {
+        return Phase::Applying;
+    }
+    let ask = format!(" {} ", facts.ask.to_lowercase());
+    let said = |words: &[&str]| words.iter().any(|w| ask.contains(w));
+    if said(&[
+        " fix", " bug", " error", " fails", " failing", " broken", " crash", " wrong",
+    ]) {
+        return Phase::Debugging;
+    }
+    if said(&[
+        " review",
+        " looks good",
+        " lgtm",
+        " double-check",
+        " verify",
+        " is this right",
+    ]) {
+        return Phase::Reviewing;
+    }
+    if said(&[
+        " why",
+        " explain",
+        " how does",
+        " how do",
+        " what is",
+        " what are",
+        " what does",
+        " understand",
+    ]) {
+        return Phase::Understanding;
+    }
+    if said(&[
+        " add ",
+        " implement",
+        " create",
+        " write",
+        " change",
+        " update",
+        " refactor",
+        " rename",
+    ]) {
+        return Phase::Applying;
+    }
+    if facts
+        .actions
+        .iter()
+        .any(|a| matches!(a.class, ToolClass::Read | ToolClass::Run))
+    {
+        return Phase::Exploring;
+    }
+    prev
+}
+
+/// The context after exchange `id`, from the context before it.
+pub fn advance(
+    prev: &CurrentContext,
+    id: ExchangeId,
+    messages: &[KeptMessage],
+    trio: &Trio,
+) -> CurrentContext {
+    let facts = ExchangeFacts::of(messages);
+    let mut next = prev.clone();
+    next.turn = prev.turn + 1;
+    next.last = Some(id);
+    next.phase = phase_of(&facts, prev.phase);
+    if !facts.feedback && !facts.ask.is_empty() || prev.objective.is_empty() {
+        next.objective = clip_chars(&facts.ask, 200);
+    }
+    next.narrative = merged(
+        [format!("{id} {}", trio.header.text)],
+        &prev.narrative,
+        NARRATIVE_MAX,
+    );
+    if trio.outcome == Outcome::Completed
+        && !facts.actions.iter().all(|a| a.class == ToolClass::Read)
+    {
+        next.achievements = merged(
+            [format!("{id} {}", trio.header.text)],
+            &prev.achievements,
+            LIST_MAX,
+        );
+    }
+    let edited: Vec<String> = facts
+        .edited_files()
+        .into_iter()
+        .map(str::to_string)
+        .collect();
+    let (mut files, mut functions, mut concepts) = (edited, Vec::new(), Vec::new());
+    for e in &trio.entities {
+        let bucket = if e.contains('/')
+            || e.rsplit_once('.')
+                .is_some_and(|(_, x)| x.chars().all(char::is_alphanumeric))
+        {
+            &mut files
+        } else if e.ends_with("()")
+            || e.contains("::")
+            || e.chars().next().is_some_and(char::is_uppercase) && e.chars().any(char::is_lowercase)
+        {
+            &mut functions
+        } else {
+            &mut concepts
+        };
+        bucket.push(e.clone());
+    }
+    next.files = merged(files, &prev.files, LIST_MAX);
+    next.functions = merged(functions, &prev.functions, LIST_MAX);
+    next.concepts = merged(concepts, &prev.concepts, LIST_MAX);
+    if !facts.conclusions.is_empty() || !facts.open.is_empty() {
+        next.next_steps = facts.open.iter().take(LIST_MAX).cloned().collect();
+    }
+    next.explained = merged(
+        facts.explained.iter().cloned(),
+        &prev.explained,
+        2 * LIST_MAX,
+    );
+    next
+}
+
+/// The context with the model's own notes on an exchange laid over it.
+pub fn apply_housekeeping(prev: &CurrentContext, hk: &Housekeeping) -> CurrentContext {
+    let mut next = prev.clone();
+    if let Some(note) = hk
+        .current_context
+        .as_deref()
+        .map(str::trim)
+        .filter(|n| !n.is_empty())
+    {
+        next.model_note = Some(note.to_string());
+    }
+    if let Some(header) = &hk.header {
+        let tag = format!("{} ", hk.exchange);
+        let line = format!("{tag}{}", one_line(header));
+        for list in [&mut next.narrative, &mut next.achievements] {
+            list.iter_mut()
+                .filter(|l| l.starts_with(&tag))
+                .for_each(|l| *l = line.clone());
+        }
+    }
+    let done = hk
+        .key_decisions
+        .iter()
+        .chain(&hk.code_changes)
+        .map(|d| one_line(d));
+    next.achievements = merged(done, &next.achievements, LIST_MAX);
+    if !hk.open_questions.is_empty() {
+        next.next_steps = hk
+            .open_questions
+            .iter()
+            .map(|q| one_line(q))
+            .take(LIST_MAX)
+            .collect();
+    }
+    next
+}
+
+/// L0 as placed in the prompt: a titled block within `current_context_max`,
+/// ending in `"\n"`.
+pub fn render(ctx: &CurrentContext, caps: &LayerCaps, encoding: Encoding) -> Counted {
+    const LABELS: [&str; 9] = [
+        "Objective",
+        "Model notes",
+        "Story so far",
+        "Done",
+        "Active files",
+        "Active symbols",
+        "Concepts",
+        "Already explained (do not re-introduce)",
+        "Next",
+    ];
+    let title = format!(
+        "## Current context (turn {}, phase: {})\n",
+        ctx.turn,
+        ctx.phase.as_str()
+    );
+    let mut points = Vec::new();
+    let mut add = |section: usize, items: &[String], top: u32, step: u32| {
+        for (i, text) in items.iter().enumerate() {
+            let weight = top.saturating_sub(step * i as u32);
+            points.push(Point {
+                section,
+                text: text.clone(),
+                weight,
+            });
+        }
+    };
+    add(0, std::slice::from_ref(&ctx.objective), 100, 0);
+    add(1, ctx.model_note.as_slice(), 99, 0);
+    add(2, &ctx.narrative, 90, 8);
+    add(3, &ctx.achievements, 70, 8);
+    add(4, &ctx.files, 85, 6);
+    add(5, &ctx.functions, 75, 6);
+    add(6, &ctx.concepts, 50, 6);
+    add(7, &ctx.explained, 80, 5);
+    add(8, &ctx.next_steps, 88, 8);
+    points.retain(|p| !p.text.is_empty());
+    let title_tokens = crate::tokens::count(encoding, &title);
+    let body = fit_points(
+        &LABELS,
+        points,
+        caps.current_context_max.saturating_sub(title_tokens + 1),
+        encoding,
+    );
+    if body.text.is_empty() {
+        return Counted {
+            tokens: title_tokens,
+            text: title,
+        };
+    }
+    let text = format!("{title}{}\n", body.text);
+    Counted {
+        tokens: crate::tokens::count(encoding, &text),
+        text,
+    }
+}
+
+impl CurrentContext {
+    /// Compact JSON, for the store to persist.
+    pub fn encode(&self) -> String {
+        json!({
+            "turn": self.turn,
+            "last": self.last.map(|x| x.0),
+            "phase": self.phase.as_str(),
+            "objective": self.objective,
+            "narrative": self.narrative,
+            "achievements": self.achievements,
+            "files": self.files,
+            "functions": self.functions,
+            "concepts": self.concepts,
+            "nextSteps": self.next_steps,
+            "explained": self.explained,
+            "modelNote": self.model_note,
+        })
+        .to_string()
+    }
+
+    pub fn decode(s: &str) -> Result<CurrentContext, ContextError> {
+        let v: Value = serde_json::from_str(s)?;
+        let text = |k: &'static str| {
+            v.get(k)
+                .and_then(Value::as_str)
+                .map(str::to_string)
+                .ok_or(ContextError::Field(k))
+        };
+        let list = |k: &'static str| -> Result<Vec<String>, ContextError> {
+            let items = v
+                .get(k)
+                .and_then(Value::as_array)
+                .ok_or(ContextError::Field(k))?;
+            items
+                .iter()
+                .map(|i| i.as_str().map(str::to_string).ok_or(ContextError::Field(k)))
+                .collect()
+        };
+        let number = |k: &'static str| {
+            v.get(k)
+                .and_then(Value::as_u64)
+                .and_then(|n| u32::try_from(n).ok())
+        };
+        Ok(CurrentContext {
+            turn: number("turn").ok_or(ContextError::Field("turn"))?,
+            last: number("last").map(ExchangeId),
+            phase: Phase::parse(&text("phase")?).ok_or(ContextError::Field("phase"))?,
+            objective: text("objective")?,
+            narrative: list("narrative")?,
+            achievements: list("achievements")?,
+            files: list("files")?,
+            functions: list("functions")?,
+            concepts: list("concepts")?,
+            next_steps: list("nextSteps")?,
+            explained: list("explained")?,
+            model_note: v
+                .get("modelNote")
+                .and_then(Value::as_str)
+                .map(str::to_string),
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::summary::{parse_exchange, summarise};
+
+    /// Advances an empty context over `exchanges` and renders it.
+    fn run(exchanges: &[&str]) -> CurrentContext {
+        let caps = LayerCaps::default();
+        exchanges
+            .iter()
+            .enumerate()
+            .fold(CurrentContext::default(), |ctx, (i, fixture)| {
+                let id = ExchangeId(i as u32 + 1);
+                let messages = parse_exchange(id.0, fixture);
+                let trio = summarise(id, &messages, &caps, Encoding::O200kBase);
+                advance(&ctx, id, &messages, &trio)
+            })
+    }
+
+    fn check(exchanges: &[&str], expect: &str) {
+        let ctx = run(exchanges);
+        let caps = LayerCaps::default();
+        let block = render(&ctx, &caps, Encoding::O200kBase);
+        assert!(block.tokens <= caps.current_context_max);
+        assert_eq!(
+            crate::tokens::count(Encoding::O200kBase, &block.text),
+            block.tokens
+        );
+        assert!(block.text.ends_with('\n'));
+        assert_eq!(CurrentContext::decode(&ctx.encode()).unwrap(), ctx);
+        assert_eq!(
+            block.text.trim(),
+            expect.trim(),
+            "\n--- got ---\n{}",
+            block.text
+        );
+    }
+
+    const READ: &str = r#"user: how does the parser handle `let` statements?
+        assistant: -> read_file {"path":"src/parser.rs"}
+        tool: fn parse_let() {}
+        assistant: The parser reads **let statements** in `parse_let()`. It first expects an identifier, then an optional type annotation, then an equals sign and an expression. Errors are reported through `Diagnostic` values that carry a span so that the editor can underline the right place, and the parser recovers by skipping to the next semicolon so that one mistake does not hide the rest of the file from the user."#;
+    const FAIL: &str = r##"user: add a test for it and run it
+        assistant: -> write_file {"path":"tests/let.rs","content":"#[test] fn t() {}"}
+        tool: ok
+        assistant: -> bash {"command":"cargo test let"}
+        tool: test let_with_type ... FAILED\npanicked at tests/let.rs:3:5"##;
+
+    #[test]
+    fn phases_follow_the_work() {
+        assert_eq!(run(&[READ]).phase, Phase::Understanding);
+        assert_eq!(run(&[READ, FAIL]).phase, Phase::Debugging);
+        assert_eq!(
+            run(&["user: please review the diff"]).phase,
+            Phase::Reviewing
+        );
+        assert_eq!(
+            run(&[r#"user: book it
+            assistant: -> book_flight {"to":"JFK"}
+            tool: {"status":"ok"}
+            assistant: Booked."#])
+            .phase,
+            Phase::Applying
+        );
+    }
+
+    #[test]
+    fn renders_state_within_cap() {
+        check(
+            &[READ, FAIL],
+            r#"
+## Current context (turn 2, phase: debugging)
+Objective: add a test for it and run it
+Story so far: x2 add test run let.rs — error; x1 how does parser handle let statements Diagnostic — completed
+Active files: tests/let.rs; src/parser.rs
+Active symbols: parse_let(); Diagnostic
+Concepts: cargo test let; let
+Already explained (do not re-introduce): let statements; parse_let(); Diagnostic
+"#,
+        );
+    }
+
+    #[test]
+    fn housekeeping_overlays_model_notes() {
+        let ctx = run(&[READ, FAIL]);
+        let hk = Housekeeping {
+            exchange: ExchangeId(2),
+            header: Some("test for let fails on type annotations".into()),
+            summary: None,
+            key_decisions: vec!["keep recovery at semicolons".into()],
+            code_changes: vec![],
+            open_questions: vec!["why does the annotation not parse?".into()],
+            current_context: Some("Debugging let parsing; next fix parse_type.".into()),
+        };
+        let next = apply_housekeeping(&ctx, &hk);
+        assert_eq!(
+            next.narrative[0],
+            "x2 test for let fails on type annotations"
+        );
+        assert_eq!(next.next_steps, ["why does the annotation not parse?"]);
+        assert_eq!(
+            next.model_note.as_deref(),
+            Some("Debugging let parsing; next fix parse_type.")
+        );
+        assert_eq!(next.achievements[0], "keep recovery at semicolons");
+        assert_eq!(
+            ctx.model_note, None,
+            "advance and housekeeping never mutate"
+        );
+    }
+
+    #[test]
+    fn decode_names_bad_fields() {
+        let err = CurrentContext::decode(r#"{"turn":"x"}"#).unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "current context field `turn` is missing or has the wrong type"
+        );
+        assert!(CurrentContext::decode("nope").is_err());
+    }
+}

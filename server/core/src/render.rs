@@ -1,0 +1,357 @@
+//! The one rendering of messages, header lines and reference lines, used at
+//! ingest (to count tokens once) and at assemble (to emit the same text).
+//!
+//! Token accounting is additive: every piece of text the packer places ends
+//! in `"\n"` and starts with a non-space character, so the tokenizer never
+//! merges the end of one piece with the start of the next, and the count of
+//! a message is the sum of its pieces' counts. Each chat message costs
+//! `MESSAGE_OVERHEAD` on top of its content, a prompt `REPLY_PRIMER` on top
+//! of its messages, and the tool definitions `tools_tokens`.
+
+use crate::exchange::{KeptMessage, Level, ToolResult};
+use crate::ids::ExchangeId;
+use crate::message::Role;
+use crate::tokens::{self, Encoding};
+use crate::view::LevelTokens;
+
+/// Tokens a chat message costs besides its content (role and separators),
+/// as in OpenAI's accounting.
+pub const MESSAGE_OVERHEAD: u32 = 4;
+/// Tokens every prompt costs once, priming the model's reply.
+pub const REPLY_PRIMER: u32 = 3;
+/// Tokens the tool list costs besides the JSON of its definitions.
+pub const TOOLS_OVERHEAD: u32 = 12;
+/// String arguments longer than this are shortened at `Level::Digests`.
+const DIGEST_ARGUMENT_CHARS: usize = 80;
+
+/// One piece of a prompt message, in the shape model APIs know.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub enum Block {
+    Text(String),
+    ToolUse {
+        id: String,
+        name: String,
+        arguments: String,
+    },
+    ToolResult {
+        call_id: String,
+        name: String,
+        text: String,
+    },
+}
+
+impl Block {
+    /// The text this block is counted as: non-empty, ends in `"\n"`.
+    pub fn text(&self) -> String {
+        match self {
+            Block::Text(text) | Block::ToolResult { text, .. } => text.clone(),
+            Block::ToolUse {
+                name, arguments, ..
+            } => tool_use_text(name, arguments),
+        }
+    }
+}
+
+fn tool_use_text(name: &str, arguments: &str) -> String {
+    format!("→ {name} {arguments}\n")
+}
+
+/// `text` as a piece: trimmed, ending in `"\n"`; `None` when blank.
+pub fn piece(text: &str) -> Option<String> {
+    let trimmed = text.trim();
+    (!trimmed.is_empty()).then(|| format!("{trimmed}\n"))
+}
+
+/// The blocks a stored message shows at `level` (`Full` or `Digests`; the
+/// other levels show the exchange, not its messages, and render as `Digests`).
+pub fn message_blocks(m: &KeptMessage, level: Level) -> Vec<Block> {
+    let full = level == Level::Full;
+    let msg = &m.message;
+    match msg.role {
+        Role::Tool => {
+            let text = match (&m.result, full) {
+                (Some(r), false) => format!("{} [{}]\n", one_line(&r.headline), r.blob.short_id()),
+                _ => piece(&msg.content).unwrap_or_else(|| "(no output)\n".to_string()),
+            };
+            vec![Block::ToolResult {
+                call_id: msg.tool_call_id.clone().unwrap_or_default(),
+                name: msg.name.clone().unwrap_or_default(),
+                text,
+            }]
+        }
+        _ => {
+            let mut blocks: Vec<Block> = piece(&msg.content).map(Block::Text).into_iter().collect();
+            blocks.extend(msg.tool_calls.iter().map(|c| Block::ToolUse {
+                id: c.id.clone(),
+                name: c.name.clone(),
+                arguments: if full {
+                    compact_json(&c.arguments)
+                } else {
+                    shortened_arguments(&c.arguments)
+                },
+            }));
+            blocks
+        }
+    }
+}
+
+/// The content of a stored message at `level`, exactly as the prompt shows it.
+pub fn message_text(m: &KeptMessage, level: Level) -> String {
+    message_blocks(m, level).iter().map(Block::text).collect()
+}
+
+/// Tokens of a message at `level`, overhead included.
+pub fn message_tokens(m: &KeptMessage, level: Level, encoding: Encoding) -> u32 {
+    tokens::count(encoding, &message_text(m, level)) + MESSAGE_OVERHEAD
+}
+
+/// What an exchange's messages cost at the levels that list them.
+pub fn exchange_tokens(messages: &[KeptMessage], encoding: Encoding) -> LevelTokens {
+    let sum = |level| {
+        messages
+            .iter()
+            .map(|m| message_tokens(m, level, encoding))
+            .sum()
+    };
+    LevelTokens {
+        full: sum(Level::Full),
+        digests: sum(Level::Digests),
+    }
+}
+
+/// The L2 line of an exchange: `x12 10:02 fix E0308 in src/a.rs — completed`.
+pub fn header_line(id: ExchangeId, at: Option<&str>, header: &str) -> String {
+    match at.and_then(clock) {
+        Some(time) => format!("{id} {time} {}\n", one_line(header)),
+        None => format!("{id} {}\n", one_line(header)),
+    }
+}
+
+/// The L4 line of a stored tool output: `b3:… src/a.rs, file, 2.1 kB, from x4`.
+pub fn reference_line(result: &ToolResult, exchange: ExchangeId) -> String {
+    let what = match &result.path {
+        Some(path) => path.clone(),
+        None => clip_chars(&one_line(&result.headline), 80),
+    };
+    format!(
+        "{} {what}, {}, {}, {} tok, from {exchange}\n",
+        result.blob.short_id(),
+        result.kind.as_str(),
+        human_bytes(result.bytes),
+        result.tokens
+    )
+}
+
+/// `HH:MM` of an RFC 3339 time, the form headers show.
+fn clock(at: &str) -> Option<&str> {
+    let time = at.split_once('T')?.1;
+    let hhmm = time.get(..5)?;
+    let b = hhmm.as_bytes();
+    (b[2] == b':'
+        && b.iter()
+            .enumerate()
+            .all(|(i, c)| i == 2 || c.is_ascii_digit()))
+    .then_some(hhmm)
+}
+
+fn human_bytes(bytes: u64) -> String {
+    match bytes {
+        b if b < 1_000 => format!("{b} B"),
+        b if b < 1_000_000 => format!("{:.1} kB", b as f64 / 1e3),
+        b => format!("{:.1} MB", b as f64 / 1e6),
+    }
+}
+
+/// `text` on one line, whitespace runs collapsed.
+pub fn one_line(text: &str) -> String {
+    text.split_whitespace().collect::<Vec<_>>().join(" ")
+}
+
+/// At most `max` characters of `text`, with `…` when cut.
+pub fn clip_chars(text: &str, max: usize) -> String {
+    match text.char_indices().nth(max) {
+        Some((end, _)) => format!("{}…", text[..end].trim_end()),
+        None => text.to_string(),
+    }
+}
+
+fn compact_json(arguments: &str) -> String {
+    match serde_json::from_str::<serde_json::Value>(arguments) {
+        Ok(v) => v.to_string(),
+        Err(_) if arguments.trim().is_empty() => "{}".to_string(),
+        Err(_) => one_line(arguments),
+    }
+}
+
+/// Arguments with long string values cut, still valid JSON: a `write_file`
+/// call shows its path, not the file it wrote.
+fn shortened_arguments(arguments: &str) -> String {
+    fn shorten(v: &mut serde_json::Value) {
+        match v {
+            serde_json::Value::String(s) if s.chars().count() > DIGEST_ARGUMENT_CHARS => {
+                let n = s.chars().count();
+                *s = format!("{} ({n} chars)", clip_chars(s, DIGEST_ARGUMENT_CHARS / 2));
+            }
+            serde_json::Value::Array(items) => items.iter_mut().for_each(shorten),
+            serde_json::Value::Object(map) => map.values_mut().for_each(shorten),
+            _ => {}
+        }
+    }
+    match serde_json::from_str::<serde_json::Value>(arguments) {
+        Ok(mut v) => {
+            shorten(&mut v);
+            v.to_string()
+        }
+        Err(_) => clip_chars(&one_line(arguments), DIGEST_ARGUMENT_CHARS),
+    }
+}
+
+/// The two tools every assembled prompt offers, as OpenAI function
+/// definitions (`name`, `description`, `parameters`); other API shapes take
+/// the same three fields.
+pub fn tool_definitions() -> serde_json::Value {
+    serde_json::json!([
+        {"type": "function", "function": {
+            "name": "context_retrieve",
+            "description": "Fetch earlier conversation content by id: exchanges (x12), messages (x12.3) or stored tool outputs (b3:...). Use format header, summary or full; for blobs, lines [first,last] or grep.",
+            "parameters": {"type": "object", "properties": {
+                "ids": {"type": "array", "items": {"type": "string"}},
+                "format": {"type": "string", "enum": ["header", "summary", "full"]},
+                "lines": {"type": "array", "items": {"type": "integer"}, "minItems": 2, "maxItems": 2},
+                "grep": {"type": "string"},
+                "maxTokens": {"type": "integer"}
+            }, "required": ["ids"]}
+        }},
+        {"type": "function", "function": {
+            "name": "context_search",
+            "description": "Full-text search over every stored exchange of this session; returns ids and headers.",
+            "parameters": {"type": "object", "properties": {
+                "query": {"type": "string"},
+                "limit": {"type": "integer"}
+            }, "required": ["query"]}
+        }}
+    ])
+}
+
+/// What `tool_definitions` cost in a prompt.
+pub fn tools_tokens(encoding: Encoding) -> u32 {
+    tokens::count(encoding, &tool_definitions().to_string()) + TOOLS_OVERHEAD
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::digest::OutputKind;
+    use crate::ids::{BlobHash, MessageId};
+    use crate::message::{Message, ToolCall};
+
+    pub(crate) fn kept(role: Role, content: &str) -> KeptMessage {
+        KeptMessage {
+            id: MessageId {
+                exchange: ExchangeId(1),
+                index: 1,
+            },
+            message: Message::new(role, content),
+            result: None,
+        }
+    }
+
+    fn result(path: Option<&str>) -> ToolResult {
+        ToolResult {
+            blob: BlobHash::of(b"raw"),
+            kind: if path.is_some() {
+                OutputKind::FileRead
+            } else {
+                OutputKind::Generic
+            },
+            path: path.map(str::to_string),
+            bytes: 2048,
+            tokens: 600,
+            headline: "src/a.rs: 80 lines".to_string(),
+            digest: "src/a.rs: 80 lines\nfn main() {}\n[footer]".to_string(),
+        }
+    }
+
+    fn check(m: &KeptMessage, level: Level, expect: &str) {
+        assert_eq!(message_text(m, level), expect);
+    }
+
+    #[test]
+    fn renders_each_role_at_each_level() {
+        check(
+            &kept(Role::User, "  fix the build \n"),
+            Level::Full,
+            "fix the build\n",
+        );
+        check(&kept(Role::User, "   "), Level::Full, "");
+        let mut call = kept(Role::Assistant, "Reading it.");
+        call.message.tool_calls.push(ToolCall {
+            id: "c1".into(),
+            name: "read_file".into(),
+            arguments: "{ \"path\": \"src/a.rs\" }".into(),
+        });
+        check(
+            &call,
+            Level::Full,
+            "Reading it.\n→ read_file {\"path\":\"src/a.rs\"}\n",
+        );
+        let mut write = kept(Role::Assistant, "");
+        write.message.tool_calls.push(ToolCall {
+            id: "c2".into(),
+            name: "write_file".into(),
+            arguments: serde_json::json!({"path": "a.txt", "content": "x".repeat(200)}).to_string(),
+        });
+        check(
+            &write,
+            Level::Digests,
+            &format!(
+                "→ write_file {{\"content\":\"{}… (200 chars)\",\"path\":\"a.txt\"}}\n",
+                "x".repeat(40)
+            ),
+        );
+        let mut tool = kept(Role::Tool, "src/a.rs: 80 lines\nfn main() {}\n[footer]");
+        tool.result = Some(result(Some("src/a.rs")));
+        check(
+            &tool,
+            Level::Full,
+            "src/a.rs: 80 lines\nfn main() {}\n[footer]\n",
+        );
+        check(
+            &tool,
+            Level::Digests,
+            "src/a.rs: 80 lines [b3:d4d4d19bd64b]\n",
+        );
+        check(&kept(Role::Tool, ""), Level::Digests, "(no output)\n");
+    }
+
+    #[test]
+    fn lines_for_headers_and_references() {
+        let line = header_line(
+            ExchangeId(12),
+            Some("2026-11-21T10:02:33Z"),
+            "fix E0308\n in a.rs — completed",
+        );
+        assert_eq!(line, "x12 10:02 fix E0308 in a.rs — completed\n");
+        assert_eq!(
+            header_line(ExchangeId(3), Some("yesterday"), "ask"),
+            "x3 ask\n"
+        );
+        assert_eq!(
+            reference_line(&result(Some("src/a.rs")), ExchangeId(4)),
+            "b3:d4d4d19bd64b src/a.rs, file, 2.0 kB, 600 tok, from x4\n"
+        );
+        assert_eq!(
+            reference_line(&result(None), ExchangeId(4)),
+            "b3:d4d4d19bd64b src/a.rs: 80 lines, output, 2.0 kB, 600 tok, from x4\n"
+        );
+    }
+
+    #[test]
+    fn exchange_tokens_sum_message_counts() {
+        let ms = [kept(Role::User, "hello world"), kept(Role::Assistant, "hi")];
+        let t = exchange_tokens(&ms, Encoding::O200kBase);
+        assert_eq!(t.full, 2 + 1 + 2 * MESSAGE_OVERHEAD + 2);
+        assert_eq!(t.digests, t.full);
+        assert!(tools_tokens(Encoding::O200kBase) > TOOLS_OVERHEAD);
+    }
+}

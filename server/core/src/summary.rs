@@ -1,0 +1,1044 @@
+//! Extractive header and summary of one exchange: deterministic, no model.
+//!
+//! `ExchangeFacts` reads what an exchange says (the ask, the tool calls and
+//! what they did, errors, conclusions, open points, entities); the header and
+//! summary are assembled from those facts and fitted to their caps by
+//! dropping the least important points first, cutting text only as a last
+//! resort.
+
+use std::collections::HashMap;
+use std::sync::LazyLock;
+
+use regex::Regex;
+
+use crate::config::LayerCaps;
+use crate::exchange::{Counted, KeptMessage, Outcome};
+use crate::ids::ExchangeId;
+use crate::message::{Role, UserKind};
+use crate::render::{clip_chars, one_line};
+use crate::tokens::{self, Encoding};
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Trio {
+    pub header: Counted,
+    pub summary: Counted,
+    pub outcome: Outcome,
+    pub entities: Vec<String>,
+}
+
+/// Summarises one exchange. The id is not part of the texts: it travels
+/// beside them, and every layer prints it its own way.
+pub fn summarise(
+    _id: ExchangeId,
+    messages: &[KeptMessage],
+    caps: &LayerCaps,
+    encoding: Encoding,
+) -> Trio {
+    let facts = ExchangeFacts::of(messages);
+    Trio {
+        header: header(&facts, caps.header_max, encoding),
+        summary: summary(&facts, caps.summary_max, encoding),
+        outcome: facts.outcome,
+        entities: facts.entities,
+    }
+}
+
+/// What a tool call does to the world, judged from its name.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ToolClass {
+    /// Looks without changing anything: read, list, search, get.
+    Read,
+    /// Changes files: write, edit, patch, move, delete.
+    Edit,
+    /// Runs a command line.
+    Run,
+    /// Any other action (book, order, send, start...).
+    Act,
+}
+
+/// One tool call of an exchange and how its result went.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Action {
+    pub tool: String,
+    pub class: ToolClass,
+    /// The file or command the call is about, when its arguments name one.
+    pub target: Option<String>,
+    /// Short `key=value` arguments, for calls that are not reads or edits.
+    pub brief: String,
+    /// `None` while the call has no result.
+    pub failed: Option<bool>,
+    /// The result's headline and blob id.
+    pub headline: Option<String>,
+    pub blob: Option<String>,
+}
+
+/// What an exchange says, extracted once; summaries and the current
+/// context are built from it.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct ExchangeFacts {
+    pub ask: String,
+    pub feedback: bool,
+    pub actions: Vec<Action>,
+    /// Each failure once: what failed, where (file:line), codes, blob.
+    pub errors: Vec<String>,
+    /// Sentences of the assistant's final answer, most telling first.
+    pub conclusions: Vec<String>,
+    /// Questions and next steps the assistant left open.
+    pub open: Vec<String>,
+    /// Terms the assistant explained at length (bold, headings, code names).
+    pub explained: Vec<String>,
+    pub entities: Vec<String>,
+    pub outcome: Outcome,
+}
+
+static PATH: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r"(?:\.{0,2}/)?(?:[\w.-]+/)*[\w-][\w.-]*\.[A-Za-z][A-Za-z0-9]{0,5}\b").unwrap()
+});
+static LOCATION: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r"(?:[\w.-]+/)*[\w.-]+\.[A-Za-z][A-Za-z0-9]{0,5}:\d+(?::\d+)?").unwrap()
+});
+static SYMBOL: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(concat!(
+        r"\b[A-Za-z_]\w*(?:::[A-Za-z_]\w*)+(?:\(\))?", // Foo::bar, a::b::c
+        r"|\b[A-Za-z_][A-Za-z0-9]*_\w*\(",             // snake_case(
+        r"|\b[a-z]+[A-Z]\w*\(",                        // camelCase(
+        r"|\b[A-Z][a-z0-9]+(?:[A-Z][a-z0-9]*)+\b",     // CamelCase
+        r"|\btest_\w+"                                 // test names
+    ))
+    .unwrap()
+});
+static CODE: LazyLock<Regex> =
+    LazyLock::new(|| Regex::new(r"\b(?:E\d{4}|TS\d{4,5}|[A-Z]{1,4}\d{3,5})\b").unwrap());
+static TICKED: LazyLock<Regex> = LazyLock::new(|| Regex::new(r"`([^`\n]{2,60})`").unwrap());
+static BOLD: LazyLock<Regex> = LazyLock::new(|| Regex::new(r"\*\*([^*\n]{2,60})\*\*").unwrap());
+static FAILURE: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r#"(?i)\b(error|errors|failed|failure|failing|panicked|exception|traceback|denied|not found|no such|invalid|cannot|unable)\b|"error"\s*:"#)
+        .unwrap()
+});
+static NO_FAILURE: LazyLock<Regex> =
+    LazyLock::new(|| Regex::new(r"(?i)\b0 (errors|failed)\b|\bno errors\b|\bsuccess").unwrap());
+
+/// Abbreviations that look like file names.
+const NOT_PATHS: &[&str] = &["e.g", "i.e", "etc.", "vs.", "a.m", "p.m"];
+const STOPWORDS: &[&str] = &[
+    "a", "an", "the", "please", "can", "could", "would", "will", "you", "i", "i'd", "i'm", "we",
+    "let's", "lets", "me", "my", "our", "us", "to", "want", "need", "like", "hey", "hi", "hello",
+    "ok", "okay", "so", "now", "just", "also", "kindly", "is", "are", "be", "it", "this", "that",
+    "there", "of", "for", "and", "then", "do", "help",
+];
+
+impl ExchangeFacts {
+    pub fn of(messages: &[KeptMessage]) -> ExchangeFacts {
+        let mut facts = ExchangeFacts::default();
+        let mut by_call: HashMap<&str, usize> = HashMap::new();
+        let mut entities = EntityList::default();
+        for m in messages {
+            let msg = &m.message;
+            match msg.role {
+                Role::User if facts.ask.is_empty() => {
+                    facts.ask = first_sentences(&msg.content, 2);
+                    facts.feedback = msg.kind == Some(UserKind::Feedback);
+                    entities.scan(&msg.content);
+                }
+                Role::User | Role::System => entities.scan(&msg.content),
+                Role::Assistant => {
+                    entities.scan(&prose(&msg.content));
+                    for call in &msg.tool_calls {
+                        let action = action_of(&call.name, &call.arguments);
+                        if action.class != ToolClass::Run {
+                            action
+                                .target
+                                .iter()
+                                .flat_map(|t| t.split(" → "))
+                                .for_each(|t| entities.push(t));
+                        }
+                        entities.scan_arguments(&call.arguments);
+                        by_call.insert(call.id.as_str(), facts.actions.len());
+                        facts.actions.push(action);
+                    }
+                }
+                Role::Tool => {
+                    let idx = msg
+                        .tool_call_id
+                        .as_deref()
+                        .and_then(|id| by_call.get(id).copied())
+                        .or_else(|| facts.actions.iter().position(|a| a.failed.is_none()));
+                    let text = m
+                        .result
+                        .as_ref()
+                        .map_or(msg.content.as_str(), |r| r.headline.as_str());
+                    let failed = FAILURE.is_match(&clip_chars(&msg.content, 400))
+                        && !NO_FAILURE.is_match(text);
+                    let blob = m.result.as_ref().map(|r| r.blob.short_id());
+                    let headline =
+                        clip_chars(&one_line(msg.content.lines().next().unwrap_or("")), 100);
+                    if failed {
+                        facts
+                            .errors
+                            .push(error_line(&headline, &msg.content, blob.as_deref()));
+                        entities.scan_codes(&msg.content);
+                    }
+                    if let Some(action) = idx.map(|i| &mut facts.actions[i]) {
+                        action.failed = Some(failed);
+                        action.headline = Some(headline);
+                        action.blob = blob;
+                    }
+                }
+            }
+        }
+        let last_answer = messages
+            .iter()
+            .rev()
+            .find(|m| m.message.role == Role::Assistant && !m.message.content.trim().is_empty());
+        if let Some(answer) = last_answer {
+            let text = prose(&answer.message.content);
+            let sentences = sentences(&text);
+            facts.open = sentences
+                .iter()
+                .filter(|s| is_open_point(s))
+                .map(|s| clip_chars(s, 160))
+                .collect();
+            let mut ranked: Vec<(usize, &String)> = Vec::new();
+            for s in sentences.iter().filter(|s| !is_open_point(s)) {
+                if !ranked.iter().any(|(_, r)| *r == s) {
+                    ranked.push((ranked.len(), s));
+                }
+            }
+            ranked.sort_by_key(|(i, s)| (!is_conclusion(s), *i));
+            facts.conclusions = ranked
+                .into_iter()
+                .take(4)
+                .map(|(_, s)| clip_chars(s, 200))
+                .collect();
+            if text.split_whitespace().count() >= 60 {
+                facts.explained = explained_terms(&answer.message.content);
+            }
+        }
+        facts.outcome = outcome(messages, &facts.actions);
+        facts.entities = entities.ranked();
+        facts
+    }
+
+    /// Files the exchange changed, in call order, each once.
+    pub fn edited_files(&self) -> Vec<&str> {
+        let mut out: Vec<&str> = Vec::new();
+        for a in self
+            .actions
+            .iter()
+            .filter(|a| a.class == ToolClass::Edit && a.failed != Some(true))
+        {
+            if let Some(t) = a.target.as_deref() {
+                if !out.contains(&t) {
+                    out.push(t);
+                }
+            }
+        }
+        out
+    }
+}
+
+fn outcome(messages: &[KeptMessage], actions: &[Action]) -> Outcome {
+    let last_result = actions.iter().rev().find_map(|a| a.failed);
+    if last_result == Some(true) {
+        return Outcome::Error;
+    }
+    match messages.last() {
+        Some(m) if m.message.role == Role::Assistant && m.message.tool_calls.is_empty() => {
+            Outcome::Completed
+        }
+        _ => Outcome::Ongoing,
+    }
+}
+
+fn error_line(headline: &str, content: &str, blob: Option<&str>) -> String {
+    let mut parts = vec![clip_chars(headline, 80)];
+    let mut seen: Vec<&str> = Vec::new();
+    for m in LOCATION.find_iter(content).chain(CODE.find_iter(content)) {
+        if seen.len() < 4 && !seen.contains(&m.as_str()) && !headline.contains(m.as_str()) {
+            seen.push(m.as_str());
+        }
+    }
+    if !seen.is_empty() {
+        parts.push(format!("at {}", seen.join(", ")));
+    }
+    if let Some(b) = blob {
+        parts.push(format!("[{b}]"));
+    }
+    parts.join(" ")
+}
+
+fn classify(tool: &str) -> ToolClass {
+    let lower = tool.to_ascii_lowercase();
+    let words: Vec<&str> = lower
+        .split(|c: char| !c.is_ascii_alphanumeric())
+        .filter(|w| !w.is_empty())
+        .collect();
+    let first = split_camel(tool).into_iter().next().unwrap_or_default();
+    let has =
+        |list: &[&str]| words.iter().any(|w| list.contains(w)) || list.contains(&first.as_str());
+    if has(&[
+        "bash", "shell", "run", "exec", "execute", "terminal", "command", "sh",
+    ]) && !has(&["test"])
+    {
+        return ToolClass::Run;
+    }
+    if has(&[
+        "write", "edit", "patch", "apply", "replace", "insert", "append", "create", "delete",
+        "remove", "rm", "mv", "move", "rename", "cp", "copy", "touch", "mkdir", "rmdir", "save",
+        "str",
+    ]) {
+        return ToolClass::Edit;
+    }
+    if has(&[
+        "read", "get", "list", "ls", "cat", "view", "open", "search", "grep", "find", "glob",
+        "fetch", "query", "show", "describe", "display", "check", "stat", "head", "tail", "diff",
+        "status", "pwd", "du", "wc", "lookup", "inspect", "estimate", "retrieve", "tree", "cd",
+    ]) {
+        return ToolClass::Read;
+    }
+    ToolClass::Act
+}
+
+fn split_camel(name: &str) -> Vec<String> {
+    let mut words = vec![String::new()];
+    for c in name.chars() {
+        if c.is_ascii_uppercase() && !words.last().unwrap().is_empty() {
+            words.push(String::new());
+        }
+        words.last_mut().unwrap().push(c.to_ascii_lowercase());
+    }
+    words
+}
+
+const PATH_KEYS: &[&str] = &[
+    "path",
+    "file_path",
+    "filePath",
+    "target_file",
+    "absolute_path",
+    "file",
+    "filename",
+    "file_name",
+    "dir",
+    "directory",
+    "source",
+    "old_path",
+    "destination",
+    "new_path",
+];
+const COMMAND_KEYS: &[&str] = &["command", "cmd", "script"];
+
+fn action_of(tool: &str, arguments: &str) -> Action {
+    let class = classify(tool);
+    let args: serde_json::Value =
+        serde_json::from_str(arguments).unwrap_or(serde_json::Value::Null);
+    let field = |keys: &[&str]| {
+        keys.iter()
+            .find_map(|k| args.get(*k).and_then(|v| v.as_str()))
+            .map(str::to_string)
+    };
+    let target = match class {
+        ToolClass::Run => field(COMMAND_KEYS).map(|c| clip_chars(&one_line(&c), 60)),
+        _ => {
+            // A move names two paths: `from → to`.
+            let paths: Vec<&str> = PATH_KEYS
+                .iter()
+                .filter_map(|k| args.get(*k)?.as_str())
+                .collect();
+            (!paths.is_empty()).then(|| paths.join(" → "))
+        }
+    };
+    let brief = match &args {
+        serde_json::Value::Object(map) => map
+            .iter()
+            .filter_map(|(k, v)| {
+                let v = match v {
+                    serde_json::Value::String(s) => clip_chars(&one_line(s), 30),
+                    serde_json::Value::Number(_) | serde_json::Value::Bool(_) => v.to_string(),
+                    _ => return None,
+                };
+                Some(format!("{k}={v}"))
+            })
+            .collect::<Vec<_>>()
+            .join(", "),
+        _ => String::new(),
+    };
+    Action {
+        tool: tool.to_string(),
+        class,
+        target,
+        brief,
+        failed: None,
+        headline: None,
+        blob: None,
+    }
+}
+
+/// Entities in the order they matter: codes, paths, symbols, other terms;
+/// within a kind, by how often they occur, then by first sight.
+#[derive(Default)]
+struct EntityList {
+    seen: Vec<(String, u32, u8)>,
+}
+
+impl EntityList {
+    fn add(&mut self, e: &str, rank: u8) {
+        let call = e.strip_suffix("()");
+        let e = call
+            .unwrap_or(e)
+            .trim_matches(|c: char| matches!(c, '.' | ',' | ':' | ';' | '"' | '\'' | ')' | '('));
+        let e = if call.is_some() {
+            format!("{e}()")
+        } else {
+            e.to_string()
+        };
+        if e.chars().count() < 2 || e.chars().count() > 80 {
+            return;
+        }
+        match self.seen.iter_mut().find(|(s, ..)| *s == e) {
+            Some(entry) => {
+                entry.1 += 1;
+                entry.2 = entry.2.min(rank);
+            }
+            None => self.seen.push((e, 1, rank)),
+        }
+    }
+
+    fn push(&mut self, e: &str) {
+        self.add(e, if looks_like_path(e) { 1 } else { 3 });
+    }
+
+    fn scan_codes(&mut self, text: &str) {
+        for m in CODE.find_iter(text).take(8) {
+            self.add(m.as_str(), 0);
+        }
+    }
+
+    fn scan(&mut self, text: &str) {
+        self.scan_codes(text);
+        for m in PATH.find_iter(text) {
+            let p = m.as_str();
+            if looks_like_path(p) && !p.starts_with("//") {
+                self.add(p, 1);
+            }
+        }
+        for m in SYMBOL.find_iter(text) {
+            let s = m.as_str();
+            let s = if s.ends_with('(') {
+                format!("{s})")
+            } else {
+                s.to_string()
+            };
+            self.add(&s, 2);
+        }
+        for c in TICKED.captures_iter(text) {
+            self.push(c[1].trim());
+        }
+    }
+
+    /// Short string values of tool arguments: ids, names, places, symbols.
+    fn scan_arguments(&mut self, arguments: &str) {
+        let Ok(serde_json::Value::Object(map)) =
+            serde_json::from_str::<serde_json::Value>(arguments)
+        else {
+            return;
+        };
+        for v in map.values() {
+            if let Some(s) = v.as_str() {
+                if !s.is_empty() && s.len() <= 40 && s.split_whitespace().count() <= 3 {
+                    self.push(s);
+                }
+            }
+        }
+    }
+
+    fn ranked(mut self) -> Vec<String> {
+        let order: Vec<String> = self.seen.iter().map(|(s, ..)| s.clone()).collect();
+        let first = |s: &String| order.iter().position(|o| o == s).unwrap_or(0);
+        self.seen
+            .sort_by_key(|(s, n, rank)| (*rank, std::cmp::Reverse(*n), first(s)));
+        self.seen.into_iter().take(16).map(|(s, ..)| s).collect()
+    }
+}
+
+fn looks_like_path(s: &str) -> bool {
+    if NOT_PATHS.iter().any(|n| s.eq_ignore_ascii_case(n)) || s.contains("://") || s.contains(' ') {
+        return false;
+    }
+    let name = s.rsplit('/').next().unwrap_or(s);
+    let has_ext = name.rsplit_once('.').is_some_and(|(stem, ext)| {
+        !stem.is_empty() && ext.chars().next().is_some_and(|c| c.is_ascii_alphabetic())
+    });
+    has_ext && !name.chars().all(|c| c.is_ascii_digit() || c == '.')
+}
+
+/// Assistant text without code blocks: prose is where conclusions live.
+fn prose(text: &str) -> String {
+    let mut out = String::new();
+    let mut in_code = false;
+    for line in text.lines() {
+        if line.trim_start().starts_with("```") {
+            in_code = !in_code;
+            continue;
+        }
+        if !in_code {
+            out.push_str(line);
+            out.push('\n');
+        }
+    }
+    out
+}
+
+/// Sentences of `text`: split after `.`, `!`, `?` and at line ends; list
+/// markers and headings stripped.
+pub fn sentences(text: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    for line in text.lines() {
+        let line = line
+            .trim()
+            .trim_start_matches(['#', '-', '*', '>', '•'])
+            .trim();
+        let line = strip_numbering(line);
+        let mut start = 0;
+        let chars: Vec<(usize, char)> = line.char_indices().collect();
+        for (k, &(i, c)) in chars.iter().enumerate() {
+            let next_is_space = chars.get(k + 1).is_some_and(|(_, n)| n.is_whitespace());
+            if matches!(c, '.' | '!' | '?') && next_is_space {
+                out.push(line[start..=i].trim().to_string());
+                start = i + 1;
+            }
+        }
+        out.push(line[start..].trim().to_string());
+    }
+    out.retain(|s| s.chars().any(char::is_alphanumeric));
+    out
+}
+
+fn strip_numbering(line: &str) -> &str {
+    let digits = line.bytes().take_while(u8::is_ascii_digit).count();
+    match line[digits..].strip_prefix(['.', ')']) {
+        Some(rest) if digits > 0 => rest.trim_start(),
+        _ => line,
+    }
+}
+
+fn first_sentences(text: &str, n: usize) -> String {
+    clip_chars(
+        &sentences(text)
+            .into_iter()
+            .take(n)
+            .collect::<Vec<_>>()
+            .join(" "),
+        240,
+    )
+}
+
+fn is_open_point(s: &str) -> bool {
+    let lower = s.to_lowercase();
+    s.ends_with('?')
+        || ["next", "todo", "then ", "remaining", "follow-up"]
+            .iter()
+            .any(|w| lower.starts_with(w))
+        || [
+            "still need",
+            "not yet",
+            "left to do",
+            "we should",
+            "you may want",
+        ]
+        .iter()
+        .any(|w| lower.contains(w))
+}
+
+fn is_conclusion(s: &str) -> bool {
+    let lower = s.to_lowercase();
+    [
+        "fixed",
+        "done",
+        "now ",
+        "because",
+        "caused",
+        "cause",
+        "decided",
+        "instead",
+        "the issue",
+        "the problem",
+        "resolved",
+        "added",
+        "changed",
+        "updated",
+        "created",
+        "booked",
+        "placed",
+        "found",
+        "all ",
+        "succe",
+        "complete",
+        "result",
+    ]
+    .iter()
+    .any(|w| lower.contains(w))
+}
+
+/// Terms an answer explains: bold text, headings and code names in its prose.
+fn explained_terms(text: &str) -> Vec<String> {
+    let prose = prose(text);
+    let mut terms: Vec<String> = Vec::new();
+    let headings = prose
+        .lines()
+        .filter_map(|l| l.trim().strip_prefix('#'))
+        .map(|h| h.trim_start_matches('#').trim());
+    let bold = BOLD
+        .captures_iter(&prose)
+        .map(|c| c.get(1).unwrap().as_str().trim());
+    let ticked = TICKED
+        .captures_iter(&prose)
+        .map(|c| c.get(1).unwrap().as_str().trim());
+    for t in headings.chain(bold).chain(ticked) {
+        let t = clip_chars(t.trim_end_matches(':'), 50);
+        if !t.is_empty() && !terms.iter().any(|e| e.eq_ignore_ascii_case(&t)) {
+            terms.push(t);
+        }
+    }
+    terms.truncate(8);
+    terms
+}
+
+/// The file name of a path: headers have no room for directories.
+fn short_entity(e: &str) -> &str {
+    if looks_like_path(e) {
+        e.rsplit('/').next().unwrap_or(e)
+    } else {
+        e
+    }
+}
+
+fn header(facts: &ExchangeFacts, cap: u32, encoding: Encoding) -> Counted {
+    let mut topic: Vec<String> = facts
+        .ask
+        .split_whitespace()
+        .map(|w| {
+            w.trim_matches(|c: char| {
+                matches!(c, ',' | '.' | '!' | '?' | ';' | ':' | '"' | '\'' | '`')
+            })
+        })
+        .filter(|w| !w.is_empty() && !STOPWORDS.contains(&w.to_lowercase().as_str()))
+        .map(str::to_string)
+        .collect();
+    if topic.len() < 2 {
+        // Feedback such as "yes, go on" says little: name what was done.
+        let did = facts.actions.iter().map(|a| a.tool.clone());
+        topic.extend(did.chain(facts.conclusions.iter().take(1).flat_map(|c| {
+            c.split_whitespace()
+                .take(4)
+                .map(str::to_string)
+                .collect::<Vec<_>>()
+        })));
+    }
+    let entities: Vec<&str> = facts
+        .entities
+        .iter()
+        .map(|e| short_entity(e))
+        .filter(|e| {
+            !topic
+                .iter()
+                .any(|t| t.contains(e) || e.contains(t.as_str()))
+        })
+        .take(2)
+        .collect();
+    // Fill in priority order (the ask's first words, the entities it names,
+    // other entities, the rest of the ask) and keep the display order.
+    let topic: Vec<String> = topic.iter().map(|t| short_entity(t).to_string()).collect();
+    let is_entity = |t: &String| facts.entities.iter().any(|e| short_entity(e) == t);
+    let mut chosen: Vec<(usize, String)> = Vec::new();
+    let numbered = || topic.iter().cloned().enumerate().take(8);
+    let candidates = numbered()
+        .take(3)
+        .chain(numbered().skip(3).filter(|(_, t)| is_entity(t)))
+        .chain(
+            entities
+                .iter()
+                .enumerate()
+                .map(|(i, e)| (100 + i, e.to_string())),
+        )
+        .chain(numbered().skip(3).filter(|(_, t)| !is_entity(t)));
+    let suffix = format!(" — {}", facts.outcome.as_str());
+    let render = |chosen: &[(usize, String)]| {
+        let mut sorted: Vec<&(usize, String)> = chosen.iter().collect();
+        sorted.sort_by_key(|(i, _)| *i);
+        let body = sorted
+            .iter()
+            .map(|(_, w)| clip_chars(w, 40))
+            .collect::<Vec<_>>()
+            .join(" ");
+        format!("{body}{suffix}")
+    };
+    for c in candidates {
+        chosen.push(c);
+        if tokens::count(encoding, &render(&chosen)) > cap {
+            chosen.pop();
+        }
+    }
+    fit_text(render(&chosen).trim(), cap, encoding)
+}
+
+/// A key point of a text being fitted: dropped lowest weight first.
+pub(crate) struct Point {
+    pub section: usize,
+    pub text: String,
+    pub weight: u32,
+}
+
+/// Joins points into labelled lines (`Label: a; b`) and drops the lightest
+/// points until the text fits `cap`, then cuts as a last resort.
+pub(crate) fn fit_points(
+    labels: &[&str],
+    mut points: Vec<Point>,
+    cap: u32,
+    encoding: Encoding,
+) -> Counted {
+    let render = |points: &[Point]| {
+        let mut lines = Vec::new();
+        for (s, label) in labels.iter().enumerate() {
+            let mut body = String::new();
+            for p in points.iter().filter(|p| p.section == s) {
+                if !body.is_empty() {
+                    body.push_str(if body.ends_with(['.', '!', '?']) {
+                        " "
+                    } else {
+                        "; "
+                    });
+                }
+                body.push_str(&p.text);
+            }
+            if !body.is_empty() {
+                lines.push(if label.is_empty() {
+                    body
+                } else {
+                    format!("{label}: {body}")
+                });
+            }
+        }
+        lines.join("\n")
+    };
+    let mut text = render(&points);
+    while points.len() > 1 && tokens::count(encoding, &text) > cap {
+        let lightest = (0..points.len())
+            .rev()
+            .min_by_key(|&i| points[i].weight)
+            .unwrap();
+        points.remove(lightest);
+        text = render(&points);
+    }
+    fit_text(&text, cap, encoding)
+}
+
+/// `text` within `cap` tokens: whole when it fits, else cut on a token
+/// boundary with trailing whitespace removed.
+pub(crate) fn fit_text(text: &str, cap: u32, encoding: Encoding) -> Counted {
+    let text = text.trim();
+    let n = tokens::count(encoding, text);
+    if n <= cap {
+        return Counted {
+            text: text.to_string(),
+            tokens: n,
+        };
+    }
+    let cut = tokens::truncate(encoding, text, cap).trim_end();
+    Counted {
+        text: cut.to_string(),
+        tokens: tokens::count(encoding, cut),
+    }
+}
+
+fn summary(facts: &ExchangeFacts, cap: u32, encoding: Encoding) -> Counted {
+    const LABELS: [&str; 6] = ["Ask", "Did", "Errors", "Result", "Open", "Refs"];
+    let mut points = Vec::new();
+    let mut add = |section: usize, text: String, weight: u32| {
+        points.push(Point {
+            section,
+            text,
+            weight,
+        })
+    };
+    if !facts.ask.is_empty() {
+        let label = if facts.feedback { "(feedback) " } else { "" };
+        add(0, format!("{label}{}", facts.ask), 100);
+    }
+    let edited = facts.edited_files();
+    if !edited.is_empty() {
+        add(1, format!("edited {}", edited.join(", ")), 85);
+    }
+    let mut weight = 80;
+    let mut reads = Vec::new();
+    for a in &facts.actions {
+        let failed = a.failed == Some(true);
+        let status = if failed { " (failed)" } else { "" };
+        let text = match (a.class, &a.target) {
+            (ToolClass::Edit, Some(_)) if !failed => continue,
+            (ToolClass::Read, _) if !failed => {
+                reads.push(a.target.clone().unwrap_or_else(|| a.tool.clone()));
+                continue;
+            }
+            (ToolClass::Run, Some(cmd)) => format!("ran `{cmd}`{status}"),
+            _ => format!("{}({}){status}", a.tool, clip_chars(&a.brief, 100)),
+        };
+        add(1, text, weight);
+        weight = weight.saturating_sub(3);
+    }
+    reads.dedup();
+    if !reads.is_empty() {
+        add(
+            1,
+            format!("looked at {}", clip_chars(&reads.join(", "), 120)),
+            30,
+        );
+    }
+    for (i, e) in facts.errors.iter().enumerate() {
+        add(2, e.clone(), 88u32.saturating_sub(6 * i as u32));
+    }
+    for (i, c) in facts.conclusions.iter().enumerate() {
+        add(3, c.clone(), if i == 0 { 95 } else { 60 - 5 * i as u32 });
+    }
+    for (i, o) in facts.open.iter().enumerate() {
+        add(4, o.clone(), 70u32.saturating_sub(10 * i as u32));
+    }
+    let cited: Vec<String> = facts
+        .actions
+        .iter()
+        .filter(|a| a.class != ToolClass::Run && a.failed == Some(false))
+        .filter_map(|a| {
+            Some(format!(
+                "{} {}",
+                a.blob.as_ref()?,
+                a.target.as_deref().unwrap_or(&a.tool)
+            ))
+        })
+        .collect();
+    for (i, r) in cited.into_iter().enumerate().take(4) {
+        add(5, r, 20u32.saturating_sub(i as u32));
+    }
+    fit_points(&LABELS, points, cap, encoding)
+}
+
+/// A model-written header, fitted like the built-in one: one line, within cap.
+pub fn fit_header(text: &str, caps: &LayerCaps, encoding: Encoding) -> Counted {
+    fit_text(&one_line(text), caps.header_max, encoding)
+}
+
+/// A model-written summary, fitted like the built-in one: trailing sentences
+/// dropped until it fits, cut as a last resort.
+pub fn fit_summary(text: &str, caps: &LayerCaps, encoding: Encoding) -> Counted {
+    let mut kept = String::new();
+    for s in sentences(text) {
+        let longer = if kept.is_empty() {
+            s
+        } else {
+            format!("{kept} {s}")
+        };
+        if !kept.is_empty() && tokens::count(encoding, &longer) > caps.summary_max {
+            break;
+        }
+        kept = longer;
+    }
+    fit_text(&kept, caps.summary_max, encoding)
+}
+
+/// Exchanges written as text for tests, one message per line:
+/// `user: …`, `feedback: …`, `assistant: … -> tool {json}`, `tool: …`
+/// (`\n` in a tool line stands for a line break).
+#[cfg(test)]
+pub(crate) fn parse_exchange(id: u32, fixture: &str) -> Vec<KeptMessage> {
+    use crate::digest::OutputKind;
+    use crate::exchange::ToolResult;
+    use crate::ids::{BlobHash, MessageId};
+    use crate::message::{Message, ToolCall};
+
+    let mut out: Vec<KeptMessage> = Vec::new();
+    let mut pending: Vec<(String, String)> = Vec::new();
+    let mut calls = 0;
+    for line in fixture.lines().map(str::trim).filter(|l| !l.is_empty()) {
+        let (tag, rest) = line.split_once(':').expect("role: text");
+        let rest = rest.trim();
+        let mut m = match tag {
+            "user" => Message::new(Role::User, rest),
+            "feedback" => Message {
+                kind: Some(UserKind::Feedback),
+                ..Message::new(Role::User, rest)
+            },
+            "assistant" => {
+                let spaced = format!(" {rest}");
+                let mut parts = spaced.split(" -> ");
+                let mut m = Message::new(Role::Assistant, parts.next().unwrap().trim());
+                for call in parts {
+                    calls += 1;
+                    let (name, args) = call.split_once(' ').unwrap_or((call, "{}"));
+                    let id = format!("c{id}_{calls}");
+                    pending.push((id.clone(), name.to_string()));
+                    m.tool_calls.push(ToolCall {
+                        id,
+                        name: name.into(),
+                        arguments: args.into(),
+                    });
+                }
+                m
+            }
+            "tool" => {
+                let (call, name) = pending.remove(0);
+                let mut m = Message::new(Role::Tool, rest.replace("\\n", "\n"));
+                m.tool_call_id = Some(call);
+                m.name = Some(name);
+                m
+            }
+            other => panic!("unknown role {other}"),
+        };
+        m.at = None;
+        let index = out.len() as u32 + 1;
+        let result = (m.role == Role::Tool).then(|| ToolResult {
+            blob: BlobHash::of(m.content.as_bytes()),
+            kind: OutputKind::Generic,
+            path: None,
+            bytes: m.content.len() as u64,
+            tokens: m.content.len() as u32 / 4,
+            headline: m.content.lines().next().unwrap_or("").to_string(),
+            digest: m.content.clone(),
+        });
+        out.push(KeptMessage {
+            id: MessageId {
+                exchange: ExchangeId(id),
+                index,
+            },
+            message: m,
+            result,
+        });
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn check(fixture: &str, expect: &str) {
+        let caps = LayerCaps::default();
+        let trio = summarise(
+            ExchangeId(1),
+            &parse_exchange(1, fixture),
+            &caps,
+            Encoding::O200kBase,
+        );
+        assert!(trio.header.tokens <= caps.header_max, "{trio:?}");
+        assert!(trio.summary.tokens <= caps.summary_max, "{trio:?}");
+        assert_eq!(
+            tokens::count(Encoding::O200kBase, &trio.summary.text),
+            trio.summary.tokens
+        );
+        let got = format!(
+            "{}\n{}\nentities: {}",
+            trio.header.text,
+            trio.summary.text,
+            trio.entities.join(" | ")
+        );
+        assert_eq!(got.trim(), expect.trim(), "\n--- got ---\n{got}\n");
+    }
+
+    #[test]
+    fn coding_exchange_with_a_fix() {
+        check(
+            r#"
+            user: Please fix the type error E0308 in src/parser.rs, the build is broken.
+            assistant: Let me build it. -> bash {"command":"cargo build"}
+            tool: error[E0308]: mismatched types\n --> src/parser.rs:42:9\nerror: could not compile
+            assistant: -> edit_file {"path":"src/parser.rs","old":"x","new":"y"}
+            tool: edited src/parser.rs
+            assistant: Fixed: `parse_expr()` returned `Option<Expr>` instead of `Expr`. The build now passes. Should I add a test for `Parser::peek`?
+            "#,
+            r#"
+fix type error E0308 in parser.rs build — completed
+Ask: Please fix the type error E0308 in src/parser.rs, the build is broken.
+Did: edited src/parser.rs; ran `cargo build` (failed)
+Errors: error[E0308]: mismatched types at src/parser.rs:42:9 [b3:f829114ef37f]
+Result: Fixed: `parse_expr()` returned `Option<Expr>` instead of `Expr`. The build now passes.
+Open: Should I add a test for `Parser::peek`?
+Refs: b3:ccab65bd688e src/parser.rs
+entities: E0308 | src/parser.rs | parse_expr() | Parser::peek | cargo build | Option<Expr> | Expr
+"#,
+        );
+    }
+
+    #[test]
+    fn function_calling_exchange() {
+        check(
+            r#"
+            user: Book me a flight from SFO to JFK on 2024-12-01 in economy, then tell me the total.
+            assistant: -> get_flight_cost {"from":"SFO","to":"JFK","date":"2024-12-01","class":"economy"}
+            tool: {"cost": 412.5}
+            assistant: -> book_flight {"from":"SFO","to":"JFK","date":"2024-12-01","class":"economy","card":"card_7"}
+            tool: {"booking_id": "BK-3392", "status": "confirmed"}
+            assistant: Your flight is booked: booking BK-3392, total $412.50.
+            "#,
+            r#"
+Book flight from SFO JFK on card_7 — completed
+Ask: Book me a flight from SFO to JFK on 2024-12-01 in economy, then tell me the total.
+Did: book_flight(card=card_7, class=economy, date=2024-12-01, from=SFO, to=JFK); looked at get_flight_cost
+Result: Your flight is booked: booking BK-3392, total $412.50.
+Refs: b3:c88e695574a0 get_flight_cost; b3:69937a4a434b book_flight
+entities: economy | 2024-12-01 | SFO | JFK | card_7
+"#,
+        );
+    }
+
+    #[test]
+    fn failing_tool_and_feedback() {
+        check(
+            r#"
+            feedback: no, use the other directory
+            assistant: -> mv {"source":"report.txt","destination":"archive"}
+            tool: {"error": "mv: no such directory: archive"}
+            "#,
+            r#"
+no use other directory report.txt archive — error
+Ask: (feedback) no, use the other directory
+Did: mv(destination=archive, source=report.txt) (failed)
+Errors: {"error": "mv: no such directory: archive"} [b3:f072a1714534]
+entities: report.txt | archive
+"#,
+        );
+        check(
+            "user: what does the borrow checker do?",
+            "what does borrow checker — ongoing\nAsk: what does the borrow checker do?\nentities: ",
+        );
+    }
+
+    #[test]
+    fn caps_hold_on_long_exchanges() {
+        let long =
+            "The quick brown fox jumps over the lazy dog near src/very/long/path/module.rs. "
+                .repeat(40);
+        check(
+            &format!("user: {long}\nassistant: {long}"),
+            r#"
+quick brown fox jumps over lazy dog near — completed
+Ask: The quick brown fox jumps over the lazy dog near src/very/long/path/module.rs. The quick brown fox jumps over the lazy dog near src/very/long/path/module.rs.
+Result: The quick brown fox jumps over the lazy dog near src/very/long/path/module.rs.
+entities: src/very/long/path/module.rs
+"#,
+        );
+    }
+
+    #[test]
+    fn model_written_texts_fit_caps() {
+        let caps = LayerCaps::default();
+        let h = fit_header("  Fixed the\nparser bug in src/parser.rs after a long hunt through the code base today  ", &caps, Encoding::O200kBase);
+        assert_eq!(
+            h.text,
+            "Fixed the parser bug in src/parser.rs after a long hunt"
+        );
+        let s = fit_summary(
+            &"One sentence here. ".repeat(60),
+            &caps,
+            Encoding::O200kBase,
+        );
+        assert!(s.tokens <= 120 && s.text.ends_with('.'), "{s:?}");
+    }
+}
