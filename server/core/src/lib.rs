@@ -11,6 +11,8 @@ pub mod exchange;
 pub mod ids;
 pub mod message;
 pub mod render;
+pub mod secrets;
+pub mod slice;
 pub mod summary;
 pub mod tokens;
 pub mod view;

@@ -2,17 +2,64 @@
 //!
 //! A digest never looks at the prompt's budget; it fits `DigestLimits` and
 //! ends with a footer naming its blob, so the model can fetch `lines` or `grep`
-//! of the original.
+//! of the original. Its first line, the headline, says what the output is and
+//! how it ended: prompts under pressure show only `headline [b3:id]`.
+//!
+//! Invariant: every distinct error and failing test of a build or test output
+//! is named with its location. Duplicates are grouped and locations shortened
+//! to fit; when even the shortest form exceeds the cap, the digest exceeds it
+//! rather than drop one (see `draft.rs`).
+
+mod cargo;
+mod classify;
+mod clean;
+mod diagnostics;
+mod draft;
+mod file_read;
+mod fixture;
+mod git;
+mod js;
+mod json;
+mod listing;
+mod log;
+mod outline;
+mod search;
+mod table;
+mod test_run;
+mod tests_output;
+
+pub use classify::{classify, read_path};
+pub use fixture::fixture_call;
+pub use table::ratio_table;
 
 use crate::config::DigestLimits;
 use crate::ids::ExchangeId;
-use crate::tokens::{self, Encoding};
+use crate::tokens::Encoding;
+use draft::Draft;
 
 /// What a tool result is, decided from the tool's name and arguments, or by
 /// sniffing the content when the name says nothing.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum OutputKind {
     FileRead,
+    Search,
+    /// cargo build / check / clippy and rustc, human, short or JSON messages.
+    RustBuild,
+    /// cargo test and cargo nextest.
+    CargoTest,
+    Tsc,
+    Eslint,
+    Pytest,
+    /// jest and vitest.
+    JsTest,
+    GoTest,
+    GitDiff,
+    GitStatus,
+    GitLog,
+    /// ls, tree, find and list-files tools.
+    Listing,
+    Json,
+    /// Any other command output: logs, progress, plain text.
     Generic,
 }
 
@@ -20,6 +67,19 @@ impl OutputKind {
     pub fn as_str(self) -> &'static str {
         match self {
             OutputKind::FileRead => "file",
+            OutputKind::Search => "search",
+            OutputKind::RustBuild => "rust-build",
+            OutputKind::CargoTest => "cargo-test",
+            OutputKind::Tsc => "tsc",
+            OutputKind::Eslint => "eslint",
+            OutputKind::Pytest => "pytest",
+            OutputKind::JsTest => "js-test",
+            OutputKind::GoTest => "go-test",
+            OutputKind::GitDiff => "git-diff",
+            OutputKind::GitStatus => "git-status",
+            OutputKind::GitLog => "git-log",
+            OutputKind::Listing => "listing",
+            OutputKind::Json => "json",
             OutputKind::Generic => "output",
         }
     }
@@ -62,26 +122,6 @@ pub struct Digest {
     pub text: String,
 }
 
-pub fn classify(output: &ToolOutput) -> OutputKind {
-    if read_path(output).is_some() {
-        OutputKind::FileRead
-    } else {
-        OutputKind::Generic
-    }
-}
-
-/// The path a file-read call read, when the call is a file read.
-pub fn read_path(output: &ToolOutput) -> Option<String> {
-    let tool = output.tool?.to_ascii_lowercase();
-    if !matches!(tool.as_str(), "read_file" | "read" | "view" | "open_file" | "cat") {
-        return None;
-    }
-    let args: serde_json::Value = serde_json::from_str(output.arguments?).ok()?;
-    ["path", "file_path", "filePath", "target_file", "absolute_path", "file"]
-        .iter()
-        .find_map(|k| args.get(*k).and_then(|v| v.as_str()).map(str::to_string))
-}
-
 pub fn footer(facts: &BlobFacts) -> String {
     format!(
         "[{} · {} bytes · {} tokens · context_retrieve with lines or grep for more]",
@@ -89,7 +129,7 @@ pub fn footer(facts: &BlobFacts) -> String {
     )
 }
 
-/// Digests a tool result: head and tail lines, the footer last.
+/// Digests a tool result with the digester its kind calls for.
 pub fn digest(
     output: &ToolOutput,
     facts: &BlobFacts,
@@ -98,57 +138,31 @@ pub fn digest(
     encoding: Encoding,
 ) -> Digest {
     let kind = classify(output);
-    let lines: Vec<&str> = output.content.lines().collect();
-    let what = match (kind, read_path(output)) {
-        (OutputKind::FileRead, Some(path)) => format!("{path}: {} lines", lines.len()),
-        _ => format!("{}: {} lines", output.tool.unwrap_or("tool output"), lines.len()),
-    };
-    let headline = match prior {
-        Some(PriorRead { exchange, changed_from: None }) => format!("{what}, unchanged since {exchange}"),
-        Some(PriorRead { exchange, changed_from: Some(_) }) => format!("{what}, changed since {exchange}"),
-        None => what,
-    };
     let footer = footer(facts);
-    let fixed = tokens::count(encoding, &headline) + tokens::count(encoding, &footer) + 2;
-    let room = limits.inline_max_tokens.saturating_sub(fixed);
-    let body = head_and_tail(&lines, room, encoding);
-    let text = if body.is_empty() {
-        format!("{headline}\n{footer}")
-    } else {
-        format!("{headline}\n{body}\n{footer}")
-    };
+    let mut draft = Draft::new(encoding, limits.inline_max_tokens, &footer);
+    let label = classify::command(output).unwrap_or_else(|| output.tool.unwrap_or("output").to_string());
+    let content = clean::strip_terminal_noise(output.content);
+    let text = content.as_ref();
+    match kind {
+        OutputKind::FileRead => {
+            let path = read_path(output).unwrap_or_else(|| "file".to_string());
+            file_read::digest(&path, text, prior, &mut draft)
+        }
+        OutputKind::Search => search::digest(&label, text, &mut draft),
+        OutputKind::RustBuild => cargo::digest(&label, text, &mut draft),
+        OutputKind::CargoTest => tests_output::cargo(&label, text, &mut draft),
+        OutputKind::Pytest => tests_output::pytest(&label, text, &mut draft),
+        OutputKind::GoTest => tests_output::go(&label, text, &mut draft),
+        OutputKind::Tsc => js::tsc(&label, text, &mut draft),
+        OutputKind::Eslint => js::eslint(&label, text, &mut draft),
+        OutputKind::JsTest => js::tests(&label, text, &mut draft),
+        OutputKind::GitDiff => git::diff(&label, text, &mut draft),
+        OutputKind::GitStatus => git::status(&label, text, &mut draft),
+        OutputKind::GitLog => git::log(&label, text, &mut draft),
+        OutputKind::Listing => listing::digest(&label, text, &mut draft),
+        OutputKind::Json => json::digest(&label, text, &mut draft),
+        OutputKind::Generic => log::digest(&label, text, &mut draft),
+    }
+    let (headline, text) = draft.finish();
     Digest { kind, headline, text }
-}
-
-/// As many head and tail lines as fit `room` tokens, with a marker between.
-fn head_and_tail(lines: &[&str], room: u32, encoding: Encoding) -> String {
-    let whole = lines.join("\n");
-    if tokens::count(encoding, &whole) <= room {
-        return whole;
-    }
-    let (mut head, mut tail) = (Vec::new(), Vec::new());
-    let (mut i, mut j) = (0usize, lines.len());
-    let mut used = 8; // the omission marker
-    while i < j {
-        let take_head = head.len() <= tail.len();
-        let line = if take_head { lines[i] } else { lines[j - 1] };
-        let line = tokens::truncate(encoding, line, 60);
-        let cost = tokens::count(encoding, line) + 1;
-        if used + cost > room {
-            break;
-        }
-        used += cost;
-        if take_head {
-            head.push(line);
-            i += 1;
-        } else {
-            tail.push(line);
-            j -= 1;
-        }
-    }
-    tail.reverse();
-    let mut out = head.join("\n");
-    out.push_str(&format!("\n… {} lines omitted …\n", j - i));
-    out.push_str(&tail.join("\n"));
-    out
 }
