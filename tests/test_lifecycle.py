@@ -1,0 +1,141 @@
+"""1. Lifecycle and a round trip through every method; ctx/event notifications."""
+
+import re
+
+import blake3
+
+import ctxlib
+
+TOOL_OUT = "src/lib.rs:10: fn zanzibar_quokka() {}\nsrc/lib.rs:42: zanzibar_quokka();\n"
+EXCHANGE = [
+    {"role": "user", "content": "Where is zanzibar_quokka defined?", "kind": "query", "at": "2026-11-21T10:00:00Z"},
+    {"role": "assistant", "content": "Searching.",
+     "toolCalls": [{"id": "call_1", "name": "grep", "arguments": {"pattern": "zanzibar_quokka", "path": "src"}}],
+     "at": "2026-11-21T10:00:01Z"},
+    {"role": "tool", "toolCallId": "call_1", "name": "grep", "content": TOOL_OUT, "at": "2026-11-21T10:00:02Z"},
+    {"role": "assistant", "content": "It is defined at src/lib.rs:10.", "at": "2026-11-21T10:00:03Z"},
+]
+LAYERS = {"system", "currentContext", "recent", "headers", "summaries", "references", "input"}
+
+
+async def test_initialize_reports_server_and_shutdown_exits_cleanly(store):
+    ctx = await ctxlib.start(store)
+    info = ctx.init_result.server_info
+    assert info is not None and info.name == "ctxproxy"
+    assert (await ctx.req("ctx/stats", {}))["sessions"] == 0
+    code = await ctxlib.stop(ctx)
+    assert code == 0, f"server exited with {code} after shutdown/exit"
+    assert store.exists(), "store file not created at --store path"
+
+
+async def test_every_method_round_trip(ctx):
+    sid = await ctx.open_session(workspace="/work/demo", title="demo session")
+
+    # -- append
+    r = await ctx.append(sid, EXCHANGE)
+    assert r["exchanges"] == [{"id": "x1", "seq": 1}], r
+    assert len(r["blobs"]) == 1, r
+    blob = r["blobs"][0]
+    assert re.fullmatch(r"b3:[0-9a-f]{12}", blob["id"]), blob
+    assert blob["id"] == "b3:" + blake3.blake3(TOOL_OUT.encode()).hexdigest()[:12], "blob id is not BLAKE3 of the raw bytes"
+    assert blob["messageId"] == "x1.3"
+    assert blob["bytes"] == len(TOOL_OUT.encode())
+    assert blob["tokens"] > 0 and blob["digestTokens"] > 0
+    assert "duplicateOf" not in blob or blob["duplicateOf"] in (None,)
+
+    stored = await ctx.wait_event(lambda e: e.get("kind") == "exchangeStored")
+    assert stored["sessionId"] == sid and stored.get("exchangeId") == "x1", stored
+    bs = await ctx.wait_event(lambda e: e.get("kind") == "blobStored")
+    assert bs["sessionId"] == sid and bs.get("blobId") == blob["id"], bs
+
+    # -- a second exchange: the same output again is a duplicate blob
+    r2 = await ctx.append(sid, ctxlib.tool_exchange("Again please", TOOL_OUT, call_id="call_2", tool="grep"))
+    assert r2["exchanges"] == [{"id": "x2", "seq": 2}], r2
+    assert r2["blobs"][0]["id"] == blob["id"]
+    assert r2["blobs"][0]["messageId"] == "x2.3"
+    assert r2["blobs"][0].get("duplicateOf"), f"same bytes stored twice without duplicateOf: {r2['blobs'][0]}"
+
+    # -- retrieve: exchange, message, blob (by short id, by 8-char prefix, by full hash)
+    full_hash = blake3.blake3(TOOL_OUT.encode()).hexdigest()
+    items = await ctx.retrieve(sid, ["x1", "x1.1", "x1.2", "x1.3", blob["id"], "b3:" + full_hash[:8], "b3:" + full_hash])
+    x1, m1, m2, m3, b, b8, b64 = items
+    for it in items:
+        assert "error" not in it, it
+        assert {"id", "kind", "format", "text", "tokens", "truncated"} <= it.keys(), it
+    assert x1["kind"] == "exchange" and "zanzibar_quokka" in x1["text"]
+    assert m1["kind"] == "message" and m1["role"] == "user" and m1["text"] == EXCHANGE[0]["content"]
+    assert m2["role"] == "assistant" and m2["toolCalls"] == EXCHANGE[1]["toolCalls"]
+    assert m3["role"] == "tool" and m3["toolCallId"] == "call_1" and m3["name"] == "grep"
+    assert m3["text"] == TOOL_OUT and m3.get("blobId") == blob["id"]
+    for bb in (b, b8, b64):
+        assert bb["kind"] == "blob" and bb["text"] == TOOL_OUT, bb
+
+    # header / summary formats are capped
+    hdr, summ = (await ctx.retrieve(sid, ["x1"], format="header"))[0], (await ctx.retrieve(sid, ["x1"], format="summary"))[0]
+    assert hdr["format"] == "header" and 0 < hdr["tokens"] <= 12, hdr
+    assert summ["format"] == "summary" and 0 < summ["tokens"] <= 120, summ
+
+    # lines / grep on a blob
+    ln = await ctx.retrieve_one(sid, blob["id"], lines=[2, 2])
+    assert ln["text"].strip() == "2: src/lib.rs:42: zanzibar_quokka();", ln
+    gr = await ctx.retrieve_one(sid, blob["id"], grep="fn ")
+    assert gr["text"].strip() == "1: src/lib.rs:10: fn zanzibar_quokka() {}", gr
+
+    # -- assemble
+    a = await ctx.req("ctx/assemble", {"sessionId": sid, "input": {"role": "user", "content": "and where is it called?"},
+                                       "system": "You are a coding assistant.", "budget": 4000})
+    assert a["promptId"] == "p1", a.get("promptId")
+    assert isinstance(a["messages"], list) and a["messages"]
+    assert a["tokens"]["total"] <= 4000
+    assert LAYERS <= set(a["tokens"]["layers"]), a["tokens"]
+    names = {t.get("function", t).get("name") for t in a["tools"]}
+    assert {"context_retrieve", "context_search"} <= names, a["tools"]
+    assert isinstance(a["trimmed"], list)
+    assert "and where is it called?" in str(a["messages"][-1]), "prompt does not end with the input"
+    ev = await ctx.wait_event(lambda e: e.get("kind") == "contextAssembled")
+    assert ev["sessionId"] == sid and ev.get("promptId") == "p1", ev
+
+    # -- explain
+    ex = await ctx.req("ctx/explain", {"sessionId": sid, "promptId": "p1"})
+    assert ex["messages"] == a["messages"], "explain does not return what assemble sent"
+    assert ex["tools"] == a["tools"]
+    assert "layers" in ex, ex.keys()
+
+    # -- search (a word from the tool output)
+    hits = (await ctx.req("ctx/search", {"sessionId": sid, "query": "zanzibar_quokka"}))["hits"]
+    assert hits and {h["id"] for h in hits} <= {"x1", "x2"} and hits[0]["sessionId"] == sid, hits
+    assert all({"id", "sessionId", "header", "score"} <= h.keys() for h in hits)
+
+    # -- housekeeping replaces the header
+    assert await ctx.req("ctx/housekeeping", {"sessionId": sid, "exchangeId": "x1", "header": "located zanzibar_quokka",
+                                              "summary": "User asked where zanzibar_quokka is; it is at src/lib.rs:10.",
+                                              "keyDecisions": ["none"], "codeChanges": [], "openQuestions": ["callers?"],
+                                              "currentContext": "Exploring src/lib.rs."}) == {}
+    hdr = await ctx.retrieve_one(sid, "x1", format="header")
+    assert hdr["text"] == "located zanzibar_quokka", hdr
+    summ = await ctx.retrieve_one(sid, "x1", format="summary")
+    assert "src/lib.rs:10" in summ["text"], summ
+    await ctx.wait_event(lambda e: e.get("kind") == "summaryUpdated")
+
+    # -- listSessions / listExchanges / stats
+    sessions = (await ctx.req("ctx/listSessions", {}))["sessions"]
+    (s,) = [s for s in sessions if s["sessionId"] == sid]
+    assert s["title"] == "demo session" and s["workspace"] == "/work/demo" and s["exchanges"] == 2, s
+    assert "updatedAt" in s and not s.get("parent")
+    assert (await ctx.req("ctx/listSessions", {"workspace": "/elsewhere"}))["sessions"] == []
+    xs = await ctx.list_exchanges(sid)
+    assert [x["id"] for x in xs] == ["x1", "x2"]
+    assert xs[0]["header"] == "located zanzibar_quokka" and xs[0]["at"] and xs[0]["tokens"] > 0, xs[0]
+    assert [x["id"] for x in await ctx.list_exchanges(sid, **{"from": 2})] == ["x2"]
+    st = await ctx.req("ctx/stats", {})
+    assert st["sessions"] == 1 and st["exchanges"] == 2 and st["blobs"] == 1, st
+    for key in ("rawBytes", "storedBytes", "duplicateHits"):
+        assert key in st, st
+    assert st["duplicateHits"] >= 1
+
+
+async def test_empty_params_as_list_and_null(ctx):
+    # Lua and some clients send [] or nothing for {}.
+    assert "sessions" in await ctx.req("ctx/stats", [])
+    assert "sessions" in await ctx.req("ctx/stats", None)
+    assert "sessions" in await ctx.req("ctx/listSessions", [])
