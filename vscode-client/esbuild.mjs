@@ -9,6 +9,7 @@ await build({
   format: "cjs",
   target: "node20",
   external: ["vscode"],
+  minify: true,
   sourcemap: true,
   logLevel: "warning",
 });

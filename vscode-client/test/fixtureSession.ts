@@ -7,3 +7,8 @@ export function fixtureSessionPath(): string {
   const shared = resolve(__dirname, "../../../fixtures/sessions/minimal.jsonl");
   return existsSync(shared) ? shared : resolve(__dirname, "../../test/data/minimal.jsonl");
 }
+
+/** The longest word of a text: something a full-text search of that text should find. */
+export function searchableWord(text: string): string {
+  return text.split(/\W+/).reduce((longest, word) => (word.length > longest.length ? word : longest), "");
+}

@@ -9,7 +9,7 @@ import { renderPromptHtml } from "../../src/promptHtml";
 import { promptStatusFromEvent } from "../../src/promptStatus";
 import { RetrievedItem, RetrieveResult } from "../../src/protocol";
 import { parseSessionJsonl, replaySession, ReplayResult } from "../../src/replay";
-import { fixtureSessionPath } from "../fixtureSession";
+import { fixtureSessionPath, searchableWord } from "../fixtureSession";
 import { ScriptedModel, text, toolCall } from "../scriptedModel";
 import { RunningSidecar, startSidecar, waitForEvent } from "../sidecarProcess";
 
@@ -97,7 +97,7 @@ test("explain of the last prompt renders with the same figures as assemble", asy
 });
 
 test("search finds an exchange of the replayed session", async () => {
-  const word = recorded[0].messages[0].content.split(/\W+/).filter((w) => w.length > 5)[0];
+  const word = searchableWord(recorded[0].messages[0].content);
   const { hits } = await running.sidecar.search({ sessionId: replayed.sessionId, query: word });
   assert.ok(hits.length > 0, `no hit for ${word}`);
   assert.equal(hits[0].sessionId, replayed.sessionId);

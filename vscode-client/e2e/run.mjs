@@ -1,0 +1,310 @@
+// End-to-end test in a real VS Code (code-server 4.100.3 = VS Code 1.100.3) in headless Chromium:
+// installs the built .vsix, replays a recorded session through the extension, checks "Show What the
+// Model Saw" against ctx/explain from a second sidecar on the same store, opens an exchange from the
+// Sessions view, searches the archive, and saves screenshots into e2e/screenshots/.
+// Needs `bash e2e/install-deps.sh` first, and the ctxproxy binary (CTXPROXY_BIN or ../target/debug).
+import { spawn, spawnSync } from "node:child_process";
+import { copyFileSync, existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { createServer } from "node:net";
+import { homedir } from "node:os";
+import { dirname, join, resolve } from "node:path";
+import { fileURLToPath } from "node:url";
+import { createRequire } from "node:module";
+
+const require = createRequire(import.meta.url);
+const clientDir = resolve(dirname(fileURLToPath(import.meta.url)), "..");
+const cacheDir = process.env.CTXPROXY_E2E_CACHE ?? join(homedir(), ".cache", "ctxproxy-e2e");
+const codeServer = join(cacheDir, "node_modules", ".bin", "code-server");
+const runDir = join(clientDir, "e2e", ".run");
+const screenshotDir = join(clientDir, "e2e", "screenshots");
+const binary = resolve(process.env.CTXPROXY_BIN ?? join(clientDir, "..", "target", "debug", "ctxproxy"));
+const vsix = join(clientDir, "ctxproxy.vsix");
+const started = Date.now();
+
+function step(message) {
+  console.log(`[e2e +${((Date.now() - started) / 1000).toFixed(1)}s] ${message}`);
+}
+
+function fail(message) {
+  console.error(`e2e: ${message}`);
+  process.exit(1);
+}
+
+if (!existsSync(codeServer)) fail(`code-server not found in ${cacheDir}: run \`bash e2e/install-deps.sh\` first.`);
+if (!existsSync("/usr/bin/chromium")) fail("/usr/bin/chromium not found: run `bash e2e/install-deps.sh` first.");
+if (!existsSync(binary)) {
+  fail(`ctxproxy binary not found at ${binary}: build it with \`cargo build -p ctxproxy\` or set CTXPROXY_BIN.`);
+}
+
+step("packaging the extension");
+run("npm", ["run", "--silent", "package"], { cwd: clientDir });
+const { fixtureSessionPath, searchableWord } = require(join(clientDir, "out", "test", "fixtureSession.js"));
+const { startSidecarOnStore } = await import("./sidecarOnStore.mjs");
+
+rmSync(runDir, { recursive: true, force: true });
+mkdirSync(screenshotDir, { recursive: true });
+const dirs = {
+  userData: join(runDir, "user-data"),
+  extensions: join(runDir, "extensions"),
+  workspace: join(runDir, "workspace"),
+  xdg: join(runDir, "xdg"),
+  browser: join(runDir, "browser"),
+};
+for (const dir of Object.values(dirs)) mkdirSync(dir, { recursive: true });
+const storePath = join(runDir, "store.db");
+const fixture = fixtureSessionPath();
+const fixtureName = "minimal.jsonl";
+copyFileSync(fixture, join(dirs.workspace, fixtureName));
+const recorded = readFileSync(fixture, "utf8").split("\n").filter((line) => line.trim() !== "").map((line) => JSON.parse(line));
+
+const port = await freePort();
+const configFile = join(runDir, "config.yaml");
+writeFileSync(configFile, `bind-addr: 127.0.0.1:${port}\nauth: none\ncert: false\n`);
+mkdirSync(join(dirs.userData, "User"), { recursive: true });
+writeFileSync(
+  join(dirs.userData, "User", "settings.json"),
+  JSON.stringify(
+    {
+      "telemetry.telemetryLevel": "off",
+      "workbench.startupEditor": "none",
+      "extensions.autoUpdate": false,
+      "extensions.autoCheckUpdates": false,
+      "update.mode": "none",
+      "security.workspace.trust.enabled": false,
+      "workbench.tips.enabled": false,
+      "chat.commandCenter.enabled": false,
+      "git.openRepositoryInParentFolders": "never",
+      "ctxproxy.serverPath": binary,
+      "ctxproxy.storePath": storePath,
+    },
+    null,
+    2,
+  ),
+);
+const codeServerArgs = [
+  "--config", configFile,
+  "--user-data-dir", dirs.userData,
+  "--extensions-dir", dirs.extensions,
+];
+const codeServerEnv = {
+  ...process.env,
+  XDG_CONFIG_HOME: join(dirs.xdg, "config"),
+  XDG_DATA_HOME: join(dirs.xdg, "data"),
+  XDG_CACHE_HOME: join(dirs.xdg, "cache"),
+};
+
+step("installing the .vsix into code-server");
+run(codeServer, [...codeServerArgs, "--install-extension", vsix], { env: codeServerEnv });
+
+step(`starting code-server on 127.0.0.1:${port}`);
+const server = spawn(
+  codeServer,
+  [
+    ...codeServerArgs,
+    "--auth", "none",
+    "--bind-addr", `127.0.0.1:${port}`,
+    "--disable-telemetry",
+    "--disable-update-check",
+    "--disable-workspace-trust",
+    "--disable-getting-started-override",
+    dirs.workspace,
+  ],
+  { env: codeServerEnv, detached: true, stdio: ["ignore", "pipe", "pipe"] },
+);
+let serverLog = "";
+server.stdout.on("data", (chunk) => (serverLog += chunk));
+server.stderr.on("data", (chunk) => (serverLog += chunk));
+
+let context;
+let exitCode = 0;
+try {
+  await waitForHealth(`http://127.0.0.1:${port}/healthz`);
+  const { chromium } = require("playwright-core");
+  context = await chromium.launchPersistentContext(dirs.browser, {
+    executablePath: "/usr/bin/chromium",
+    headless: true,
+    viewport: { width: 1400, height: 900 },
+    args: [
+      "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+      "--disable-background-networking", "--disable-component-update", "--disable-sync",
+    ],
+    env: { ...process.env, HOME: dirs.browser },
+  });
+  const page = context.pages()[0] ?? (await context.newPage());
+  await page.goto(`http://127.0.0.1:${port}/?folder=${encodeURIComponent(dirs.workspace)}`);
+  await page.locator(".monaco-workbench").waitFor({ timeout: 60000 });
+  step("workbench is up");
+  await page.locator(".statusbar-item", { hasText: "ctx" }).first().waitFor({ timeout: 30000 });
+  await shot(page, "01-workbench");
+
+  step(`opening ${fixtureName} and replaying it`);
+  await page.keyboard.press("Control+P");
+  await fillQuickInput(page, fixtureName);
+  await page.locator(".quick-input-list .monaco-list-row", { hasText: fixtureName }).first().waitFor();
+  await page.keyboard.press("Enter");
+  await page.locator(".tab", { hasText: fixtureName }).first().waitFor();
+  await runCommand(page, "ctxproxy: Replay Session File");
+  const replayToast = page.locator(".notifications-toasts .notification-toast", { hasText: "replayed" }).first();
+  await replayToast.waitFor({ timeout: 30000 });
+  const replayText = await replayToast.innerText();
+  const sessionId = /into (\S+?)\./.exec(replayText)?.[1];
+  if (!sessionId) throw new Error(`no session id in the replay notice: ${replayText}`);
+  const promptId = `p${recorded.length}`;
+  step(`replayed ${recorded.length} exchanges into ${sessionId}`);
+  const statusBar = page.locator(".statusbar-item", { hasText: /\d+(\.\d)?k?\/\d+(\.\d)?k/ }).first();
+  await statusBar.waitFor({ timeout: 10000 });
+  const statusText = (await statusBar.innerText()).trim();
+  step(`status bar: ${statusText}`);
+  await shot(page, "02-replayed");
+
+  step("showing what the model saw");
+  await runCommand(page, "ctxproxy: Show What the Model Saw");
+  const promptRow = page.locator(".quick-input-list .monaco-list-row", { hasText: promptId }).first();
+  await promptRow.waitFor();
+  await shot(page, "03-prompt-picker");
+  await page.keyboard.press("Enter");
+  const webview = page.frameLocator("iframe.webview.ready").frameLocator("#active-frame");
+  await webview.locator("#layers tbody tr").first().waitFor({ timeout: 30000 });
+  const shown = await webview.locator("#layers tbody tr").evaluateAll((rows) =>
+    rows.map((row) => ({
+      layer: row.getAttribute("data-layer"),
+      tokens: Number(row.querySelector(".layer-tokens").textContent),
+    })),
+  );
+  const shownTotal = Number(await webview.locator("#total-tokens").innerText());
+  const heading = await webview.locator("h1").innerText();
+  const messageCount = await webview.locator("section.message").count();
+  await shot(page, "04-what-the-model-saw");
+
+  step("checking the webview against ctx/explain from a second sidecar on the same store");
+  const reference = await startSidecarOnStore(binary, storePath);
+  let explain;
+  try {
+    explain = await reference.request("ctx/explain", { sessionId, promptId });
+  } finally {
+    await reference.stop();
+  }
+  const expectedLayers = explain.tokens?.layers ?? {};
+  const problems = [];
+  if (!heading.includes(promptId)) problems.push(`heading "${heading}" does not name ${promptId}`);
+  if (shownTotal !== explain.tokens?.total) problems.push(`total ${shownTotal} != explain ${explain.tokens?.total}`);
+  for (const [layer, tokens] of Object.entries(expectedLayers)) {
+    const row = shown.find((r) => r.layer === layer);
+    if (!row) problems.push(`no row for layer ${layer}`);
+    else if (row.tokens !== tokens) problems.push(`layer ${layer}: shown ${row.tokens}, explain ${tokens}`);
+  }
+  if (Array.isArray(explain.messages) && messageCount !== explain.messages.length) {
+    problems.push(`${messageCount} messages shown, explain has ${explain.messages.length}`);
+  }
+  if (problems.length > 0) throw new Error(`the webview disagrees with ctx/explain:\n  ${problems.join("\n  ")}`);
+  step(`webview matches explain: total ${shownTotal}, ${shown.map((r) => `${r.layer}=${r.tokens}`).join(" ")}`);
+
+  step("opening x1 from the Sessions view");
+  await page.locator('.activitybar .action-item a[aria-label^="ctxproxy"]').first().click();
+  const sessionRow = page.locator(".monaco-list-row", { hasText: fixtureName }).first();
+  await sessionRow.waitFor({ timeout: 15000 });
+  for (let attempt = 0; attempt < 5 && (await sessionRow.getAttribute("aria-expanded")) !== "true"; attempt++) {
+    await sessionRow.click();
+    await page.waitForTimeout(500);
+  }
+  const exchangeRow = page.locator(".monaco-list-row", { hasText: /^x1 / }).first();
+  await exchangeRow.waitFor({ timeout: 15000 });
+  await exchangeRow.click();
+  await page.locator(".tab", { hasText: "x1.full" }).first().waitFor({ timeout: 15000 });
+  const firstWords = String(recorded[0].messages[0].content).split(/\s+/).slice(0, 3).join(" ");
+  await page.locator(".editor-instance .view-lines", { hasText: firstWords }).first().waitFor({ timeout: 15000 });
+  await shot(page, "05-exchange-from-sessions-view");
+
+  step("searching the archive");
+  const query = searchableWord(String(recorded[0].messages[0].content));
+  await runCommand(page, "ctxproxy: Search the Archive");
+  await page.locator(".quick-input-widget .quick-input-title", { hasText: "Search the ctxproxy archive" }).waitFor();
+  await fillQuickInput(page, query);
+  await page.keyboard.press("Enter");
+  await page.locator(".quick-input-widget .quick-input-title", { hasText: `for "${query}"` }).waitFor({ timeout: 15000 });
+  await page.locator(".quick-input-list .monaco-list-row", { hasText: sessionId }).first().waitFor({ timeout: 15000 });
+  await shot(page, "06-search");
+  await page.keyboard.press("Escape");
+
+  step(`passed in ${((Date.now() - started) / 1000).toFixed(1)}s; screenshots in ${screenshotDir}`);
+} catch (error) {
+  exitCode = 1;
+  console.error(`e2e failed: ${error instanceof Error ? error.stack : error}`);
+  const page = context?.pages()[0];
+  if (page) await shot(page, "failure").catch(() => undefined);
+  console.error(`code-server log (tail):\n${serverLog.slice(-3000)}`);
+} finally {
+  await context?.close().catch(() => undefined);
+  stopProcessGroup(server);
+}
+process.exit(exitCode);
+
+async function fillQuickInput(page, text) {
+  const input = page.locator(".quick-input-widget input");
+  await input.waitFor();
+  await input.fill(text);
+}
+
+async function runCommand(page, title) {
+  await page.keyboard.press("F1");
+  await fillQuickInput(page, `>${title}`);
+  await page.locator(".quick-input-list .monaco-list-row", { hasText: title }).first().waitFor();
+  await page.keyboard.press("Enter");
+}
+
+async function shot(page, name) {
+  const file = join(screenshotDir, `${name}.png`);
+  await page.screenshot({ path: file });
+  step(`screenshot ${file}`);
+}
+
+function run(command, args, options) {
+  const result = spawnSync(command, args, { stdio: "inherit", ...options });
+  if (result.status !== 0) throw new Error(`${command} ${args.join(" ")} exited with ${result.status}`);
+}
+
+async function freePort() {
+  return new Promise((done, reject) => {
+    const probe = createServer();
+    probe.once("error", reject);
+    probe.listen(0, "127.0.0.1", () => {
+      const { port } = probe.address();
+      probe.close(() => done(port));
+    });
+  });
+}
+
+async function waitForHealth(url) {
+  const deadline = Date.now() + 60000;
+  while (Date.now() < deadline) {
+    try {
+      if ((await fetch(url)).ok) return;
+    } catch {
+      // not listening yet
+    }
+    await new Promise((wake) => setTimeout(wake, 250));
+  }
+  throw new Error(`code-server did not answer ${url} within 60 s`);
+}
+
+function stopProcessGroup(child) {
+  try {
+    process.kill(-child.pid, "SIGTERM");
+  } catch {
+    return;
+  }
+  const deadline = Date.now() + 3000;
+  while (Date.now() < deadline) {
+    try {
+      process.kill(-child.pid, 0);
+    } catch {
+      return;
+    }
+    spawnSync("sleep", ["0.1"]);
+  }
+  try {
+    process.kill(-child.pid, "SIGKILL");
+  } catch {
+    // already gone
+  }
+}
