@@ -4,12 +4,14 @@
 //! The store persists what these functions return; the packer is the only
 //! code that trims, demotes or orders.
 
+pub mod baseline;
 pub mod config;
 pub mod context;
 pub mod digest;
 pub mod exchange;
 pub mod ids;
 pub mod message;
+pub mod packer;
 pub mod render;
 pub mod secrets;
 pub mod slice;

@@ -8,7 +8,7 @@
 //! `MESSAGE_OVERHEAD` on top of its content, a prompt `REPLY_PRIMER` on top
 //! of its messages, and the tool definitions `tools_tokens`.
 
-use crate::exchange::{KeptMessage, Level, ToolResult};
+use crate::exchange::{Counted, KeptMessage, Level, ToolResult};
 use crate::ids::ExchangeId;
 use crate::message::Role;
 use crate::tokens::{self, Encoding};
@@ -60,6 +60,15 @@ fn tool_use_text(name: &str, arguments: &str) -> String {
 pub fn piece(text: &str) -> Option<String> {
     let trimmed = text.trim();
     (!trimmed.is_empty()).then(|| format!("{trimmed}\n"))
+}
+
+/// `text` as a counted piece, e.g. the system prompt handed to the packer.
+pub fn counted_piece(text: &str, encoding: Encoding) -> Counted {
+    let text = piece(text).unwrap_or_default();
+    Counted {
+        tokens: tokens::count(encoding, &text),
+        text,
+    }
 }
 
 /// The blocks a stored message shows at `level` (`Full` or `Digests`; the

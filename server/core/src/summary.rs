@@ -461,6 +461,13 @@ impl EntityList {
     }
 }
 
+/// The entities a text names: error codes, paths, symbols, code names.
+pub fn entities_of(text: &str) -> Vec<String> {
+    let mut list = EntityList::default();
+    list.scan(text);
+    list.ranked()
+}
+
 fn looks_like_path(s: &str) -> bool {
     if NOT_PATHS.iter().any(|n| s.eq_ignore_ascii_case(n)) || s.contains("://") || s.contains(' ') {
         return false;

@@ -1,0 +1,394 @@
+//! What ctxproxy is compared with in the replay report, over plain data:
+//! full history, Cline-style truncation and a sliding window, the cost of a
+//! run of prompts with prefix caching, and whether a fact a later question
+//! needs is in a prompt or one `context_retrieve` away.
+//!
+//! `MemorySession` keeps a session in memory the way the store does, so the
+//! report, the benches and the tests can pack ctxproxy prompts without SQLite.
+
+use std::sync::LazyLock;
+
+use regex::Regex;
+
+use crate::config::LayerCaps;
+use crate::context::{self, CurrentContext};
+use crate::exchange::{Counted, KeptMessage};
+use crate::ids::ExchangeId;
+use crate::message::{Message, Role};
+use crate::packer;
+use crate::render::{self, MESSAGE_OVERHEAD, REPLY_PRIMER};
+use crate::summary::{self, summarise};
+use crate::tokens::{self, Encoding};
+use crate::view::{BlobRef, ExchangeView, HeaderItem, SessionView};
+
+/// A prompt of a baseline strategy: whole raw messages.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct RawPrompt {
+    pub messages: Vec<(Role, String)>,
+    /// Tokens of each message, overhead included.
+    pub tokens: Vec<u32>,
+}
+
+impl RawPrompt {
+    pub fn total(&self) -> u32 {
+        self.tokens.iter().sum::<u32>() + REPLY_PRIMER
+    }
+
+    pub fn text(&self) -> String {
+        self.messages.iter().map(|(_, t)| t.as_str()).collect()
+    }
+
+    /// Tokens of the messages identical, from the start, in `prev`.
+    pub fn shared_prefix(&self, prev: &RawPrompt) -> u32 {
+        self.messages
+            .iter()
+            .zip(&prev.messages)
+            .zip(&self.tokens)
+            .take_while(|((a, b), _)| a == b)
+            .map(|(_, n)| n)
+            .sum()
+    }
+}
+
+/// How a baseline fits history into a prompt.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Strategy {
+    /// Every message, tool outputs raw.
+    FullHistory,
+    /// Cline's `getNextTruncationRange`: keep the first user/assistant pair;
+    /// once a prompt is over `window - 40_000`, drop half of the rest
+    /// (rounded to pairs, the kept part starting at a user message). The
+    /// dropped range only grows.
+    Cline { window: u32 },
+    /// The newest messages that fit `budget`.
+    SlidingWindow { budget: u32 },
+}
+
+impl Strategy {
+    pub const CLINE_DEFAULT_WINDOW: u32 = 128_000;
+    const CLINE_HEADROOM: u32 = 40_000;
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Strategy::FullHistory => "full-history",
+            Strategy::Cline { .. } => "cline",
+            Strategy::SlidingWindow { .. } => "sliding-window",
+        }
+    }
+}
+
+/// A raw message as one text: content, then one line per tool call.
+fn raw_text(m: &Message) -> String {
+    let mut text = m.content.clone();
+    for c in &m.tool_calls {
+        text.push_str(&format!("\n→ {} {}", c.name, c.arguments));
+    }
+    text.push('\n');
+    text
+}
+
+/// The prompt each baseline sends when each exchange opens: all earlier
+/// exchanges, then the exchange's first message. One prompt per exchange.
+pub fn replay(
+    strategy: Strategy,
+    exchanges: &[Vec<Message>],
+    encoding: Encoding,
+) -> Vec<RawPrompt> {
+    let mut history: Vec<(Role, String, u32)> = Vec::new();
+    let mut dropped: Option<(usize, usize)> = None;
+    let mut prompts = Vec::new();
+    for exchange in exchanges {
+        let Some(input) = exchange.first() else {
+            continue;
+        };
+        let input_text = raw_text(input);
+        let input_tokens = tokens::count(encoding, &input_text) + MESSAGE_OVERHEAD;
+        let kept: Vec<usize> = match strategy {
+            Strategy::FullHistory => (0..history.len()).collect(),
+            Strategy::Cline { window } => {
+                let kept = |d: Option<(usize, usize)>| -> Vec<usize> {
+                    (0..history.len())
+                        .filter(|&i| d.is_none_or(|(s, e)| i < s || i > e))
+                        .collect()
+                };
+                let size: u32 =
+                    kept(dropped).iter().map(|&i| history[i].2).sum::<u32>() + input_tokens;
+                if size > window.saturating_sub(Strategy::CLINE_HEADROOM) {
+                    dropped = cline_truncation(&history, dropped).or(dropped);
+                }
+                kept(dropped)
+            }
+            Strategy::SlidingWindow { budget } => {
+                let mut room = budget.saturating_sub(input_tokens + REPLY_PRIMER);
+                let mut start = history.len();
+                while start > 0 && history[start - 1].2 <= room {
+                    room -= history[start - 1].2;
+                    start -= 1;
+                }
+                while start < history.len() && history[start].0 == Role::Tool {
+                    start += 1;
+                }
+                (start..history.len()).collect()
+            }
+        };
+        let mut prompt = RawPrompt::default();
+        for i in kept {
+            prompt.messages.push((history[i].0, history[i].1.clone()));
+            prompt.tokens.push(history[i].2);
+        }
+        prompt.messages.push((input.role, input_text));
+        prompt.tokens.push(input_tokens);
+        prompts.push(prompt);
+        for m in exchange {
+            let text = raw_text(m);
+            let n = tokens::count(encoding, &text) + MESSAGE_OVERHEAD;
+            history.push((m.role, text, n));
+        }
+    }
+    prompts
+}
+
+/// Cline's next deleted range: from the message after the first pair to
+/// half of what remains, extended so the next kept message is a user's.
+fn cline_truncation(
+    history: &[(Role, String, u32)],
+    dropped: Option<(usize, usize)>,
+) -> Option<(usize, usize)> {
+    let start_of_rest = dropped.map_or(2, |(_, end)| end + 1);
+    let remove = history.len().checked_sub(start_of_rest)? / 4 * 2;
+    if remove == 0 {
+        return None;
+    }
+    let mut end = start_of_rest + remove - 1;
+    while end + 1 < history.len() && history[end + 1].0 != Role::User {
+        end += 1;
+    }
+    Some((2, end))
+}
+
+/// Totals of a run of prompts, with prefix caching priced at a tenth.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct RunCost {
+    pub prompt_tokens: u64,
+    /// Tokens identical to the previous prompt's start.
+    pub cached_tokens: u64,
+}
+
+impl RunCost {
+    pub const CACHED_PRICE: f64 = 0.1;
+
+    /// `(tokens, cached prefix)` of each prompt.
+    pub fn of(turns: impl IntoIterator<Item = (u32, u32)>) -> RunCost {
+        turns
+            .into_iter()
+            .fold(RunCost::default(), |acc, (n, cached)| RunCost {
+                prompt_tokens: acc.prompt_tokens + u64::from(n),
+                cached_tokens: acc.cached_tokens + u64::from(cached.min(n)),
+            })
+    }
+
+    /// Uncached tokens plus cached ones at `CACHED_PRICE`.
+    pub fn effective(&self) -> f64 {
+        (self.prompt_tokens - self.cached_tokens) as f64
+            + Self::CACHED_PRICE * self.cached_tokens as f64
+    }
+}
+
+/// Whether a prompt lets the model answer with a fact.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum FactStatus {
+    /// The fact's exact text is in the prompt.
+    InPrompt,
+    /// An id of the exchange the fact came from (`x<from>`, one of its
+    /// messages or blobs) is in the prompt, next to words that point at it.
+    OneRetrieveAway,
+    Lost,
+}
+
+impl FactStatus {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            FactStatus::InPrompt => "in-prompt",
+            FactStatus::OneRetrieveAway => "one-retrieve-away",
+            FactStatus::Lost => "lost",
+        }
+    }
+}
+
+static RECORD_START: LazyLock<Regex> =
+    LazyLock::new(|| Regex::new(r"^(?:x\d+\b|b3:[0-9a-f]{8}|#)").unwrap());
+
+/// Lower-case words of `text` as the pointer check compares them.
+fn words(text: &str) -> impl Iterator<Item = String> + '_ {
+    text.split(|c: char| !(c.is_alphanumeric() || matches!(c, '_' | '.' | '/' | ':' | '-')))
+        .map(|w| {
+            w.trim_matches(|c: char| matches!(c, '.' | ':' | '-'))
+                .to_lowercase()
+        })
+        .filter(|w| w.chars().count() >= 3)
+}
+
+/// `fact` from exchange `from` (whose tool outputs are stored as `blobs`,
+/// `b3:…` ids) against the text of a prompt. `cues` are words of the
+/// question that needs the fact.
+pub fn fact_status(
+    fact: &str,
+    cues: &[String],
+    from: ExchangeId,
+    blobs: &[String],
+    prompt_text: &str,
+) -> FactStatus {
+    let squeeze = |t: &str| render::one_line(t);
+    if prompt_text.contains(fact) || squeeze(prompt_text).contains(&squeeze(fact)) {
+        return FactStatus::InPrompt;
+    }
+    let stop = |w: &String| {
+        !matches!(
+            w.as_str(),
+            "the"
+                | "and"
+                | "for"
+                | "with"
+                | "what"
+                | "which"
+                | "that"
+                | "this"
+                | "from"
+                | "was"
+                | "were"
+                | "did"
+                | "does"
+                | "how"
+        )
+    };
+    let mut pointers: Vec<String> = cues
+        .iter()
+        .flat_map(|c| words(c).collect::<Vec<_>>())
+        .filter(stop)
+        .collect();
+    pointers.extend(summary::entities_of(fact).iter().map(|e| e.to_lowercase()));
+    // Identifier-like words of the fact: ids, numbers, names in capitals.
+    let identifier = |w: &&str| {
+        w.chars().any(|c| c.is_ascii_digit() || c == '_')
+            || w.chars().skip(1).any(char::is_uppercase)
+    };
+    pointers.extend(fact.split_whitespace().filter(identifier).flat_map(words));
+    let id = Regex::new(&format!(r"\b{from}(?:\.\d+)?\b")).unwrap();
+    let blob_hexes: Vec<String> = blobs
+        .iter()
+        .filter_map(|b| b.strip_prefix("b3:"))
+        .map(|h| h[..h.len().min(8)].to_lowercase())
+        .collect();
+    let names_source = |line: &str| {
+        id.is_match(line) || blob_hexes.iter().any(|h| line.contains(&format!("b3:{h}")))
+    };
+    let lines: Vec<&str> = prompt_text.lines().collect();
+    for (i, line) in lines.iter().enumerate() {
+        if !names_source(line) {
+            continue;
+        }
+        // The record the id heads: its line and the lines that continue it.
+        let end = (i + 1..lines.len())
+            .find(|&j| lines[j].trim().is_empty() || RECORD_START.is_match(lines[j]))
+            .unwrap_or(lines.len());
+        let record: Vec<String> = lines[i..end]
+            .iter()
+            .flat_map(|l| words(l).collect::<Vec<_>>())
+            .collect();
+        if pointers.iter().any(|p| record.contains(p)) {
+            return FactStatus::OneRetrieveAway;
+        }
+    }
+    FactStatus::Lost
+}
+
+/// A session kept in memory the way the store keeps it.
+pub struct MemorySession {
+    caps: LayerCaps,
+    encoding: Encoding,
+    exchanges: Vec<ExchangeView>,
+    headers: Vec<HeaderItem>,
+    references: Vec<BlobRef>,
+    context: CurrentContext,
+}
+
+impl MemorySession {
+    pub fn new(caps: LayerCaps, encoding: Encoding) -> MemorySession {
+        MemorySession {
+            caps,
+            encoding,
+            exchanges: Vec::new(),
+            headers: Vec::new(),
+            references: Vec::new(),
+            context: CurrentContext::default(),
+        }
+    }
+
+    pub fn len(&self) -> u32 {
+        self.exchanges.len() as u32
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.exchanges.is_empty()
+    }
+
+    /// Stores a closed exchange: its trio, token counts, header line and
+    /// references, and the context after it. Returns its id.
+    pub fn push(&mut self, at: Option<String>, messages: Vec<KeptMessage>) -> ExchangeId {
+        let id = ExchangeId(self.len() + 1);
+        let enc = self.encoding;
+        let trio = summarise(id, &messages, &self.caps, enc);
+        self.context = context::advance(&self.context, id, &messages, &trio);
+        let line = render::header_line(id, at.as_deref(), &trio.header.text);
+        self.headers.push(HeaderItem {
+            id,
+            at: at.clone(),
+            line: Counted {
+                tokens: tokens::count(enc, &line),
+                text: line,
+            },
+        });
+        for r in messages.iter().filter_map(|m| m.result.as_ref()) {
+            let line = render::reference_line(r, id);
+            self.references.push(BlobRef {
+                blob: r.blob,
+                exchange: id,
+                line: Counted {
+                    tokens: tokens::count(enc, &line),
+                    text: line,
+                },
+            });
+        }
+        let tokens = render::exchange_tokens(&messages, enc);
+        self.exchanges.push(ExchangeView {
+            id,
+            at,
+            header: trio.header,
+            summary: trio.summary,
+            messages,
+            tokens,
+        });
+        id
+    }
+
+    /// What the store hands the packer.
+    pub fn view(&self) -> SessionView {
+        let newest = |n: u32, len: usize| len.saturating_sub(n as usize);
+        let window = newest(packer::window_len(&self.caps), self.exchanges.len());
+        SessionView {
+            session_id: "memory".to_string(),
+            exchange_count: self.len(),
+            headers: self.headers[newest(self.caps.max_headers, self.headers.len())..].to_vec(),
+            window: self.exchanges[window..].to_vec(),
+            references: self
+                .references
+                .iter()
+                .rev()
+                .filter(|r| r.exchange <= packer::references_horizon(self.len(), &self.caps))
+                .take(self.caps.max_references as usize)
+                .cloned()
+                .collect(),
+            current_context: context::render(&self.context, &self.caps, self.encoding),
+        }
+    }
+}
