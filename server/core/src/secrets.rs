@@ -73,21 +73,48 @@ static RULES: LazyLock<Vec<Rule>> = LazyLock::new(|| {
     use SecretKind::*;
     let table: [(SecretKind, &str); 16] = [
         // PEM blocks, also inside JSON strings where newlines are `\n`.
-        (PrivateKey, r"(?s)(?P<s>-----BEGIN [A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----.*?-----END [A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----)"),
-        (AwsAccessKey, r"\b(?P<s>(?:AKIA|ASIA|AGPA|AIDA|AROA|ANPA|ANVA|AIPA)[A-Z0-9]{16})\b"),
-        (AwsSecretKey, r#"(?i)(?:aws_?secret_?(?:access_?)?key|secret_?access_?key)["']?\s*[:=]\s*["']?(?P<s>[A-Za-z0-9/+]{40})\b"#),
+        (
+            PrivateKey,
+            r"(?s)(?P<s>-----BEGIN [A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----.*?-----END [A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----)",
+        ),
+        (
+            AwsAccessKey,
+            r"\b(?P<s>(?:AKIA|ASIA|AGPA|AIDA|AROA|ANPA|ANVA|AIPA)[A-Z0-9]{16})\b",
+        ),
+        (
+            AwsSecretKey,
+            r#"(?i)(?:aws_?secret_?(?:access_?)?key|secret_?access_?key)["']?\s*[:=]\s*["']?(?P<s>[A-Za-z0-9/+]{40})\b"#,
+        ),
         (GcpApiKey, r"\b(?P<s>AIza[0-9A-Za-z_\-]{35})"),
-        (AzureKey, r"(?:AccountKey|SharedAccessKey|SharedAccessSignature|sig)=(?P<s>[A-Za-z0-9+/%]{20,}={0,2})"),
-        (GithubToken, r"\b(?P<s>(?:gh[pousr]_[A-Za-z0-9]{36,}|github_pat_[A-Za-z0-9_]{50,}))"),
+        (
+            AzureKey,
+            r"(?:AccountKey|SharedAccessKey|SharedAccessSignature|sig)=(?P<s>[A-Za-z0-9+/%]{20,}={0,2})",
+        ),
+        (
+            GithubToken,
+            r"\b(?P<s>(?:gh[pousr]_[A-Za-z0-9]{36,}|github_pat_[A-Za-z0-9_]{50,}))",
+        ),
         (GitlabToken, r"\b(?P<s>glpat-[A-Za-z0-9_\-]{20,})"),
         (SlackToken, r"\b(?P<s>xox[abposr]-[A-Za-z0-9\-]{10,})"),
         (AnthropicKey, r"\b(?P<s>sk-ant-[A-Za-z0-9_\-]{20,})"),
-        (OpenaiKey, r"\b(?P<s>sk-(?:proj-|svcacct-|admin-)?[A-Za-z0-9_\-]{20,})"),
+        (
+            OpenaiKey,
+            r"\b(?P<s>sk-(?:proj-|svcacct-|admin-)?[A-Za-z0-9_\-]{20,})",
+        ),
         (StripeKey, r"\b(?P<s>[rs]k_(?:live|test)_[A-Za-z0-9]{16,})"),
         (NpmToken, r"\b(?P<s>npm_[A-Za-z0-9]{36})\b"),
-        (SendgridKey, r"\b(?P<s>SG\.[A-Za-z0-9_\-]{16,}\.[A-Za-z0-9_\-]{16,})"),
-        (Jwt, r"\b(?P<s>eyJ[A-Za-z0-9_\-]{5,}\.eyJ[A-Za-z0-9_\-]{5,}\.[A-Za-z0-9_\-]{10,})"),
-        (UrlPassword, r"\b[a-zA-Z][a-zA-Z0-9+.\-]*://[^/\s:@]+:(?P<s>[^/\s@]+)@"),
+        (
+            SendgridKey,
+            r"\b(?P<s>SG\.[A-Za-z0-9_\-]{16,}\.[A-Za-z0-9_\-]{16,})",
+        ),
+        (
+            Jwt,
+            r"\b(?P<s>eyJ[A-Za-z0-9_\-]{5,}\.eyJ[A-Za-z0-9_\-]{5,}\.[A-Za-z0-9_\-]{10,})",
+        ),
+        (
+            UrlPassword,
+            r"\b[a-zA-Z][a-zA-Z0-9+.\-]*://[^/\s:@]+:(?P<s>[^/\s@]+)@",
+        ),
         // Variables and keys named like secrets, in env dumps, YAML and JSON.
         // The name must end with the secret word: `max_tokens` is not one.
         (
@@ -95,7 +122,13 @@ static RULES: LazyLock<Vec<Rule>> = LazyLock::new(|| {
             r#"(?i)(?:^|[\s,;{(])(?:export\s+)?["']?[A-Za-z0-9_.\-]*(?:PASSWORD|PASSWD|SECRET|TOKEN|API_KEY|APIKEY|ACCESS_KEY|SECRET_KEY|PRIVATE_KEY|CREDENTIALS|AUTH_KEY)["']?[ \t]*[:=][ \t]*["']?(?P<s>[^\s"'#,;]{4,})"#,
         ),
     ];
-    table.into_iter().map(|(kind, p)| Rule { kind, pattern: Regex::new(p).unwrap() }).collect()
+    table
+        .into_iter()
+        .map(|(kind, p)| Rule {
+            kind,
+            pattern: Regex::new(p).unwrap(),
+        })
+        .collect()
 });
 
 const MARK_PREFIX: &str = "[secret:";
@@ -117,14 +150,22 @@ pub fn mask(text: &str) -> Masked<'_> {
             let start = secret.start() - whole.start();
             let end = secret.end() - whole.start();
             let w = whole.as_str();
-            format!("{}{MARK_PREFIX}{}]{}", &w[..start], rule.kind.as_str(), &w[end..])
+            format!(
+                "{}{MARK_PREFIX}{}]{}",
+                &w[..start],
+                rule.kind.as_str(),
+                &w[end..]
+            )
         });
         if let Cow::Owned(s) = replaced {
             current = Cow::Owned(s);
         }
         found.extend(hits);
     }
-    Masked { text: current, found }
+    Masked {
+        text: current,
+        found,
+    }
 }
 
 #[cfg(test)]
@@ -134,22 +175,49 @@ mod tests {
     #[test]
     fn masks_each_kind() {
         let cases = [
-            ("AWS_ACCESS_KEY_ID=AKIAIOSFODNN7EXAMPLE", "AWS_ACCESS_KEY_ID=[secret:aws-access-key]"),
+            (
+                "AWS_ACCESS_KEY_ID=AKIAIOSFODNN7EXAMPLE",
+                "AWS_ACCESS_KEY_ID=[secret:aws-access-key]",
+            ),
             (
                 "aws_secret_access_key = wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY",
                 "aws_secret_access_key = [secret:aws-secret-key]",
             ),
-            ("key=AIzaSyA1234567890abcdefghijklmnopqrstuv", "key=[secret:gcp-api-key]"),
-            ("AccountName=a;AccountKey=abcdEFGH1234abcdEFGH1234==;End", "AccountName=a;AccountKey=[secret:azure-key];End"),
-            ("token ghp_abcdefghijklmnopqrstuvwxyz0123456789", "token [secret:github-token]"),
+            (
+                "key=AIzaSyA1234567890abcdefghijklmnopqrstuv",
+                "key=[secret:gcp-api-key]",
+            ),
+            (
+                "AccountName=a;AccountKey=abcdEFGH1234abcdEFGH1234==;End",
+                "AccountName=a;AccountKey=[secret:azure-key];End",
+            ),
+            (
+                "token ghp_abcdefghijklmnopqrstuvwxyz0123456789",
+                "token [secret:github-token]",
+            ),
             ("glpat-abcdefghij0123456789", "[secret:gitlab-token]"),
             ("xoxb-123456789012-abcdefABCDEF", "[secret:slack-token]"),
-            ("sk-ant-api03-abcdefghijklmnopqrstuvwxyz", "[secret:anthropic-key]"),
+            (
+                "sk-ant-api03-abcdefghijklmnopqrstuvwxyz",
+                "[secret:anthropic-key]",
+            ),
             ("sk-proj-abcdefghijklmnopqrstuvwxyz", "[secret:openai-key]"),
-            ("Bearer eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxIn0.abcdefghijklmnop", "Bearer [secret:jwt]"),
-            ("postgres://app:hunter22@db:5432/x", "postgres://app:[secret:url-password]@db:5432/x"),
-            ("DB_PASSWORD=correcthorse", "DB_PASSWORD=[secret:named-secret]"),
-            ("  client_secret: \"abc123xyz\"", "  client_secret: \"[secret:named-secret]\""),
+            (
+                "Bearer eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxIn0.abcdefghijklmnop",
+                "Bearer [secret:jwt]",
+            ),
+            (
+                "postgres://app:hunter22@db:5432/x",
+                "postgres://app:[secret:url-password]@db:5432/x",
+            ),
+            (
+                "DB_PASSWORD=correcthorse",
+                "DB_PASSWORD=[secret:named-secret]",
+            ),
+            (
+                "  client_secret: \"abc123xyz\"",
+                "  client_secret: \"[secret:named-secret]\"",
+            ),
             (
                 "-----BEGIN RSA PRIVATE KEY-----\nMIIB\n-----END RSA PRIVATE KEY-----",
                 "[secret:private-key]",
@@ -182,6 +250,9 @@ mod tests {
     #[test]
     fn reports_what_it_found() {
         let masked = mask("A=AKIAIOSFODNN7EXAMPLE\nB=ghp_abcdefghijklmnopqrstuvwxyz0123456789");
-        assert_eq!(masked.found, vec![SecretKind::AwsAccessKey, SecretKind::GithubToken]);
+        assert_eq!(
+            masked.found,
+            vec![SecretKind::AwsAccessKey, SecretKind::GithubToken]
+        );
     }
 }

@@ -8,13 +8,17 @@ use std::sync::LazyLock;
 
 static HEADER: LazyLock<Regex> =
     LazyLock::new(|| Regex::new(r"^(error|warning)(?:\[(\w+)\])?: (.+)$").unwrap());
-static ARROW: LazyLock<Regex> = LazyLock::new(|| Regex::new(r"^\s*--> (.+?):(\d+):(\d+)\s*$").unwrap());
-static SHORT: LazyLock<Regex> =
-    LazyLock::new(|| Regex::new(r"^(.+?):(\d+):(\d+): (error|warning)(?:\[(\w+)\])?: (.+)$").unwrap());
+static ARROW: LazyLock<Regex> =
+    LazyLock::new(|| Regex::new(r"^\s*--> (.+?):(\d+):(\d+)\s*$").unwrap());
+static SHORT: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r"^(.+?):(\d+):(\d+): (error|warning)(?:\[(\w+)\])?: (.+)$").unwrap()
+});
 
 pub(crate) fn digest(label: &str, text: &str, draft: &mut Draft) {
     let diagnostics = parse(text);
-    let finished = text.lines().find(|l| l.trim_start().starts_with("Finished "));
+    let finished = text
+        .lines()
+        .find(|l| l.trim_start().starts_with("Finished "));
     let failed = diagnostics.iter().any(|d| d.severity == Severity::Error);
     let outcome = match (failed, finished) {
         (false, Some(_)) if diagnostics.is_empty() => "ok".to_string(),
@@ -80,7 +84,11 @@ fn is_summary(message: &str) -> bool {
 
 fn json_message(line: &str) -> Option<Diagnostic> {
     let value: serde_json::Value = serde_json::from_str(line).ok()?;
-    let message = if value.get("reason")?.as_str()? == "compiler-message" { value.get("message")? } else { return None };
+    let message = if value.get("reason")?.as_str()? == "compiler-message" {
+        value.get("message")?
+    } else {
+        return None;
+    };
     let severity = match message.get("level")?.as_str()? {
         "error" | "error: internal compiler error" => Severity::Error,
         "warning" => Severity::Warning,
@@ -99,10 +107,16 @@ fn json_message(line: &str) -> Option<Diagnostic> {
         Some(Location {
             file: s.get("file_name")?.as_str()?.to_string(),
             line: s.get("line_start")?.as_u64()? as u32,
-            col: s.get("column_start").and_then(|c| c.as_u64()).map(|c| c as u32),
+            col: s
+                .get("column_start")
+                .and_then(|c| c.as_u64())
+                .map(|c| c as u32),
         })
     });
-    let code = message.get("code").and_then(|c| c.get("code")).and_then(|c| c.as_str());
+    let code = message
+        .get("code")
+        .and_then(|c| c.get("code"))
+        .and_then(|c| c.as_str());
     Some(Diagnostic {
         severity,
         code: code.map(str::to_string),
@@ -120,5 +134,9 @@ fn severity(word: &str) -> Severity {
 }
 
 fn location(file: &str, line: &str, col: &str) -> Location {
-    Location { file: file.to_string(), line: line.parse().unwrap_or(0), col: col.parse().ok() }
+    Location {
+        file: file.to_string(),
+        line: line.parse().unwrap_or(0),
+        col: col.parse().ok(),
+    }
 }

@@ -7,14 +7,50 @@ use regex::Regex;
 use std::sync::LazyLock;
 
 /// Tools that read one file and return its text.
-const READ_TOOLS: &[&str] = &["read_file", "read", "view", "open_file", "cat", "view_file", "read_file_tool"];
+const READ_TOOLS: &[&str] = &[
+    "read_file",
+    "read",
+    "view",
+    "open_file",
+    "cat",
+    "view_file",
+    "read_file_tool",
+];
 /// Tools whose `command` argument chooses between viewing and editing.
-const EDITOR_TOOLS: &[&str] = &["str_replace_editor", "str_replace_based_edit_tool", "text_editor"];
-const SEARCH_TOOLS: &[&str] =
-    &["grep", "search_files", "grep_search", "ripgrep", "rg", "search", "file_search", "codebase_search"];
-const LISTING_TOOLS: &[&str] =
-    &["list_files", "ls", "list_dir", "list_directory", "glob", "view_subdirectory", "find_files", "file_glob_search"];
-const PATH_KEYS: &[&str] = &["path", "file_path", "filePath", "filepath", "target_file", "absolute_path", "file"];
+const EDITOR_TOOLS: &[&str] = &[
+    "str_replace_editor",
+    "str_replace_based_edit_tool",
+    "text_editor",
+];
+const SEARCH_TOOLS: &[&str] = &[
+    "grep",
+    "search_files",
+    "grep_search",
+    "ripgrep",
+    "rg",
+    "search",
+    "file_search",
+    "codebase_search",
+];
+const LISTING_TOOLS: &[&str] = &[
+    "list_files",
+    "ls",
+    "list_dir",
+    "list_directory",
+    "glob",
+    "view_subdirectory",
+    "find_files",
+    "file_glob_search",
+];
+const PATH_KEYS: &[&str] = &[
+    "path",
+    "file_path",
+    "filePath",
+    "filepath",
+    "target_file",
+    "absolute_path",
+    "file",
+];
 const COMMAND_KEYS: &[&str] = &["command", "cmd", "script", "commandLine", "input"];
 
 pub fn classify(output: &ToolOutput) -> OutputKind {
@@ -38,17 +74,22 @@ pub fn classify(output: &ToolOutput) -> OutputKind {
 /// `view`, or a shell `cat FILE`.
 pub fn read_path(output: &ToolOutput) -> Option<String> {
     let tool = output.tool?.to_ascii_lowercase();
-    let args: Option<serde_json::Value> = output.arguments.and_then(|a| serde_json::from_str(a).ok());
+    let args: Option<serde_json::Value> =
+        output.arguments.and_then(|a| serde_json::from_str(a).ok());
     let path_arg = || {
         let args = args.as_ref()?;
-        PATH_KEYS.iter().find_map(|k| args.get(*k).and_then(|v| v.as_str()).map(str::to_string))
+        PATH_KEYS
+            .iter()
+            .find_map(|k| args.get(*k).and_then(|v| v.as_str()).map(str::to_string))
     };
     if READ_TOOLS.contains(&tool.as_str()) {
         return path_arg();
     }
     if EDITOR_TOOLS.contains(&tool.as_str()) {
         let viewing = args.as_ref()?.get("command")?.as_str()? == "view";
-        let is_dir = output.content.starts_with("Here's the files and directories");
+        let is_dir = output
+            .content
+            .starts_with("Here's the files and directories");
         return path_arg().filter(|_| viewing && !is_dir);
     }
     let command = command(output)?;
@@ -68,7 +109,9 @@ pub(crate) fn command(output: &ToolOutput) -> Option<String> {
         serde_json::Value::Array(parts) => {
             let parts: Vec<&str> = parts.iter().filter_map(|p| p.as_str()).collect();
             match parts.as_slice() {
-                [shell, flag, script] if shell.ends_with("sh") && flag.starts_with('-') => Some(script.to_string()),
+                [shell, flag, script] if shell.ends_with("sh") && flag.starts_with('-') => {
+                    Some(script.to_string())
+                }
                 _ => Some(parts.join(" ")),
             }
         }
@@ -79,24 +122,42 @@ pub(crate) fn command(output: &ToolOutput) -> Option<String> {
 static COMMANDS: LazyLock<Vec<(Regex, OutputKind)>> = LazyLock::new(|| {
     // Matched against each `&&`, `;` or `|` part of the command; first wins.
     let table = [
-        (r"\bcargo\s+(?:\+\S+\s+)?(?:test|t|nextest)\b", OutputKind::CargoTest),
-        (r"\bcargo\s+(?:\+\S+\s+)?(?:build|b|check|c|clippy|rustc)\b|^\s*rustc\b", OutputKind::RustBuild),
+        (
+            r"\bcargo\s+(?:\+\S+\s+)?(?:test|t|nextest)\b",
+            OutputKind::CargoTest,
+        ),
+        (
+            r"\bcargo\s+(?:\+\S+\s+)?(?:build|b|check|c|clippy|rustc)\b|^\s*rustc\b",
+            OutputKind::RustBuild,
+        ),
         (r"\b(?:py\.test|pytest)\b", OutputKind::Pytest),
-        (r"\b(?:jest|vitest)\b|\b(?:npm|yarn|pnpm)\s+(?:run\s+)?test\b", OutputKind::JsTest),
+        (
+            r"\b(?:jest|vitest)\b|\b(?:npm|yarn|pnpm)\s+(?:run\s+)?test\b",
+            OutputKind::JsTest,
+        ),
         (r"\btsc\b", OutputKind::Tsc),
         (r"\beslint\b", OutputKind::Eslint),
         (r"\bgo\s+test\b", OutputKind::GoTest),
         (r"\bgit\s+(?:diff|show)\b", OutputKind::GitDiff),
         (r"\bgit\s+status\b", OutputKind::GitStatus),
         (r"\bgit\s+log\b", OutputKind::GitLog),
-        (r"^\s*(?:rg|grep|egrep|ag|ack)\b|\bgit\s+grep\b", OutputKind::Search),
+        (
+            r"^\s*(?:rg|grep|egrep|ag|ack)\b|\bgit\s+grep\b",
+            OutputKind::Search,
+        ),
         (r"^\s*(?:ls|tree|find|fd|exa|eza)\b", OutputKind::Listing),
     ];
-    table.into_iter().map(|(p, k)| (Regex::new(p).unwrap(), k)).collect()
+    table
+        .into_iter()
+        .map(|(p, k)| (Regex::new(p).unwrap(), k))
+        .collect()
 });
 
 fn by_command(command: &str) -> Option<OutputKind> {
-    let parts: Vec<&str> = command.split(['|', ';', '&']).filter(|p| !p.trim().is_empty()).collect();
+    let parts: Vec<&str> = command
+        .split(['|', ';', '&'])
+        .filter(|p| !p.trim().is_empty())
+        .collect();
     COMMANDS
         .iter()
         .find(|(pattern, _)| parts.iter().any(|p| pattern.is_match(strip_env(p))))
@@ -118,22 +179,49 @@ fn strip_env(part: &str) -> &str {
 
 static SNIFFS: LazyLock<Vec<(Regex, OutputKind)>> = LazyLock::new(|| {
     let table = [
-        (r#"(?m)^\{"reason":"compiler-(?:message|artifact)""#, OutputKind::RustBuild),
-        (r"(?m)^test result: |^\s+Summary \[.*tests? run:", OutputKind::CargoTest),
-        (r"(?m)^(?:error|warning)(?:\[\w+\])?: .+\n\s+--> ", OutputKind::RustBuild),
-        (r"(?m)^\S+:\d+:\d+: (?:error|warning)\[\w+\]: ", OutputKind::RustBuild),
-        (r"(?m)^=+ .*short test summary info =+$|^=+ .*\d+ (?:passed|failed).* in [\d.]+s", OutputKind::Pytest),
-        (r"(?m)^Tests:\s+.*total$|^\s+Test Files\s+\d+", OutputKind::JsTest),
+        (
+            r#"(?m)^\{"reason":"compiler-(?:message|artifact)""#,
+            OutputKind::RustBuild,
+        ),
+        (
+            r"(?m)^test result: |^\s+Summary \[.*tests? run:",
+            OutputKind::CargoTest,
+        ),
+        (
+            r"(?m)^(?:error|warning)(?:\[\w+\])?: .+\n\s+--> ",
+            OutputKind::RustBuild,
+        ),
+        (
+            r"(?m)^\S+:\d+:\d+: (?:error|warning)\[\w+\]: ",
+            OutputKind::RustBuild,
+        ),
+        (
+            r"(?m)^=+ .*short test summary info =+$|^=+ .*\d+ (?:passed|failed).* in [\d.]+s",
+            OutputKind::Pytest,
+        ),
+        (
+            r"(?m)^Tests:\s+.*total$|^\s+Test Files\s+\d+",
+            OutputKind::JsTest,
+        ),
         (r"(?m)error TS\d+: ", OutputKind::Tsc),
         (r"(?m)^✖ \d+ problems? \(", OutputKind::Eslint),
-        (r"(?m)^--- FAIL: |^(?:ok|FAIL)\s+\S+\s+[\d.]+s$", OutputKind::GoTest),
+        (
+            r"(?m)^--- FAIL: |^(?:ok|FAIL)\s+\S+\s+[\d.]+s$",
+            OutputKind::GoTest,
+        ),
         (r"(?m)^diff --git ", OutputKind::GitDiff),
         (r"(?m)^commit [0-9a-f]{40}", OutputKind::GitLog),
-        (r"(?m)^On branch |^Changes (?:not staged|to be committed)", OutputKind::GitStatus),
+        (
+            r"(?m)^On branch |^Changes (?:not staged|to be committed)",
+            OutputKind::GitStatus,
+        ),
         (r"(?m)^total \d+\n[d\-l][rwx\-]{9}", OutputKind::Listing),
         (r"(?m)^[├└]── ", OutputKind::Listing),
     ];
-    table.into_iter().map(|(p, k)| (Regex::new(p).unwrap(), k)).collect()
+    table
+        .into_iter()
+        .map(|(p, k)| (Regex::new(p).unwrap(), k))
+        .collect()
 });
 
 /// Sniffing looks at the start only: markers show early, and it stays cheap.
@@ -149,7 +237,9 @@ fn sniff(content: &str) -> OutputKind {
         return *kind;
     }
     let trimmed = content.trim_start();
-    if (trimmed.starts_with('{') || trimmed.starts_with('[')) && serde_json::from_str::<serde_json::Value>(content).is_ok() {
+    if (trimmed.starts_with('{') || trimmed.starts_with('['))
+        && serde_json::from_str::<serde_json::Value>(content).is_ok()
+    {
         return OutputKind::Json;
     }
     if looks_like_search(head) {

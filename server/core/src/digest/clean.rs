@@ -18,7 +18,11 @@ pub(crate) fn strip_terminal_noise(text: &str) -> Cow<'_, str> {
     }
     let mut out = String::with_capacity(text.len());
     for line in text.split('\n') {
-        let last = line.split('\r').rev().find(|part| !part.trim().is_empty()).unwrap_or("");
+        let last = line
+            .split('\r')
+            .rev()
+            .find(|part| !part.trim().is_empty())
+            .unwrap_or("");
         out.push_str(last);
         out.push('\n');
     }
@@ -27,7 +31,9 @@ pub(crate) fn strip_terminal_noise(text: &str) -> Cow<'_, str> {
 }
 
 /// Consecutive equal lines as one line and how many times it occurred.
-pub(crate) fn collapse_repeats<'a>(lines: impl IntoIterator<Item = &'a str>) -> Vec<(&'a str, usize)> {
+pub(crate) fn collapse_repeats<'a>(
+    lines: impl IntoIterator<Item = &'a str>,
+) -> Vec<(&'a str, usize)> {
     let mut out: Vec<(&str, usize)> = Vec::new();
     for line in lines {
         match out.last_mut() {

@@ -39,9 +39,16 @@ struct Group<'a> {
 
 /// The counts for a headline: `41 errors, 10 warnings`.
 pub(crate) fn counts(diagnostics: &[Diagnostic]) -> String {
-    let errors = diagnostics.iter().filter(|d| d.severity == Severity::Error).count();
+    let errors = diagnostics
+        .iter()
+        .filter(|d| d.severity == Severity::Error)
+        .count();
     let warnings = diagnostics.len() - errors;
-    format!("{}, {}", plural(errors, "error"), plural(warnings, "warning"))
+    format!(
+        "{}, {}",
+        plural(errors, "error"),
+        plural(warnings, "warning")
+    )
 }
 
 pub(crate) fn plural(n: usize, what: &str) -> String {
@@ -68,9 +75,9 @@ pub(crate) fn render(diagnostics: &[Diagnostic], draft: &mut Draft) {
 fn group(diagnostics: &[Diagnostic]) -> Vec<Group<'_>> {
     let mut groups: Vec<Group> = Vec::new();
     for d in diagnostics {
-        let found = groups
-            .iter_mut()
-            .find(|g| g.severity == d.severity && g.code == d.code.as_deref() && g.message == d.message);
+        let found = groups.iter_mut().find(|g| {
+            g.severity == d.severity && g.code == d.code.as_deref() && g.message == d.message
+        });
         let g = match found {
             Some(g) => g,
             None => {
@@ -96,15 +103,40 @@ fn group(diagnostics: &[Diagnostic]) -> Vec<Group<'_>> {
 /// shortest form when none does.
 fn fitting_lines(groups: &[&Group], room: u32, draft: &Draft) -> Vec<String> {
     const FORMS: [(bool, u32); 4] = [(true, 40), (false, 40), (false, 16), (false, 6)];
-    let mut lines = Vec::new();
+    let fits = |lines: &[String]| lines.iter().map(|l| draft.cost(l)).sum::<u32>() <= room;
     for (full, message_tokens) in FORMS {
-        lines = groups.iter().map(|g| line(g, full, message_tokens, draft)).collect();
-        let cost: u32 = lines.iter().map(|l| draft.cost(l)).sum();
-        if cost <= room {
-            break;
+        let lines: Vec<String> = groups
+            .iter()
+            .map(|g| line(g, full, message_tokens, draft))
+            .collect();
+        if fits(&lines) {
+            return lines;
         }
     }
-    lines
+    // The shortest form: one line per code, every location kept.
+    let by_code = merge_by_code(groups);
+    let by_code: Vec<&Group> = by_code.iter().collect();
+    by_code.iter().map(|g| line(g, false, 0, draft)).collect()
+}
+
+/// Groups of the same severity and code as one group without its message
+/// (findings without a code keep theirs).
+fn merge_by_code<'a>(groups: &[&Group<'a>]) -> Vec<Group<'a>> {
+    let mut merged: Vec<Group> = Vec::new();
+    for g in groups {
+        let same =
+            |m: &&mut Group| m.severity == g.severity && m.code.is_some() && m.code == g.code;
+        match merged.iter_mut().find(same) {
+            Some(m) => m.locations.extend(g.locations.iter().copied()),
+            None => merged.push(Group {
+                severity: g.severity,
+                code: g.code,
+                message: if g.code.is_some() { "" } else { g.message },
+                locations: g.locations.clone(),
+            }),
+        }
+    }
+    merged
 }
 
 fn line(g: &Group, full: bool, message_tokens: u32, draft: &Draft) -> String {
@@ -113,12 +145,33 @@ fn line(g: &Group, full: bool, message_tokens: u32, draft: &Draft) -> String {
         Severity::Warning => "warning",
     };
     let message = tokens::truncate(draft.encoding(), g.message, message_tokens);
-    let ellipsis = if message.len() < g.message.len() { "…" } else { "" };
+    let ellipsis = if message.len() < g.message.len() && message_tokens > 0 {
+        "…"
+    } else {
+        ""
+    };
     let code = g.code.map(|c| format!(" {c}")).unwrap_or_default();
-    let count = if g.locations.len() > 1 { format!(" (×{})", g.locations.len()) } else { String::new() };
-    let locations = if full { full_locations(&g.locations) } else { compact_locations(&g.locations) };
-    let at = if locations.is_empty() { String::new() } else { format!(": {locations}") };
-    format!("{severity}{code} {message}{ellipsis}{count}{at}")
+    let count = if g.locations.len() > 1 {
+        format!(" (×{})", g.locations.len())
+    } else {
+        String::new()
+    };
+    let locations = if full {
+        full_locations(&g.locations)
+    } else {
+        compact_locations(&g.locations)
+    };
+    let at = if locations.is_empty() {
+        String::new()
+    } else {
+        format!(": {locations}")
+    };
+    let message = if message.is_empty() {
+        String::new()
+    } else {
+        format!(" {message}{ellipsis}")
+    };
+    format!("{severity}{code}{message}{count}{at}")
 }
 
 fn full_locations(locations: &[&Location]) -> String {
@@ -156,7 +209,11 @@ mod tests {
     use super::*;
 
     fn loc(file: &str, line: u32) -> Location {
-        Location { file: file.into(), line, col: Some(1) }
+        Location {
+            file: file.into(),
+            line,
+            col: Some(1),
+        }
     }
 
     #[test]

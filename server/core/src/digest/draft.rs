@@ -22,7 +22,14 @@ const MARKER_TOKENS: u32 = 14;
 impl<'f> Draft<'f> {
     pub(crate) fn new(encoding: Encoding, cap: u32, footer: &'f str) -> Draft<'f> {
         let used = tokens::count(encoding, footer) + 1;
-        Draft { encoding, cap, footer, headline: String::new(), lines: Vec::new(), used }
+        Draft {
+            encoding,
+            cap,
+            footer,
+            headline: String::new(),
+            lines: Vec::new(),
+            used,
+        }
     }
 
     pub(crate) fn headline(&mut self, headline: String) {
@@ -90,6 +97,17 @@ impl<'f> Draft<'f> {
             self.push(more(total - shown));
         }
         shown
+    }
+
+    /// Shows `text` whole instead of the lines written so far when it fits
+    /// and is no longer: a small output is its own best digest.
+    pub(crate) fn prefer_whole(&mut self, text: &str) {
+        let written: u32 = self.lines.iter().map(|(l, _)| self.cost(l)).sum();
+        let cost = self.cost(text.trim_end());
+        if cost <= written {
+            self.used = self.used - written + cost;
+            self.lines = vec![(text.trim_end().to_string(), true)];
+        }
     }
 
     /// The headline and the whole text; optional lines are dropped from the

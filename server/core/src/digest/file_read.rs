@@ -15,7 +15,11 @@ static NUMBERED: LazyLock<Regex> = LazyLock::new(|| Regex::new(r"^\s*\d+\t").unw
 
 pub(crate) fn digest(path: &str, text: &str, prior: Option<&PriorRead>, draft: &mut Draft) {
     let numbered = text.lines().take(3).all(|l| NUMBERED.is_match(l)) && !text.is_empty();
-    let source = if numbered { strip_numbers(text) } else { text.to_string() };
+    let source = if numbered {
+        strip_numbers(text)
+    } else {
+        text.to_string()
+    };
     let language = Language::from_path(path);
     let lines = source.lines().count();
     let mut headline = format!("{path}: {lines} lines, {} bytes", source.len());
@@ -23,13 +27,22 @@ pub(crate) fn digest(path: &str, text: &str, prior: Option<&PriorRead>, draft: &
         headline.push_str(&format!(", {}", language.as_str()));
     }
     match prior {
-        Some(PriorRead { exchange, changed_from: None }) => {
+        Some(PriorRead {
+            exchange,
+            changed_from: None,
+        }) => {
             draft.headline(format!("{headline}, unchanged since {exchange}"));
             return;
         }
-        Some(PriorRead { exchange, changed_from: Some(before) }) => {
+        Some(PriorRead {
+            exchange,
+            changed_from: Some(before),
+        }) => {
             let change = line_change(before, text);
-            headline.push_str(&format!(", changed since {exchange}: +{} -{} lines", change.added, change.removed));
+            headline.push_str(&format!(
+                ", changed since {exchange}: +{} -{} lines",
+                change.added, change.removed
+            ));
             if let Some(first) = change.first_line {
                 headline.push_str(&format!(" (first at L{first})"));
             }
@@ -50,7 +63,10 @@ pub(crate) fn digest(path: &str, text: &str, prior: Option<&PriorRead>, draft: &
 }
 
 fn strip_numbers(text: &str) -> String {
-    let lines: Vec<&str> = text.lines().map(|l| NUMBERED.find(l).map_or(l, |m| &l[m.end()..])).collect();
+    let lines: Vec<&str> = text
+        .lines()
+        .map(|l| NUMBERED.find(l).map_or(l, |m| &l[m.end()..]))
+        .collect();
     lines.join("\n")
 }
 
@@ -61,8 +77,10 @@ fn outline_lines(language: Language, source: &str, draft: &mut Draft) {
     if definitions.is_empty() {
         return;
     }
-    let rendered: Vec<String> =
-        definitions.iter().map(|d| format!("{}L{} {}", "  ".repeat(d.depth), d.line, d.signature)).collect();
+    let rendered: Vec<String> = definitions
+        .iter()
+        .map(|d| format!("{}L{} {}", "  ".repeat(d.depth), d.line, d.signature))
+        .collect();
     let mut order: Vec<usize> = (0..definitions.len()).collect();
     order.sort_by_key(|&i| (definitions[i].depth, i));
     let budget = draft.room().saturating_sub(16);
@@ -77,7 +95,11 @@ fn outline_lines(language: Language, source: &str, draft: &mut Draft) {
         keep[i] = true;
     }
     let kept = keep.iter().filter(|k| **k).count();
-    draft.push(format!("outline ({} of {} definitions):", kept, definitions.len()));
+    draft.push(format!(
+        "outline ({} of {} definitions):",
+        kept,
+        definitions.len()
+    ));
     for (line, _) in rendered.into_iter().zip(&keep).filter(|(_, k)| **k) {
         draft.push(line);
     }
@@ -86,7 +108,9 @@ fn outline_lines(language: Language, source: &str, draft: &mut Draft) {
 /// The first lines, while room lasts (files without an outline).
 fn head_lines(source: &str, draft: &mut Draft) {
     let lines: Vec<String> = source.lines().take(200).map(str::to_string).collect();
-    draft.push_while_room(lines, |n| format!("… more lines ({n}+ of the first 200 not shown)"));
+    draft.push_while_room(lines, |n| {
+        format!("… more lines ({n}+ of the first 200 not shown)")
+    });
 }
 
 struct LineChange {
@@ -101,7 +125,12 @@ fn line_change(before: &str, after: &str) -> LineChange {
     let old: Vec<&str> = before.lines().collect();
     let new: Vec<&str> = after.lines().collect();
     let head = old.iter().zip(&new).take_while(|(a, b)| a == b).count();
-    let tail = old[head..].iter().rev().zip(new[head..].iter().rev()).take_while(|(a, b)| a == b).count();
+    let tail = old[head..]
+        .iter()
+        .rev()
+        .zip(new[head..].iter().rev())
+        .take_while(|(a, b)| a == b)
+        .count();
     let (old_mid, new_mid) = (&old[head..old.len() - tail], &new[head..new.len() - tail]);
     let mut counts: HashMap<&str, isize> = HashMap::new();
     for l in old_mid {
@@ -110,10 +139,22 @@ fn line_change(before: &str, after: &str) -> LineChange {
     for l in new_mid {
         *counts.entry(l).or_default() -= 1;
     }
-    let removed = counts.values().filter(|c| **c > 0).map(|c| *c as usize).sum();
-    let added = counts.values().filter(|c| **c < 0).map(|c| (-*c) as usize).sum();
+    let removed = counts
+        .values()
+        .filter(|c| **c > 0)
+        .map(|c| *c as usize)
+        .sum();
+    let added = counts
+        .values()
+        .filter(|c| **c < 0)
+        .map(|c| (-*c) as usize)
+        .sum();
     let first_line = (old_mid.len() + new_mid.len() > 0).then_some(head + 1);
-    LineChange { added, removed, first_line }
+    LineChange {
+        added,
+        removed,
+        first_line,
+    }
 }
 
 #[cfg(test)]
@@ -130,7 +171,11 @@ mod tests {
         ];
         for (before, after, want) in cases {
             let c = line_change(before, after);
-            assert_eq!((c.added, c.removed, c.first_line), want, "{before:?} -> {after:?}");
+            assert_eq!(
+                (c.added, c.removed, c.first_line),
+                want,
+                "{before:?} -> {after:?}"
+            );
         }
     }
 }

@@ -12,7 +12,7 @@ fn re(pattern: &str) -> Regex {
 
 /// `file(line,col): error TS2322: msg` (plain) or `file:line:col - error TS2322: msg` (pretty).
 static TSC: LazyLock<Regex> = LazyLock::new(|| {
-    re(r"^(\S.*?)(?:\((\d+),(\d+)\)|:(\d+):(\d+) -) (error|warning) (TS\d+): (.*)$")
+    re(r"^(\S.*?)(?:\((\d+),(\d+)\):|:(\d+):(\d+) -) (error|warning) (TS\d+): (.*)$")
 });
 
 pub(crate) fn tsc(label: &str, text: &str, draft: &mut Draft) {
@@ -23,14 +23,26 @@ pub(crate) fn tsc(label: &str, text: &str, draft: &mut Draft) {
             let line = c.get(2).or(c.get(4)).unwrap().as_str();
             let col = c.get(3).or(c.get(5)).unwrap().as_str();
             Diagnostic {
-                severity: if &c[6] == "error" { Severity::Error } else { Severity::Warning },
+                severity: if &c[6] == "error" {
+                    Severity::Error
+                } else {
+                    Severity::Warning
+                },
                 code: Some(c[7].to_string()),
                 message: c[8].to_string(),
-                location: Some(Location { file: c[1].to_string(), line: line.parse().unwrap_or(0), col: col.parse().ok() }),
+                location: Some(Location {
+                    file: c[1].to_string(),
+                    line: line.parse().unwrap_or(0),
+                    col: col.parse().ok(),
+                }),
             }
         })
         .collect();
-    let outcome = if found.is_empty() { "ok".to_string() } else { diagnostics::counts(&found) };
+    let outcome = if found.is_empty() {
+        "ok".to_string()
+    } else {
+        diagnostics::counts(&found)
+    };
     draft.headline(format!("{label}: {outcome}"));
     diagnostics::render(&found, draft);
 }
@@ -44,16 +56,28 @@ pub(crate) fn eslint(label: &str, text: &str, draft: &mut Draft) {
     for line in text.lines() {
         if let Some(c) = ESLINT_FINDING.captures(line) {
             found.push(Diagnostic {
-                severity: if &c[3] == "error" { Severity::Error } else { Severity::Warning },
+                severity: if &c[3] == "error" {
+                    Severity::Error
+                } else {
+                    Severity::Warning
+                },
                 code: c.get(5).map(|m| m.as_str().to_string()),
                 message: c[4].to_string(),
-                location: Some(Location { file: file.clone(), line: c[1].parse().unwrap_or(0), col: c[2].parse().ok() }),
+                location: Some(Location {
+                    file: file.clone(),
+                    line: c[1].parse().unwrap_or(0),
+                    col: c[2].parse().ok(),
+                }),
             });
         } else if !line.starts_with(' ') && !line.trim().is_empty() && !line.starts_with('✖') {
             file = line.trim().to_string();
         }
     }
-    let outcome = if found.is_empty() { "ok".to_string() } else { diagnostics::counts(&found) };
+    let outcome = if found.is_empty() {
+        "ok".to_string()
+    } else {
+        diagnostics::counts(&found)
+    };
     draft.headline(format!("{label}: {outcome}"));
     diagnostics::render(&found, draft);
 }
@@ -70,28 +94,30 @@ pub(crate) fn tests(label: &str, text: &str, draft: &mut Draft) {
     let mut failures: Vec<Failure> = Vec::new();
     let mut counts = Counts::default();
     for line in text.lines() {
-        if let Some(c) = JEST_HEADER.captures(line).or_else(|| VITEST_HEADER.captures(line)) {
+        if let Some(c) = JEST_HEADER
+            .captures(line)
+            .or_else(|| VITEST_HEADER.captures(line))
+        {
             test_run::entry(&mut failures, c[1].trim());
-        } else if let Some(c) = JEST_TESTS.captures(line).or_else(|| VITEST_TESTS.captures(line)) {
-            counts = js_counts(&c[1]);
+        } else if let Some(c) = JEST_TESTS
+            .captures(line)
+            .or_else(|| VITEST_TESTS.captures(line))
+        {
+            counts = Counts::from_summary(&c[1]);
         } else if let Some(f) = failures.last_mut() {
             let at = JEST_AT.captures(line).or_else(|| VITEST_AT.captures(line));
             match at {
-                Some(c) if f.location.is_none() && !c[1].contains("node_modules") => f.location = Some(c[1].to_string()),
+                Some(c) if f.location.is_none() && !c[1].contains("node_modules") => {
+                    f.location = Some(c[1].to_string())
+                }
                 Some(_) => {}
-                None if f.message.is_none() && !line.trim().is_empty() => f.message = Some(line.trim().to_string()),
+                None if f.message.is_none() && !line.trim().is_empty() => {
+                    f.message = Some(line.trim().to_string())
+                }
                 None => {}
             }
         }
     }
     draft.headline(format!("{label}: {}", counts.outcome(&failures)));
     test_run::render(&failures, draft);
-}
-
-fn js_counts(summary: &str) -> Counts {
-    let number = |word: &str| {
-        let r = Regex::new(&format!(r"(\d+) {word}")).unwrap();
-        r.captures(summary).and_then(|c| c[1].parse().ok()).unwrap_or(0)
-    };
-    Counts { passed: number("passed"), failed: number("failed"), skipped: number("skipped") }
 }

@@ -15,14 +15,20 @@ pub(crate) fn digest(label: &str, text: &str, draft: &mut Draft) {
 
 /// One line per key path, breadth first so the top level is always shown.
 pub(crate) fn shape(text: &str, draft: &mut Draft) {
-    let Ok(value) = serde_json::from_str::<Value>(text) else { return };
+    let Ok(value) = serde_json::from_str::<Value>(text) else {
+        return;
+    };
     let mut lines = Vec::new();
     let mut queue: std::collections::VecDeque<(String, &Value)> = [(String::new(), &value)].into();
     while let Some((path, v)) = queue.pop_front() {
         match v {
             Value::Object(map) => {
                 for (k, child) in map {
-                    let child_path = if path.is_empty() { k.clone() } else { format!("{path}.{k}") };
+                    let child_path = if path.is_empty() {
+                        k.clone()
+                    } else {
+                        format!("{path}.{k}")
+                    };
                     lines.push(format!("{child_path}: {}", describe(child)));
                     queue.push_back((child_path, child));
                 }

@@ -83,6 +83,29 @@ impl OutputKind {
             OutputKind::Generic => "output",
         }
     }
+
+    pub const ALL: [OutputKind; 15] = [
+        OutputKind::FileRead,
+        OutputKind::Search,
+        OutputKind::RustBuild,
+        OutputKind::CargoTest,
+        OutputKind::Tsc,
+        OutputKind::Eslint,
+        OutputKind::Pytest,
+        OutputKind::JsTest,
+        OutputKind::GoTest,
+        OutputKind::GitDiff,
+        OutputKind::GitStatus,
+        OutputKind::GitLog,
+        OutputKind::Listing,
+        OutputKind::Json,
+        OutputKind::Generic,
+    ];
+
+    /// The kind `as_str` named; the store keeps kinds by name.
+    pub fn parse(s: &str) -> Option<OutputKind> {
+        OutputKind::ALL.into_iter().find(|k| k.as_str() == s)
+    }
 }
 
 /// A tool result and the call that produced it.
@@ -140,7 +163,8 @@ pub fn digest(
     let kind = classify(output);
     let footer = footer(facts);
     let mut draft = Draft::new(encoding, limits.inline_max_tokens, &footer);
-    let label = classify::command(output).unwrap_or_else(|| output.tool.unwrap_or("output").to_string());
+    let label =
+        classify::command(output).unwrap_or_else(|| output.tool.unwrap_or("output").to_string());
     let content = clean::strip_terminal_noise(output.content);
     let text = content.as_ref();
     match kind {
@@ -163,6 +187,13 @@ pub fn digest(
         OutputKind::Json => json::digest(&label, text, &mut draft),
         OutputKind::Generic => log::digest(&label, text, &mut draft),
     }
+    if kind != OutputKind::FileRead && !text.trim().is_empty() {
+        draft.prefer_whole(text);
+    }
     let (headline, text) = draft.finish();
-    Digest { kind, headline, text }
+    Digest {
+        kind,
+        headline,
+        text,
+    }
 }

@@ -78,7 +78,8 @@ static JS: LazyLock<Vec<Regex>> = LazyLock::new(|| {
         r"^\s+(?:(?:public|private|protected|static|readonly|async|get|set|override)\s+)*\*?\s*[A-Za-z_$][\w$]*\s*(?:<[^>]*>)?\([^;]*\)\s*(?::\s*[^={;]+)?\{\s*$",
     ])
 });
-static PYTHON: LazyLock<Vec<Regex>> = LazyLock::new(|| compile(&[r"^\s*(?:async\s+)?def\s+\w+", r"^\s*class\s+\w+"]));
+static PYTHON: LazyLock<Vec<Regex>> =
+    LazyLock::new(|| compile(&[r"^\s*(?:async\s+)?def\s+\w+", r"^\s*class\s+\w+"]));
 static GO: LazyLock<Vec<Regex>> = LazyLock::new(|| compile(&[r"^func\s", r"^type\s+\w+"]));
 static C_FAMILY: LazyLock<Vec<Regex>> = LazyLock::new(|| {
     compile(&[
@@ -91,8 +92,10 @@ static C_FAMILY: LazyLock<Vec<Regex>> = LazyLock::new(|| {
 
 /// Words that open a statement, not a definition, where a pattern would
 /// otherwise take `if (x) {` for a method.
-const STATEMENTS: &[&str] =
-    &["if", "for", "while", "switch", "catch", "return", "else", "do", "try", "with", "function", "new", "throw", "await"];
+const STATEMENTS: &[&str] = &[
+    "if", "for", "while", "switch", "catch", "return", "else", "do", "try", "with", "function",
+    "new", "throw", "await",
+];
 
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub(crate) struct Definition {
@@ -112,7 +115,10 @@ pub(crate) fn outline(language: Language, text: &str) -> Vec<Definition> {
             continue;
         }
         let body = line.trim();
-        let first_word = body.split(|c: char| !c.is_alphanumeric() && c != '_').next().unwrap_or("");
+        let first_word = body
+            .split(|c: char| !c.is_alphanumeric() && c != '_')
+            .next()
+            .unwrap_or("");
         if STATEMENTS.contains(&first_word) && !body.starts_with("function") {
             continue;
         }
@@ -136,11 +142,21 @@ pub(crate) fn outline(language: Language, text: &str) -> Vec<Definition> {
 
 /// The definition's line without its body: cut before `{` and `where`.
 fn signature(line: &str) -> String {
-    let cut = line.find(" where ").or_else(|| line.rfind('{')).unwrap_or(line.len());
-    let sig = line[..cut].trim_end().trim_end_matches([':', '=']).trim_end();
+    let cut = line
+        .find(" where ")
+        .or_else(|| line.rfind('{'))
+        .unwrap_or(line.len());
+    let sig = line[..cut]
+        .trim_end()
+        .trim_end_matches([':', '='])
+        .trim_end();
     const MAX_CHARS: usize = 110;
     if sig.chars().count() > MAX_CHARS {
-        let end = sig.char_indices().nth(MAX_CHARS).map(|(i, _)| i).unwrap_or(sig.len());
+        let end = sig
+            .char_indices()
+            .nth(MAX_CHARS)
+            .map(|(i, _)| i)
+            .unwrap_or(sig.len());
         format!("{}…", &sig[..end])
     } else {
         sig.to_string()
@@ -152,9 +168,14 @@ mod tests {
     use super::*;
 
     fn check(language: Language, source: &str, want: &[(usize, usize, &str)]) {
-        let got: Vec<(usize, usize, String)> =
-            outline(language, source).into_iter().map(|d| (d.line, d.depth, d.signature)).collect();
-        let want: Vec<(usize, usize, String)> = want.iter().map(|(l, d, s)| (*l, *d, s.to_string())).collect();
+        let got: Vec<(usize, usize, String)> = outline(language, source)
+            .into_iter()
+            .map(|d| (d.line, d.depth, d.signature))
+            .collect();
+        let want: Vec<(usize, usize, String)> = want
+            .iter()
+            .map(|(l, d, s)| (*l, *d, s.to_string()))
+            .collect();
         assert_eq!(got, want, "{source}");
     }
 
@@ -163,20 +184,39 @@ mod tests {
         check(
             Language::Rust,
             "pub struct A {\n    x: u8,\n}\nimpl A {\n    pub fn new() -> A {\n        if x {\n",
-            &[(1, 0, "pub struct A"), (4, 0, "impl A"), (5, 1, "pub fn new() -> A")],
+            &[
+                (1, 0, "pub struct A"),
+                (4, 0, "impl A"),
+                (5, 1, "pub fn new() -> A"),
+            ],
         );
-        check(Language::Python, "class C:\n    def m(self):\n        pass\n", &[(1, 0, "class C"), (2, 1, "def m(self)")]);
-        check(Language::Go, "func (c *Client) Do(r *Request) error {\n\tif x {\n", &[(1, 0, "func (c *Client) Do(r *Request) error")]);
+        check(
+            Language::Python,
+            "class C:\n    def m(self):\n        pass\n",
+            &[(1, 0, "class C"), (2, 1, "def m(self)")],
+        );
+        check(
+            Language::Go,
+            "func (c *Client) Do(r *Request) error {\n\tif x {\n",
+            &[(1, 0, "func (c *Client) Do(r *Request) error")],
+        );
         check(
             Language::TypeScript,
             "export class Cart {\n  add(item: Item): void {\n    if (x) {\n",
             &[(1, 0, "export class Cart"), (2, 1, "add(item: Item): void")],
         );
-        check(Language::C, "static void hash_one(const uint8_t *input) {\n  for (;;) {\n", &[(1, 0, "static void hash_one(const uint8_t *input)")]);
+        check(
+            Language::C,
+            "static void hash_one(const uint8_t *input) {\n  for (;;) {\n",
+            &[(1, 0, "static void hash_one(const uint8_t *input)")],
+        );
         check(
             Language::Java,
             "public class Shop {\n    public int total(List<Item> items) {\n",
-            &[(1, 0, "public class Shop"), (2, 1, "public int total(List<Item> items)")],
+            &[
+                (1, 0, "public class Shop"),
+                (2, 1, "public int total(List<Item> items)"),
+            ],
         );
     }
 }

@@ -6,7 +6,8 @@ use super::draft::Draft;
 use regex::Regex;
 use std::sync::LazyLock;
 
-static WITH_PATH: LazyLock<Regex> = LazyLock::new(|| Regex::new(r"^([^:\n]+?)[:-](\d+)[:-](.*)$").unwrap());
+static WITH_PATH: LazyLock<Regex> =
+    LazyLock::new(|| Regex::new(r"^([^:\n]+?)[:-](\d+)[:-](.*)$").unwrap());
 static COUNT: LazyLock<Regex> = LazyLock::new(|| Regex::new(r"^([^:\n]+):(\d+)$").unwrap());
 static LINE_ONLY: LazyLock<Regex> = LazyLock::new(|| Regex::new(r"^(\d+)[:-](.*)$").unwrap());
 
@@ -27,7 +28,11 @@ pub(crate) fn digest(label: &str, text: &str, draft: &mut Draft) {
     let headline = if total == 0 {
         format!("{label}: no matches")
     } else {
-        format!("{label}: {} in {}", plural(total, "match", "matches"), plural(files.len(), "file", "files"))
+        format!(
+            "{label}: {} in {}",
+            plural(total, "match", "matches"),
+            plural(files.len(), "file", "files")
+        )
     };
     draft.headline(headline);
     // Per file counts first: they tell where to look.
@@ -43,14 +48,25 @@ pub(crate) fn digest(label: &str, text: &str, draft: &mut Draft) {
         shown.push(line.clone());
     }
     let hidden = per_file.len() - shown.len();
-    draft.push_while_room(shown, |_| String::new());
+    for line in shown {
+        draft.push(line);
+    }
     if hidden > 0 {
-        let rest: usize = files[files.len() - hidden..].iter().map(|f| f.lines.len() + f.counted).sum();
+        let rest: usize = files[files.len() - hidden..]
+            .iter()
+            .map(|f| f.lines.len() + f.counted)
+            .sum();
         draft.push(format!("… {hidden} more files, {rest} matches"));
     }
-    let firsts = files.iter().flat_map(|f| f.first.iter().map(move |(n, t)| format!("{}:{n}: {}", f.path, t.trim())));
+    let firsts = files.iter().flat_map(|f| {
+        f.first
+            .iter()
+            .map(move |(n, t)| format!("{}:{n}: {}", f.path, t.trim()))
+    });
     let firsts: Vec<String> = firsts.collect();
-    draft.push_while_room(firsts, |n| format!("… {n} more first lines; grep the blob for the rest"));
+    draft.push_while_room(firsts, |n| {
+        format!("… {n} more first lines; grep the blob for the rest")
+    });
 }
 
 fn summary(f: &FileHits) -> String {
@@ -76,20 +92,29 @@ fn parse(text: &str) -> Vec<FileHits<'_>> {
         if line.is_empty() || line == "--" {
             continue;
         }
-        let (path, number, hit) = if let Some(c) = COUNT.captures(line).filter(|_| heading.is_none()) {
-            let f = file(&mut files, c.get(1).unwrap().as_str());
-            f.counted += c[2].parse::<usize>().unwrap_or(0);
-            continue;
-        } else if let (Some(h), Some(c)) = (heading, LINE_ONLY.captures(line)) {
-            (h, c[1].parse().unwrap_or(0), c.get(2).unwrap().as_str())
-        } else if let Some(c) = WITH_PATH.captures(line) {
-            (c.get(1).unwrap().as_str(), c[2].parse().unwrap_or(0), c.get(3).unwrap().as_str())
-        } else if let Some(c) = LINE_ONLY.captures(line) {
-            ("(input)", c[1].parse().unwrap_or(0), c.get(2).unwrap().as_str())
-        } else {
-            heading = Some(line);
-            continue;
-        };
+        let (path, number, hit) =
+            if let Some(c) = COUNT.captures(line).filter(|_| heading.is_none()) {
+                let f = file(&mut files, c.get(1).unwrap().as_str());
+                f.counted += c[2].parse::<usize>().unwrap_or(0);
+                continue;
+            } else if let (Some(h), Some(c)) = (heading, LINE_ONLY.captures(line)) {
+                (h, c[1].parse().unwrap_or(0), c.get(2).unwrap().as_str())
+            } else if let Some(c) = WITH_PATH.captures(line) {
+                (
+                    c.get(1).unwrap().as_str(),
+                    c[2].parse().unwrap_or(0),
+                    c.get(3).unwrap().as_str(),
+                )
+            } else if let Some(c) = LINE_ONLY.captures(line) {
+                (
+                    "(input)",
+                    c[1].parse().unwrap_or(0),
+                    c.get(2).unwrap().as_str(),
+                )
+            } else {
+                heading = Some(line);
+                continue;
+            };
         let f = file(&mut files, path);
         f.lines.push(number);
         if f.first.len() < FIRST_PER_FILE {
@@ -103,7 +128,12 @@ fn file<'a, 'b>(files: &'b mut Vec<FileHits<'a>>, path: &'a str) -> &'b mut File
     match files.iter().position(|f| f.path == path) {
         Some(i) => &mut files[i],
         None => {
-            files.push(FileHits { path, lines: Vec::new(), counted: 0, first: Vec::new() });
+            files.push(FileHits {
+                path,
+                lines: Vec::new(),
+                counted: 0,
+                first: Vec::new(),
+            });
             files.last_mut().unwrap()
         }
     }

@@ -6,9 +6,13 @@ pub const LARGE_OUTPUT_TOKENS: u32 = 2_000;
 /// A markdown table, one row per fixture, and the median ratio of the rows
 /// whose raw output has at least `LARGE_OUTPUT_TOKENS` tokens.
 pub fn ratio_table(rows: &[(String, u32, u32)]) -> String {
-    let mut out = String::from("| fixture | raw tokens | digest tokens | ratio |\n|---|---:|---:|---:|\n");
+    let mut out =
+        String::from("| fixture | raw tokens | digest tokens | ratio |\n|---|---:|---:|---:|\n");
     for (name, raw, digest) in rows {
-        out.push_str(&format!("| {name} | {raw} | {digest} | {} |\n", percent(*raw, *digest)));
+        out.push_str(&format!(
+            "| {name} | {raw} | {digest} | {} |\n",
+            percent(*raw, *digest)
+        ));
     }
     let mut large: Vec<f64> = rows
         .iter()
@@ -27,7 +31,9 @@ pub fn ratio_table(rows: &[(String, u32, u32)]) -> String {
             large.len(),
             m * 100.0
         )),
-        None => out.push_str(&format!("\nNo output of at least {LARGE_OUTPUT_TOKENS} tokens.\n")),
+        None => out.push_str(&format!(
+            "\nNo output of at least {LARGE_OUTPUT_TOKENS} tokens.\n"
+        )),
     }
     out
 }
@@ -46,7 +52,11 @@ mod tests {
 
     #[test]
     fn median_counts_only_large_outputs() {
-        let rows = vec![("a".to_string(), 4000, 400), ("b".to_string(), 10000, 200), ("c".to_string(), 100, 100)];
+        let rows = vec![
+            ("a".to_string(), 4000, 400),
+            ("b".to_string(), 10000, 200),
+            ("c".to_string(), 100, 100),
+        ];
         let table = ratio_table(&rows);
         assert!(table.contains("| a | 4000 | 400 | 10.0% |"));
         assert!(table.contains("on the 2 outputs of at least 2000 tokens: 6.0%"));

@@ -26,6 +26,23 @@ pub(crate) struct Counts {
 }
 
 impl Counts {
+    /// Counts from a summary such as `3 failed, 3 passed, 6 total` (jest,
+    /// pytest) or `4 failed | 2 passed (6)` (vitest); errors count as failed.
+    pub(crate) fn from_summary(summary: &str) -> Counts {
+        let number = |word: &str| {
+            let pattern = regex::Regex::new(&format!(r"(\d+) {word}")).unwrap();
+            pattern
+                .captures(summary)
+                .and_then(|c| c[1].parse().ok())
+                .unwrap_or(0)
+        };
+        Counts {
+            passed: number("passed"),
+            failed: number("failed") + number("error"),
+            skipped: number("skipped"),
+        }
+    }
+
     /// `19 failed, 144 passed`, or `ok, 163 passed` when nothing failed.
     pub(crate) fn outcome(&self, failures: &[Failure]) -> String {
         let failed = self.failed.max(failures.len());
@@ -48,7 +65,10 @@ pub(crate) fn entry<'a>(failures: &'a mut Vec<Failure>, name: &str) -> &'a mut F
     match failures.iter().position(|f| f.name == name) {
         Some(i) => &mut failures[i],
         None => {
-            failures.push(Failure { name: name.to_string(), ..Failure::default() });
+            failures.push(Failure {
+                name: name.to_string(),
+                ..Failure::default()
+            });
             failures.last_mut().unwrap()
         }
     }
@@ -64,14 +84,24 @@ pub(crate) fn render(failures: &[Failure], draft: &mut Draft) {
     let mut groups: Vec<Group> = Vec::new();
     for f in failures {
         let (location, message) = (f.location.as_deref(), f.message.as_deref());
-        match groups.iter_mut().find(|g| g.location == location && g.message == message) {
+        match groups
+            .iter_mut()
+            .find(|g| g.location == location && g.message == message)
+        {
             Some(g) => g.names.push(&f.name),
-            None => groups.push(Group { location, message, names: vec![&f.name] }),
+            None => groups.push(Group {
+                location,
+                message,
+                names: vec![&f.name],
+            }),
         }
     }
     let mut lines = Vec::new();
     for message_tokens in [40, 14, 0] {
-        lines = groups.iter().map(|g| line(g, message_tokens, draft)).collect::<Vec<_>>();
+        lines = groups
+            .iter()
+            .map(|g| line(g, message_tokens, draft))
+            .collect::<Vec<_>>();
         if lines.iter().map(|l| draft.cost(l)).sum::<u32>() <= draft.room() {
             break;
         }
@@ -101,7 +131,12 @@ fn names(names: &[&str]) -> String {
     }
     let first = names[0];
     let mut prefix = names.iter().fold(first.len(), |n, name| {
-        first.bytes().zip(name.bytes()).take(n).take_while(|(a, b)| a == b).count()
+        first
+            .bytes()
+            .zip(name.bytes())
+            .take(n)
+            .take_while(|(a, b)| a == b)
+            .count()
     });
     // Cut back to the last separator so that names stay whole words.
     while prefix > 0 && !first[..prefix].ends_with(['/', ':', '.', '>', ' ']) {

@@ -1,6 +1,7 @@
 //! Test runners of Rust, Python and Go: cargo test (libtest), cargo nextest,
 //! pytest and go test, read into `Failure`s and `Counts`.
 
+use super::diagnostics::plural;
 use super::draft::Draft;
 use super::test_run::{self, Counts, Failure};
 use regex::Regex;
@@ -15,18 +16,22 @@ static PANIC: LazyLock<Regex> =
 static STDOUT_BLOCK: LazyLock<Regex> = LazyLock::new(|| re(r"^---- (.+) stdout ----$"));
 static TEST_FAILED: LazyLock<Regex> = LazyLock::new(|| re(r"^\s*test (.+) \.\.\. FAILED$"));
 static NEXTEST_FAIL: LazyLock<Regex> = LazyLock::new(|| {
-    re(r"^\s*(?:FAIL|SIGSEGV|SIGABRT|TIMEOUT|LEAK-FAIL) \[\s*[\d.]+s\]\s+(?:\(\s*\d+/\s*\d+\)\s+)?\S+\s+(\S+)\s*$")
+    re(
+        r"^\s*(?:FAIL|SIGSEGV|SIGABRT|TIMEOUT|LEAK-FAIL) \[\s*[\d.]+s\]\s+(?:\(\s*\d+/\s*\d+\)\s+)?\S+\s+(\S+)\s*$",
+    )
 });
 static LIBTEST_RESULT: LazyLock<Regex> =
     LazyLock::new(|| re(r"^test result: \w+\. (\d+) passed; (\d+) failed; (\d+) ignored"));
-static NEXTEST_SUMMARY: LazyLock<Regex> = LazyLock::new(|| re(r"^\s*Summary \[.*\] (\d+) tests? run: (\d+) passed"));
+static NEXTEST_SUMMARY: LazyLock<Regex> =
+    LazyLock::new(|| re(r"^\s*Summary \[.*\] (\d+) tests? run: (\d+) passed"));
 static NEXTEST_FAILED: LazyLock<Regex> = LazyLock::new(|| re(r"(\d+) failed"));
 static NEXTEST_SKIPPED: LazyLock<Regex> = LazyLock::new(|| re(r"(\d+) skipped"));
 
 /// cargo test and cargo nextest; a run that did not compile is a build.
 pub(crate) fn cargo(label: &str, text: &str, draft: &mut Draft) {
-    let has_results = LIBTEST_RESULT.is_match_at(text, 0)
-        || text.lines().any(|l| LIBTEST_RESULT.is_match(l) || NEXTEST_SUMMARY.is_match(l));
+    let has_results = text
+        .lines()
+        .any(|l| LIBTEST_RESULT.is_match(l) || NEXTEST_SUMMARY.is_match(l));
     if !has_results && text.contains("error[E") {
         return super::cargo::digest(label, text, draft);
     }
@@ -41,12 +46,17 @@ fn parse_cargo(text: &str) -> (Vec<Failure>, Counts) {
     let mut nextest: Option<Counts> = None;
     let lines: Vec<&str> = text.lines().collect();
     for (i, line) in lines.iter().enumerate() {
-        if let Some(c) = STDOUT_BLOCK.captures(line).or_else(|| TEST_FAILED.captures(line)) {
+        if let Some(c) = STDOUT_BLOCK
+            .captures(line)
+            .or_else(|| TEST_FAILED.captures(line))
+        {
             test_run::entry(&mut failures, &c[1]);
         } else if let Some(c) = NEXTEST_FAIL.captures(line) {
             test_run::entry(&mut failures, &c[1]);
         } else if let Some(c) = PANIC.captures(line) {
-            let message = lines[i + 1..].iter().take_while(|l| !l.trim().is_empty() && !l.starts_with("note:"));
+            let message = lines[i + 1..]
+                .iter()
+                .take_while(|l| !l.trim().is_empty() && !l.starts_with("note:"));
             let message: Vec<&str> = message.map(|l| l.trim()).take(3).collect();
             let failure = test_run::entry(&mut failures, &c[1]);
             failure.location.get_or_insert_with(|| c[2].to_string());
@@ -56,7 +66,11 @@ fn parse_cargo(text: &str) -> (Vec<Failure>, Counts) {
             libtest.failed += c[2].parse::<usize>().unwrap_or(0);
             libtest.skipped += c[3].parse::<usize>().unwrap_or(0);
         } else if let Some(c) = NEXTEST_SUMMARY.captures(line) {
-            let number = |r: &Regex| r.captures(line).and_then(|c| c[1].parse().ok()).unwrap_or(0);
+            let number = |r: &Regex| {
+                r.captures(line)
+                    .and_then(|c| c[1].parse().ok())
+                    .unwrap_or(0)
+            };
             nextest = Some(Counts {
                 passed: c[2].parse().unwrap_or(0),
                 failed: number(&NEXTEST_FAILED),
@@ -78,11 +92,14 @@ fn parse_cargo(text: &str) -> (Vec<Failure>, Counts) {
     (failures, nextest.unwrap_or(libtest))
 }
 
-static PYTEST_FAILED: LazyLock<Regex> = LazyLock::new(|| re(r"^(?:FAILED|ERROR) (\S+?)(?: - (.*))?$"));
+static PYTEST_FAILED: LazyLock<Regex> =
+    LazyLock::new(|| re(r"^(?:FAILED|ERROR) (\S+?)(?: - (.*))?$"));
 static PYTEST_VERBOSE: LazyLock<Regex> = LazyLock::new(|| re(r"^(\S+::\S+) (?:FAILED|ERROR)\b"));
-static PYTEST_SECTION: LazyLock<Regex> = LazyLock::new(|| re(r"^_{3,} (?:ERROR (?:at \w+ of )?)?(.+?) _{3,}$"));
-static PYTEST_FRAME: LazyLock<Regex> = LazyLock::new(|| re(r"^(\S+\.py):(\d+): (\w.*)$"));
-static PYTEST_SUMMARY: LazyLock<Regex> = LazyLock::new(|| re(r"^=+ (.*\d+ (?:passed|failed|error).*) in [\d.]+s.* =+$"));
+static PYTEST_SECTION: LazyLock<Regex> =
+    LazyLock::new(|| re(r"^_{3,} (?:ERROR (?:at \w+ of )?)?(.+?) _{3,}$"));
+static PYTEST_FRAME: LazyLock<Regex> = LazyLock::new(|| re(r"^(\S+\.py):(\d+):(?: |$)"));
+static PYTEST_SUMMARY: LazyLock<Regex> =
+    LazyLock::new(|| re(r"^=*\s*(\d+ (?:passed|failed|error).*) in [\d.]+s"));
 
 pub(crate) fn pytest(label: &str, text: &str, draft: &mut Draft) {
     let mut failures: Vec<Failure> = Vec::new();
@@ -92,18 +109,24 @@ pub(crate) fn pytest(label: &str, text: &str, draft: &mut Draft) {
     for line in text.lines() {
         if let Some(c) = PYTEST_SECTION.captures(line) {
             sections.push((c[1].to_string(), Vec::new(), None));
-        } else if let (Some(c), Some(section)) = (PYTEST_FRAME.captures(line), sections.last_mut()) {
+        } else if let (Some(c), Some(section)) = (PYTEST_FRAME.captures(line), sections.last_mut())
+        {
             section.1.push(format!("{}:{}", &c[1], &c[2]));
         } else if let (Some(e), Some(section)) = (line.strip_prefix("E   "), sections.last_mut()) {
             section.2.get_or_insert_with(|| e.trim().to_string());
-        } else if let Some(c) = PYTEST_FAILED.captures(line).or_else(|| PYTEST_VERBOSE.captures(line)) {
+        } else if let Some(c) = PYTEST_FAILED
+            .captures(line)
+            .or_else(|| PYTEST_VERBOSE.captures(line))
+        {
             test_run::entry(&mut failures, &c[1]);
         } else if let Some(c) = PYTEST_SUMMARY.captures(line) {
-            counts = pytest_counts(&c[1]);
+            counts = Counts::from_summary(&c[1]);
         }
     }
     for (short, frames, message) in sections {
-        let node = failures.iter().position(|f| f.name.ends_with(&format!("::{short}")) || f.name == short);
+        let node = failures
+            .iter()
+            .position(|f| f.name.ends_with(&format!("::{short}")) || f.name == short);
         let failure = match node {
             Some(i) => &mut failures[i],
             None => test_run::entry(&mut failures, &short),
@@ -115,47 +138,53 @@ pub(crate) fn pytest(label: &str, text: &str, draft: &mut Draft) {
     test_run::render(&failures, draft);
 }
 
-fn pytest_counts(summary: &str) -> Counts {
-    let number = |word: &str| {
-        let r = Regex::new(&format!(r"(\d+) {word}")).unwrap();
-        r.captures(summary).and_then(|c| c[1].parse().ok()).unwrap_or(0)
-    };
-    Counts { passed: number("passed"), failed: number("failed") + number("error"), skipped: number("skipped") }
-}
-
 static GO_FAIL: LazyLock<Regex> = LazyLock::new(|| re(r"^(\s*)--- FAIL: (\S+)"));
 static GO_PASS: LazyLock<Regex> = LazyLock::new(|| re(r"^\s*--- PASS: "));
 static GO_SKIP: LazyLock<Regex> = LazyLock::new(|| re(r"^\s*--- SKIP: "));
 static GO_LOG: LazyLock<Regex> = LazyLock::new(|| re(r"^\s+(\S+\.go:\d+): (.*)$"));
-static GO_PACKAGE: LazyLock<Regex> = LazyLock::new(|| re(r"^(ok|FAIL)\s+(\S+)\s+(?:[\d.]+s|\(cached\)|\[build failed\])"));
+static GO_PACKAGE: LazyLock<Regex> =
+    LazyLock::new(|| re(r"^(ok|FAIL)\s+(\S+)\s+(?:[\d.]+s|\(cached\)|\[build failed\])"));
 
+static GO_RUN: LazyLock<Regex> = LazyLock::new(|| re(r"^=== (?:RUN|CONT|PAUSE)\s+(\S+)"));
+
+/// go test; with `-v` a test's log lines come before its `--- FAIL`, without
+/// it after, so lines are kept per test that was running and joined at the end.
 pub(crate) fn go(label: &str, text: &str, draft: &mut Draft) {
     let mut failures: Vec<Failure> = Vec::new();
+    let mut logs: Vec<(String, String, String)> = Vec::new();
     let mut counts = Counts::default();
-    let mut current: Option<usize> = None;
+    let mut current: Option<&str> = None;
     let mut packages = (0, 0);
     for line in text.lines() {
         if let Some(c) = GO_FAIL.captures(line) {
             test_run::entry(&mut failures, &c[2]);
-            current = failures.iter().position(|f| f.name == c[2]);
+            current = c.get(2).map(|m| m.as_str());
+        } else if let Some(c) = GO_RUN.captures(line) {
+            current = c.get(1).map(|m| m.as_str());
         } else if GO_PASS.is_match(line) {
             counts.passed += 1;
-            current = None;
         } else if GO_SKIP.is_match(line) {
             counts.skipped += 1;
-            current = None;
-        } else if let (Some(c), Some(i)) = (GO_LOG.captures(line), current) {
-            let f = &mut failures[i];
-            f.location.get_or_insert_with(|| c[1].to_string());
-            f.message.get_or_insert_with(|| c[2].to_string());
+        } else if let (Some(c), Some(test)) = (GO_LOG.captures(line), current) {
+            logs.push((test.to_string(), c[1].to_string(), c[2].to_string()));
         } else if let Some(c) = GO_PACKAGE.captures(line) {
-            if &c[1] == "ok" { packages.0 += 1 } else { packages.1 += 1 }
+            if &c[1] == "ok" {
+                packages.0 += 1
+            } else {
+                packages.1 += 1
+            }
+        }
+    }
+    for f in &mut failures {
+        if let Some((_, location, message)) = logs.iter().find(|(test, _, _)| *test == f.name) {
+            f.location = Some(location.clone());
+            f.message = Some(message.clone());
         }
     }
     let outcome = counts.outcome(&failures);
     let packages = match packages {
-        (ok, 0) => format!("{ok} packages ok"),
-        (ok, failed) => format!("{failed} packages failed, {ok} ok"),
+        (ok, 0) => format!("{} ok", plural(ok, "package")),
+        (ok, failed) => format!("{} failed, {ok} ok", plural(failed, "package")),
     };
     draft.headline(format!("{label}: {outcome} ({packages})"));
     test_run::render(&failures, draft);

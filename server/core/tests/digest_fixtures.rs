@@ -1,0 +1,330 @@
+//! Every fixture of `fixtures/tool-outputs/KIND/NAME.out` is digested with the
+//! tool and arguments of its `NAME.cmd` and snapshotted; build and test
+//! digests must name every error and failing test with its location.
+
+use ctxproxy_core::config::DigestLimits;
+use ctxproxy_core::digest::{self, BlobFacts, PriorRead, ToolOutput};
+use ctxproxy_core::ids::{BlobHash, ExchangeId};
+use ctxproxy_core::secrets;
+use ctxproxy_core::tokens::{self, Encoding};
+use regex::Regex;
+use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
+
+struct Fixture {
+    kind: String,
+    name: String,
+    raw: String,
+    digest: digest::Digest,
+}
+
+fn fixtures_dir() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fixtures/tool-outputs")
+}
+
+fn fixtures() -> Vec<Fixture> {
+    let mut paths: Vec<PathBuf> = std::fs::read_dir(fixtures_dir())
+        .unwrap()
+        .flat_map(|kind| std::fs::read_dir(kind.unwrap().path()).unwrap())
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|e| e == "out"))
+        .collect();
+    paths.sort();
+    paths.iter().map(|p| load(p)).collect()
+}
+
+fn load(path: &Path) -> Fixture {
+    let kind = path
+        .parent()
+        .unwrap()
+        .file_name()
+        .unwrap()
+        .to_string_lossy()
+        .to_string();
+    let name = path
+        .file_name()
+        .unwrap()
+        .to_string_lossy()
+        .trim_end_matches(".out")
+        .to_string();
+    let mut raw = std::fs::read_to_string(path).unwrap();
+    // The store masks before it digests; secrets fixtures show that path.
+    if kind == "secrets" {
+        raw = secrets::mask(&raw).text.into_owned();
+    }
+    let cmd =
+        std::fs::read_to_string(path.with_file_name(format!("{name}.cmd"))).unwrap_or_default();
+    let (tool, arguments) = digest::fixture_call(&cmd);
+    let prior = cmd
+        .lines()
+        .find_map(|l| l.strip_prefix("prior:"))
+        .map(|file| {
+            let before = std::fs::read_to_string(path.with_file_name(file.trim())).unwrap();
+            PriorRead {
+                exchange: ExchangeId(3),
+                changed_from: (before != raw).then_some(before),
+            }
+        });
+    let output = ToolOutput {
+        tool: tool.as_deref(),
+        arguments: arguments.as_deref(),
+        content: &raw,
+    };
+    let facts = BlobFacts {
+        id: BlobHash::of(raw.as_bytes()).short_id(),
+        bytes: raw.len() as u64,
+        tokens: tokens::count(Encoding::O200kBase, &raw),
+    };
+    let digest = digest::digest(
+        &output,
+        &facts,
+        prior.as_ref(),
+        &DigestLimits::default(),
+        Encoding::O200kBase,
+    );
+    Fixture {
+        kind,
+        name,
+        raw,
+        digest,
+    }
+}
+
+#[test]
+fn digests_match_snapshots() {
+    for f in fixtures() {
+        let snapshot = format!("{}__{}", f.kind, f.name);
+        insta::assert_snapshot!(
+            snapshot,
+            format!("kind: {}\n---\n{}", f.digest.kind.as_str(), f.digest.text)
+        );
+    }
+}
+
+#[test]
+fn digests_fit_the_cap_and_start_with_the_headline() {
+    let cap = DigestLimits::default().inline_max_tokens;
+    for f in fixtures() {
+        let used = tokens::count(Encoding::O200kBase, &f.digest.text);
+        assert!(used <= cap, "{}/{}: {used} tokens", f.kind, f.name);
+        assert!(
+            f.digest.text.starts_with(&f.digest.headline),
+            "{}/{}",
+            f.kind,
+            f.name
+        );
+        assert!(!f.digest.headline.contains('\n'));
+    }
+}
+
+/// What the raw output says failed: locations `file:line` and test names.
+#[derive(Default)]
+struct Expected {
+    locations: BTreeSet<(String, u32)>,
+    names: BTreeSet<String>,
+}
+
+fn re(p: &str) -> Regex {
+    Regex::new(p).unwrap()
+}
+
+/// Read independently of the digesters, with the simplest pattern per tool.
+fn expected(kind: &str, raw: &str) -> Expected {
+    let mut e = Expected::default();
+    let mut add = |file: &str, line: &str| {
+        e.locations
+            .insert((file.to_string(), line.parse().unwrap()));
+    };
+    let lines: Vec<&str> = raw.lines().collect();
+    match kind {
+        "cargo-build" | "cargo-clippy" => {
+            let arrow = re(r"^\s*--> (\S+):(\d+):\d+");
+            let short = re(r"^(\S+):(\d+):\d+: error");
+            for (i, l) in lines.iter().enumerate() {
+                if l.starts_with("error")
+                    && !l.contains("could not compile")
+                    && !l.contains("aborting")
+                {
+                    if let Some(c) = lines[i + 1..]
+                        .iter()
+                        .take(3)
+                        .find_map(|n| arrow.captures(n))
+                    {
+                        add(&c[1], &c[2]);
+                    }
+                }
+                if let Some(c) = short.captures(l) {
+                    add(&c[1], &c[2]);
+                }
+                if l.starts_with('{') {
+                    let v: serde_json::Value = serde_json::from_str(l).unwrap();
+                    let m = &v["message"];
+                    if m["level"] == "error" {
+                        for s in m["spans"]
+                            .as_array()
+                            .unwrap()
+                            .iter()
+                            .filter(|s| s["is_primary"] == true)
+                        {
+                            add(
+                                s["file_name"].as_str().unwrap(),
+                                &s["line_start"].to_string(),
+                            );
+                        }
+                    }
+                }
+            }
+        }
+        "cargo-test" => {
+            let panic = re(r"panicked at (\S+):(\d+):\d+");
+            let name = re(r"^---- (\S+) stdout ----|^\s+FAIL \[.*\] \S+ (\S+)$");
+            for l in &lines {
+                if let Some(c) = panic.captures(l) {
+                    add(&c[1], &c[2]);
+                }
+                if let Some(c) = name.captures(l) {
+                    e.names
+                        .insert(c.get(1).or(c.get(2)).unwrap().as_str().to_string());
+                }
+            }
+        }
+        "pytest" => {
+            let frame = re(r"^(\S+\.py):(\d+): ");
+            let failed = re(r"^FAILED (\S+)");
+            for l in &lines {
+                if let Some(c) = frame.captures(l) {
+                    add(&c[1], &c[2]);
+                }
+                if let Some(c) = failed.captures(l) {
+                    e.names.insert(c[1].to_string());
+                }
+            }
+        }
+        "tsc" => {
+            let plain = re(r"^(\S+)\((\d+),\d+\): error");
+            let pretty = re(r"^(\S+):(\d+):\d+ - error");
+            for l in &lines {
+                if let Some(c) = plain.captures(l).or_else(|| pretty.captures(l)) {
+                    add(&c[1], &c[2]);
+                }
+            }
+        }
+        "eslint" => {
+            let row = re(r"^\s+(\d+):\d+\s+error");
+            let mut file = "";
+            for l in &lines {
+                if l.starts_with('/') {
+                    file = l.trim();
+                } else if let Some(c) = row.captures(l) {
+                    add(file, &c[1]);
+                }
+            }
+        }
+        "go-test" => {
+            let fail = re(r"--- FAIL: (\S+)");
+            let log = re(r"^\s+(\S+\.go):(\d+): ");
+            for l in &lines {
+                if let Some(c) = fail.captures(l) {
+                    e.names.insert(c[1].to_string());
+                }
+                if let Some(c) = log.captures(l) {
+                    add(&c[1], &c[2]);
+                }
+            }
+        }
+        "jest" | "vitest" => {
+            let header = re(r"^  ● (.+)$|^ ?FAIL  \S+ > (.+)$");
+            let at = re(r"\((\S+?):(\d+):\d+\)$|^\s*❯ (\S+?):(\d+):\d+$");
+            let mut want_location = false;
+            for l in &lines {
+                if let Some(c) = header.captures(l) {
+                    let name = c.get(1).or(c.get(2)).unwrap().as_str();
+                    e.names
+                        .insert(name.rsplit(['›', '>']).next().unwrap().trim().to_string());
+                    want_location = true;
+                } else if let Some(c) = at.captures(l).filter(|_| want_location) {
+                    add(
+                        c.get(1).or(c.get(3)).unwrap().as_str(),
+                        c.get(2).or(c.get(4)).unwrap().as_str(),
+                    );
+                    want_location = false;
+                }
+            }
+        }
+        _ => {}
+    }
+    e
+}
+
+/// Locations a digest names, reading `file:10, :22` as two lines of `file`.
+fn named_locations(digest: &str) -> BTreeSet<(String, u32)> {
+    let location = re(r"([\w./\-]+\.[A-Za-z]+)?:(\d+)");
+    let mut out = BTreeSet::new();
+    for line in digest.lines() {
+        let mut file = String::new();
+        for c in location.captures_iter(line) {
+            if let Some(f) = c.get(1) {
+                file = f.as_str().to_string();
+            }
+            if !file.is_empty() {
+                out.insert((file.clone(), c[2].parse().unwrap()));
+            }
+        }
+    }
+    out
+}
+
+#[test]
+fn every_error_and_failing_test_is_named() {
+    let mut checked = 0;
+    for f in fixtures() {
+        let want = expected(&f.kind, &f.raw);
+        let named = named_locations(&f.digest.text);
+        for loc in &want.locations {
+            assert!(
+                named.contains(loc),
+                "{}/{}: {}:{} missing from\n{}",
+                f.kind,
+                f.name,
+                loc.0,
+                loc.1,
+                f.digest.text
+            );
+            checked += 1;
+        }
+        for name in &want.names {
+            // Grouped names share a prefix: the last segment is what must show.
+            let last = name
+                .rsplit("::")
+                .next()
+                .unwrap()
+                .rsplit('/')
+                .next()
+                .unwrap();
+            assert!(
+                f.digest.text.contains(last),
+                "{}/{}: test {name} missing from\n{}",
+                f.kind,
+                f.name,
+                f.digest.text
+            );
+            checked += 1;
+        }
+    }
+    assert!(checked > 100, "only {checked} errors and tests checked");
+}
+
+#[test]
+fn print_ratio_table() {
+    let rows: Vec<(String, u32, u32)> = fixtures()
+        .iter()
+        .map(|f| {
+            let raw = tokens::count(Encoding::O200kBase, &f.raw);
+            let digest = tokens::count(Encoding::O200kBase, &f.digest.text);
+            (format!("{}/{}", f.kind, f.name), raw, digest)
+        })
+        .collect();
+    let table = digest::ratio_table(&rows);
+    assert!(table.contains("Median ratio"));
+    println!("{table}");
+}
