@@ -1,0 +1,172 @@
+//! `ctx/assemble`: turns request params into a packer request, runs the
+//! packer on the writer's view, formats the prompt for the chosen API and
+//! builds the record `ctx/explain` returns.
+
+use std::collections::HashMap;
+use std::sync::{Mutex, OnceLock};
+
+use ctxproxy_core::config::{Config, LayerCaps, LayerOrder};
+use ctxproxy_core::exchange::{Counted, KeptMessage, Level};
+use ctxproxy_core::ids::{ExchangeId, MessageId, PromptId};
+use ctxproxy_core::message::Message;
+use ctxproxy_core::packer::{self, PackError, PackRequest, PackedPrompt};
+use ctxproxy_core::render;
+use ctxproxy_core::tokens::{self, Encoding};
+use ctxproxy_core::view::SessionView;
+use ctxproxy_store::AssembledPrompt;
+use serde_json::{json, Value};
+
+use crate::config::{parse_encoding, parse_order};
+use crate::format::{self, Format};
+use crate::protocol::AssembleParams;
+use crate::service::ServiceError;
+
+/// The previous prompt of each session, to measure prefix reuse.
+#[derive(Default)]
+pub struct LastPrompts(Mutex<HashMap<String, PackedPrompt>>);
+
+#[derive(Clone, Debug)]
+pub struct Request {
+    pub budget: u32,
+    pub encoding: Encoding,
+    pub order: LayerOrder,
+    pub format: Format,
+    pub system: Option<String>,
+    pub input: Option<Message>,
+}
+
+impl Request {
+    pub fn from_params(p: &AssembleParams, config: &Config) -> Result<Request, ServiceError> {
+        let input = match &p.input {
+            Some(m) => Some(m.to_core("input")?),
+            None => None,
+        };
+        let budget = p.budget.unwrap_or(config.budget);
+        if budget == 0 {
+            return Err(ServiceError::InvalidParams(
+                "budget: must be at least 1".into(),
+            ));
+        }
+        Ok(Request {
+            budget,
+            encoding: match &p.encoding {
+                Some(e) => parse_encoding(e, "encoding")?,
+                None => config.encoding,
+            },
+            order: match &p.order {
+                Some(o) => parse_order(o, "order")?,
+                None => config.order,
+            },
+            format: match &p.format {
+                Some(f) => Format::parse(f).ok_or_else(|| {
+                    ServiceError::InvalidParams(format!(
+                        "format: expected openai, anthropic or text, got {f:?}"
+                    ))
+                })?,
+                None => Format::OpenAi,
+            },
+            system: p.system.clone(),
+            input,
+        })
+    }
+}
+
+pub fn window_len(caps: &LayerCaps) -> u32 {
+    packer::window_len(caps)
+}
+
+/// Packs and formats one prompt; runs on the store's writer thread.
+pub fn run(
+    id: PromptId,
+    view: &SessionView,
+    req: &Request,
+    caps: &LayerCaps,
+    last: &LastPrompts,
+) -> Result<AssembledPrompt<Value>, ServiceError> {
+    let enc = req.encoding;
+    let system = req.system.as_ref().map(|s| Counted {
+        tokens: tokens::count(enc, s),
+        text: s.clone(),
+    });
+    let input = req.input.as_ref().map(|m| KeptMessage {
+        id: MessageId {
+            exchange: ExchangeId(view.exchange_count + 1),
+            index: 1,
+        },
+        message: m.clone(),
+        result: None,
+    });
+    let input_tokens = input
+        .as_ref()
+        .map_or(0, |k| render::message_tokens(k, Level::Full, enc));
+    let pack_request = PackRequest {
+        budget: req.budget,
+        encoding: enc,
+        order: req.order,
+        system,
+        input,
+        input_tokens,
+        tools_tokens: tools_tokens(enc),
+    };
+    let packed = packer::pack(view, &pack_request, caps).map_err(|e| match e {
+        PackError::BudgetTooSmall { .. } => ServiceError::BudgetTooSmall(e.to_string()),
+    })?;
+    let tools = render::tool_definitions();
+    let mut previous = last.0.lock().expect("last prompts lock");
+    let prefix_reused = previous
+        .get(&view.session_id)
+        .map_or(0, |prev| packer::shared_prefix_tokens(prev, &packed));
+    let mut result = json!({
+        "promptId": id.to_string(),
+        "sessionId": view.session_id,
+        "budget": req.budget,
+        "encoding": enc.as_str(),
+        "format": req.format.as_str(),
+        "order": req.order.as_str(),
+        "tokens": {"total": packed.total, "layers": layer_totals(&packed)},
+        "prefixReused": prefix_reused,
+        "trimmed": packed.trimmed.iter().map(|t| json!({
+            "id": t.id, "from": t.from.as_str(), "to": t.to.as_str(), "reason": t.reason,
+        })).collect::<Vec<_>>(),
+        "layers": packed.layers.iter().map(|l| json!({
+            "layer": l.layer.as_str(),
+            "tokens": l.tokens,
+            "items": l.items.iter().map(|i| json!({"id": i.id, "format": i.format.as_str(), "tokens": i.tokens})).collect::<Vec<_>>(),
+        })).collect::<Vec<_>>(),
+    });
+    let fields = format::prompt_fields(&packed.messages, &tools, req.format);
+    result.as_object_mut().expect("object").extend(fields);
+    let record = result.to_string();
+    let total_tokens = packed.total;
+    previous.insert(view.session_id.clone(), packed);
+    Ok(AssembledPrompt {
+        value: result,
+        total_tokens,
+        record,
+    })
+}
+
+/// The tool definitions never change: counted once per encoding.
+fn tools_tokens(encoding: Encoding) -> u32 {
+    static COUNTS: OnceLock<[u32; 2]> = OnceLock::new();
+    let counts = COUNTS.get_or_init(|| Encoding::ALL.map(render::tools_tokens));
+    counts[Encoding::ALL
+        .iter()
+        .position(|e| *e == encoding)
+        .expect("known encoding")]
+}
+
+fn layer_totals(p: &PackedPrompt) -> Value {
+    let mut totals = serde_json::Map::new();
+    for l in &p.layers {
+        totals.insert(l.layer.as_str().to_string(), json!(l.tokens));
+    }
+    Value::Object(totals)
+}
+
+/// Passes a packer refusal through as its own error.
+pub fn flatten(
+    r: Result<Result<Value, ServiceError>, ctxproxy_store::StoreError>,
+) -> Result<Value, ServiceError> {
+    r.map_err(ServiceError::from)?
+}

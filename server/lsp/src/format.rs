@@ -1,0 +1,245 @@
+//! Serialises a packed prompt for a model API: `openai` chat messages,
+//! `anthropic` system + messages with content blocks, or plain `text`; and
+//! renders a recorded prompt for people (`show-prompt`).
+
+use ctxproxy_core::message::Role;
+use ctxproxy_core::packer::PromptMessage;
+use ctxproxy_core::render::Block;
+use serde_json::{json, Map, Value};
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Format {
+    OpenAi,
+    Anthropic,
+    Text,
+}
+
+impl Format {
+    pub fn parse(s: &str) -> Option<Format> {
+        match s {
+            "openai" => Some(Format::OpenAi),
+            "anthropic" => Some(Format::Anthropic),
+            "text" => Some(Format::Text),
+            _ => None,
+        }
+    }
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Format::OpenAi => "openai",
+            Format::Anthropic => "anthropic",
+            Format::Text => "text",
+        }
+    }
+}
+
+/// The fields of the `ctx/assemble` result that carry the prompt:
+/// `messages`, `tools`, and `system` (anthropic) or `text` (text).
+pub fn prompt_fields(
+    messages: &[PromptMessage],
+    tools: &Value,
+    format: Format,
+) -> Map<String, Value> {
+    let mut out = Map::new();
+    match format {
+        Format::OpenAi => {
+            out.insert(
+                "messages".into(),
+                Value::Array(messages.iter().flat_map(openai_messages).collect()),
+            );
+            out.insert("tools".into(), tools.clone());
+        }
+        Format::Anthropic => {
+            let system: String = messages
+                .iter()
+                .filter(|m| m.role == Role::System)
+                .flat_map(|m| m.blocks.iter().map(Block::text))
+                .collect();
+            out.insert("system".into(), json!(system));
+            out.insert(
+                "messages".into(),
+                Value::Array(anthropic_messages(messages)),
+            );
+            out.insert("tools".into(), anthropic_tools(tools));
+        }
+        Format::Text => {
+            let text = text_prompt(messages);
+            out.insert(
+                "messages".into(),
+                json!([{"role": "user", "content": text}]),
+            );
+            out.insert("text".into(), json!(text));
+            out.insert("tools".into(), tools.clone());
+        }
+    }
+    out
+}
+
+fn joined_text(blocks: &[Block]) -> String {
+    blocks
+        .iter()
+        .filter(|b| matches!(b, Block::Text(_)))
+        .map(Block::text)
+        .collect()
+}
+
+fn openai_messages(m: &PromptMessage) -> Vec<Value> {
+    let text = joined_text(&m.blocks);
+    match m.role {
+        Role::Assistant => {
+            let calls: Vec<Value> = m
+                .blocks
+                .iter()
+                .filter_map(|b| match b {
+                    Block::ToolUse { id, name, arguments } => Some(json!({
+                        "id": id, "type": "function", "function": {"name": name, "arguments": arguments}
+                    })),
+                    _ => None,
+                })
+                .collect();
+            let mut v = json!({"role": "assistant", "content": if text.is_empty() && !calls.is_empty() { Value::Null } else { json!(text) }});
+            if !calls.is_empty() {
+                v["tool_calls"] = Value::Array(calls);
+            }
+            vec![v]
+        }
+        role => {
+            let mut out = Vec::new();
+            for b in &m.blocks {
+                if let Block::ToolResult { call_id, text, .. } = b {
+                    out.push(json!({"role": "tool", "tool_call_id": call_id, "content": text}));
+                }
+            }
+            if !text.is_empty() {
+                let role = if role == Role::Tool {
+                    "user"
+                } else {
+                    role.as_str()
+                };
+                out.push(json!({"role": role, "content": text}));
+            }
+            out
+        }
+    }
+}
+
+/// Anthropic wants alternating user/assistant turns: tool results travel in
+/// user turns, and consecutive turns of one role are merged.
+fn anthropic_messages(messages: &[PromptMessage]) -> Vec<Value> {
+    let mut out: Vec<(String, Vec<Value>)> = Vec::new();
+    for m in messages.iter().filter(|m| m.role != Role::System) {
+        let role = if m.role == Role::Assistant {
+            "assistant"
+        } else {
+            "user"
+        };
+        let blocks: Vec<Value> = m
+            .blocks
+            .iter()
+            .map(|b| match b {
+                Block::Text(t) => json!({"type": "text", "text": t}),
+                Block::ToolUse { id, name, arguments } => json!({
+                    "type": "tool_use", "id": id, "name": name,
+                    "input": serde_json::from_str::<Value>(arguments).unwrap_or_else(|_| json!({"arguments": arguments})),
+                }),
+                Block::ToolResult { call_id, text, .. } => {
+                    json!({"type": "tool_result", "tool_use_id": call_id, "content": text})
+                }
+            })
+            .collect();
+        match out.last_mut() {
+            Some((r, existing)) if r == role => existing.extend(blocks),
+            _ => out.push((role.to_string(), blocks)),
+        }
+    }
+    // Within a user turn, tool results must come first.
+    out.into_iter()
+        .map(|(role, mut blocks)| {
+            if role == "user" {
+                blocks.sort_by_key(|b| b["type"] != "tool_result");
+            }
+            json!({"role": role, "content": blocks})
+        })
+        .collect()
+}
+
+fn anthropic_tools(tools: &Value) -> Value {
+    Value::Array(
+        tools
+            .as_array()
+            .into_iter()
+            .flatten()
+            .map(|t| {
+                let f = &t["function"];
+                json!({"name": f["name"], "description": f["description"], "input_schema": f["parameters"]})
+            })
+            .collect(),
+    )
+}
+
+fn text_prompt(messages: &[PromptMessage]) -> String {
+    let mut out = String::new();
+    for m in messages {
+        out.push_str(&format!("### {}\n", m.role.as_str()));
+        for b in &m.blocks {
+            out.push_str(&b.text());
+        }
+        out.push('\n');
+    }
+    out
+}
+
+/// A recorded prompt (the `ctx/explain` result) for people to read.
+pub fn explain_text(v: &Value) -> String {
+    let mut out = String::new();
+    out.push_str(&format!(
+        "{} of {}: {} tokens of a {} budget ({}, {}, {}); prefix reused: {} tokens\n",
+        v["promptId"].as_str().unwrap_or("?"),
+        v["sessionId"].as_str().unwrap_or("?"),
+        v["tokens"]["total"],
+        v["budget"],
+        v["encoding"].as_str().unwrap_or("?"),
+        v["format"].as_str().unwrap_or("?"),
+        v["order"].as_str().unwrap_or("?"),
+        v["prefixReused"],
+    ));
+    out.push_str("\nlayer            tokens  items\n");
+    for layer in v["layers"].as_array().into_iter().flatten() {
+        let items: Vec<String> = layer["items"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .map(|i| {
+                format!(
+                    "{}:{}({})",
+                    i["id"].as_str().unwrap_or("?"),
+                    i["format"].as_str().unwrap_or("?"),
+                    i["tokens"]
+                )
+            })
+            .collect();
+        out.push_str(&format!(
+            "{:<16} {:>6}  {}\n",
+            layer["layer"].as_str().unwrap_or("?"),
+            layer["tokens"],
+            items.join(" ")
+        ));
+    }
+    let trimmed = v["trimmed"].as_array().map(Vec::as_slice).unwrap_or(&[]);
+    if !trimmed.is_empty() {
+        out.push_str("\ntrimmed:\n");
+        for t in trimmed {
+            out.push_str(&format!(
+                "  {} {} -> {}: {}\n",
+                t["id"].as_str().unwrap_or("?"),
+                t["from"].as_str().unwrap_or("?"),
+                t["to"].as_str().unwrap_or("?"),
+                t["reason"].as_str().unwrap_or("")
+            ));
+        }
+    }
+    out.push_str("\nmessages as sent:\n");
+    out.push_str(&serde_json::to_string_pretty(&v["messages"]).unwrap_or_default());
+    out.push('\n');
+    out
+}

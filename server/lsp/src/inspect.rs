@@ -1,0 +1,203 @@
+//! Read-only CLI commands over a store: inspect, show-prompt, sessions,
+//! stats, and digest (no store) for any file.
+
+use std::path::{Path, PathBuf};
+
+use anyhow::{bail, Context};
+use ctxproxy_core::config::DigestLimits;
+use ctxproxy_core::digest::{self, BlobFacts, ToolOutput};
+use ctxproxy_core::ids::{BlobHash, ItemId};
+use ctxproxy_core::tokens::{self, Encoding};
+use ctxproxy_store::{Store, StoreError};
+use serde_json::Value;
+
+use crate::config;
+
+fn open_existing(path: &Path) -> anyhow::Result<Store> {
+    if !path.exists() {
+        bail!(
+            "no store at {} (give --store PATH, or set CTXPROXY_STORE)",
+            path.display()
+        );
+    }
+    Store::open(path, Default::default())
+        .with_context(|| format!("opening store {}", path.display()))
+}
+
+pub fn inspect(store: &Path, session: &str, raw_id: &str, full: bool) -> anyhow::Result<()> {
+    let store = open_existing(store)?;
+    let id = ItemId::parse(raw_id)?;
+    let text = store.read_now(|r| -> Result<String, StoreError> {
+        Ok(match &id {
+            ItemId::Exchange(x) => {
+                let e = r.exchange(session, *x)?;
+                let mut out = format!(
+                    "{x}  {}  {}  {} tokens raw, {} in full\nheader ({}): {}\nsummary ({}): {}\n",
+                    e.at.as_deref().unwrap_or("-"),
+                    e.outcome.as_str(),
+                    e.raw_tokens,
+                    e.full_tokens,
+                    e.header_source,
+                    e.header,
+                    e.summary_source,
+                    e.summary
+                );
+                if full {
+                    out.push_str("\n");
+                    out.push_str(&r.exchange_full_text(session, *x)?);
+                }
+                out
+            }
+            ItemId::Message(m) => {
+                let item = r.message(session, *m)?;
+                let mut out = format!("{m}  {}", item.message.role.as_str());
+                if let Some(b) = item.blob {
+                    out.push_str(&format!("  blob {}", b.short_id()));
+                }
+                for c in &item.message.tool_calls {
+                    out.push_str(&format!("\n→ {} {} ({})", c.name, c.arguments, c.id));
+                }
+                out.push_str("\n\n");
+                out.push_str(&item.message.content);
+                out
+            }
+            ItemId::Blob(hex) => r.blob(hex)?.text,
+            ItemId::Prompt(_) => {
+                return Err(StoreError::Invalid(
+                    "use `ctxproxy show-prompt` for prompts".into(),
+                ))
+            }
+        })
+    })?;
+    println!("{text}");
+    Ok(())
+}
+
+pub fn show_prompt(store: &Path, session: &str, prompt: &str, json: bool) -> anyhow::Result<()> {
+    let store = open_existing(store)?;
+    let Ok(ItemId::Prompt(id)) = ItemId::parse(prompt) else {
+        bail!("expected a prompt id p<N>, got {prompt:?}")
+    };
+    let record = store.read_now(|r| r.prompt(session, id))?;
+    let value: Value = serde_json::from_str(&record.record)?;
+    if json {
+        println!("{}", serde_json::to_string_pretty(&value)?);
+    } else {
+        print!("{}", crate::format::explain_text(&value));
+    }
+    Ok(())
+}
+
+pub fn sessions(store: &Path) -> anyhow::Result<()> {
+    let store = open_existing(store)?;
+    let list = store.read_now(|r| r.sessions(None))?;
+    println!(
+        "{:<10} {:>9} {:>7}  {:<20}  {}",
+        "session", "exchanges", "prompts", "updated", "title"
+    );
+    for s in list {
+        println!(
+            "{:<10} {:>9} {:>7}  {:<20}  {}",
+            s.id, s.exchanges, s.prompts, s.updated_at, s.title
+        );
+    }
+    Ok(())
+}
+
+pub fn stats(store: &Path, json: bool) -> anyhow::Result<()> {
+    let store = open_existing(store)?;
+    let s = store.read_now(|r| r.stats())?;
+    if json {
+        println!(
+            "{}",
+            serde_json::to_string_pretty(&crate::service::stats_json(&s))?
+        );
+        return Ok(());
+    }
+    println!("sessions        {}", s.sessions);
+    println!("exchanges       {}", s.exchanges);
+    println!("messages        {}", s.messages);
+    println!("prompts         {}", s.prompts);
+    println!("blobs           {} ({} as files)", s.blobs, s.blob_files);
+    println!(
+        "appended bytes  {} (tool output, duplicates counted)",
+        s.appended_bytes
+    );
+    println!("raw bytes       {} (distinct blobs)", s.raw_bytes);
+    println!(
+        "stored bytes    {} ({:.1}% of raw)",
+        s.stored_bytes,
+        pct(s.stored_bytes, s.raw_bytes)
+    );
+    println!("duplicate hits  {}", s.duplicate_hits);
+    println!("database bytes  {}", s.database_bytes);
+    Ok(())
+}
+
+fn pct(a: u64, b: u64) -> f64 {
+    if b == 0 {
+        0.0
+    } else {
+        100.0 * a as f64 / b as f64
+    }
+}
+
+#[derive(clap::Args)]
+pub struct DigestArgs {
+    /// The tool output to digest.
+    file: Option<PathBuf>,
+    /// The tool's name, as the assistant called it (read_file, grep, run_command, ...).
+    #[arg(long)]
+    tool: Option<String>,
+    /// The call's arguments as JSON, e.g. '{"command": "cargo test"}'.
+    #[arg(long)]
+    args: Option<String>,
+    /// The digest's token cap.
+    #[arg(long, default_value_t = DigestLimits::default().inline_max_tokens)]
+    max_tokens: u32,
+    #[arg(long, default_value = "o200k_base")]
+    encoding: String,
+}
+
+pub fn digest(a: DigestArgs) -> anyhow::Result<()> {
+    let encoding = config::parse_encoding(&a.encoding, "--encoding")?;
+    let Some(file) = a.file else {
+        bail!("give a FILE to digest")
+    };
+    let raw = std::fs::read(&file).with_context(|| format!("reading {}", file.display()))?;
+    let text = String::from_utf8_lossy(&raw);
+    println!(
+        "{}",
+        digest_text(
+            &text,
+            a.tool.as_deref(),
+            a.args.as_deref(),
+            a.max_tokens,
+            encoding
+        )
+    );
+    Ok(())
+}
+
+fn digest_text(
+    text: &str,
+    tool: Option<&str>,
+    args: Option<&str>,
+    max_tokens: u32,
+    encoding: Encoding,
+) -> String {
+    let output = ToolOutput {
+        tool,
+        arguments: args,
+        content: text,
+    };
+    let facts = BlobFacts {
+        id: BlobHash::of(text.as_bytes()).short_id(),
+        bytes: text.len() as u64,
+        tokens: tokens::count(encoding, text),
+    };
+    let limits = DigestLimits {
+        inline_max_tokens: max_tokens,
+    };
+    digest::digest(&output, &facts, None, &limits, encoding).text
+}

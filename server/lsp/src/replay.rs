@@ -1,0 +1,153 @@
+//! `ctxproxy replay`: drives a recorded session through the same `Service`
+//! an editor talks to: before every exchange it assembles the prompt the
+//! model would get (the exchange's first message as input), then appends the
+//! exchange. Prints a per-turn table; `--report` adds the baselines and facts.
+
+use std::path::PathBuf;
+
+use anyhow::{bail, Context};
+use serde::Deserialize;
+use serde_json::{json, Value};
+
+use crate::protocol::WireMessage;
+use crate::report;
+use crate::service::Service;
+
+#[derive(clap::Args)]
+pub struct Args {
+    /// The recorded session: JSON Lines, one exchange per line (see fixtures/README.md).
+    file: PathBuf,
+    /// Keep the store here (default: a fresh store in a temp dir, removed afterwards).
+    #[arg(long)]
+    store: Option<PathBuf>,
+    /// Add the baselines (full history, Cline-style truncation, sliding window) and the facts check.
+    #[arg(long)]
+    report: bool,
+    /// Prompt budget in tokens (default: the configured 16000).
+    #[arg(long)]
+    budget: Option<u32>,
+    #[arg(long)]
+    encoding: Option<String>,
+    /// cache-stable (default) or seed003.
+    #[arg(long)]
+    order: Option<String>,
+    /// Context window for the Cline-style baseline, in tokens.
+    #[arg(long, default_value_t = 128_000)]
+    window: u32,
+    /// Print the turns and summary as JSON instead of tables.
+    #[arg(long)]
+    json: bool,
+}
+
+/// One line of a recorded session.
+#[derive(Debug, Deserialize)]
+pub struct RecordedExchange {
+    pub messages: Vec<WireMessage>,
+    #[serde(default)]
+    pub needs: Vec<Need>,
+}
+
+#[derive(Debug, Deserialize, Clone)]
+pub struct Need {
+    pub fact: String,
+    pub from: u32,
+    #[serde(default)]
+    pub cues: Vec<String>,
+}
+
+/// What replay saw at one turn.
+pub struct Turn {
+    pub seq: u32,
+    pub prompt: Value,
+}
+
+pub fn read_session(path: &PathBuf) -> anyhow::Result<Vec<RecordedExchange>> {
+    let text =
+        std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
+    let mut out = Vec::new();
+    for (i, line) in text.lines().enumerate() {
+        if line.trim().is_empty() {
+            continue;
+        }
+        let x: RecordedExchange =
+            serde_path_to_error::deserialize(&mut serde_json::Deserializer::from_str(line))
+                .map_err(|e| {
+                    anyhow::anyhow!("{}:{}: {}: {}", path.display(), i + 1, e.path(), e.inner())
+                })?;
+        if x.messages.first().map(|m| m.role.as_str()) != Some("user") {
+            bail!(
+                "{}:{}: the first message of an exchange must be the user's",
+                path.display(),
+                i + 1
+            );
+        }
+        out.push(x);
+    }
+    Ok(out)
+}
+
+pub async fn run(args: Args) -> anyhow::Result<()> {
+    let session_file = read_session(&args.file)?;
+    let temp = tempfile::tempdir()?;
+    let store_path = args
+        .store
+        .clone()
+        .unwrap_or_else(|| temp.path().join("store.db"));
+    let mut config = ctxproxy_core::config::Config::default();
+    if let Some(b) = args.budget {
+        config.budget = b;
+    }
+    if let Some(e) = &args.encoding {
+        config.encoding = crate::config::parse_encoding(e, "--encoding")?;
+    }
+    if let Some(o) = &args.order {
+        config.order = crate::config::parse_order(o, "--order")?;
+    }
+    let service = Service::open(store_path.clone(), config.clone(), None)?;
+    let title = args
+        .file
+        .file_name()
+        .map(|f| f.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let opened = service
+        .open_session(json!({"title": title, "workspace": "replay"}))
+        .await?;
+    let session = opened["sessionId"]
+        .as_str()
+        .expect("session id")
+        .to_string();
+
+    let mut turns = Vec::with_capacity(session_file.len());
+    for (i, x) in session_file.iter().enumerate() {
+        let prompt = service
+            .assemble(json!({"sessionId": session, "input": x.messages[0], "format": "text"}))
+            .await
+            .with_context(|| format!("assembling the prompt before exchange x{}", i + 1))?;
+        service
+            .append(json!({"sessionId": session, "messages": x.messages}))
+            .await
+            .with_context(|| format!("appending exchange x{}", i + 1))?;
+        turns.push(Turn {
+            seq: i as u32 + 1,
+            prompt,
+        });
+    }
+    let stats = service.stats().await?;
+    let out = report::Report::build(&session_file, &turns, &config, args.window, args.report);
+    if args.json {
+        println!(
+            "{}",
+            serde_json::to_string_pretty(&out.to_json(&session, &stats))?
+        );
+    } else {
+        print!("{}", out.to_text(&session, &stats));
+        if args.store.is_some() {
+            println!(
+                "store: {} (session {session}; try `ctxproxy show-prompt {session} p1 --store {}`)",
+                store_path.display(),
+                store_path.display()
+            );
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,323 @@
+//! The replay report: per turn, ctxproxy's tokens per layer, total and prefix
+//! reused; with `--report`, the same turn under full history, Cline-style
+//! truncation and a sliding window (computed in the same run on the same
+//! session), whether each annotated fact is reachable, and one summary line
+//! per strategy.
+
+use std::fmt::Write;
+
+use ctxproxy_core::baseline::{self, FactStatus, RawPrompt, RunCost, Strategy};
+use ctxproxy_core::config::Config;
+use ctxproxy_core::ids::{BlobHash, ExchangeId};
+use ctxproxy_core::message::{Message, Role};
+use ctxproxy_core::secrets;
+use serde_json::{json, Value};
+
+use crate::replay::{RecordedExchange, Turn};
+use crate::service::to_core_messages;
+
+const LAYERS: [(&str, &str); 7] = [
+    ("system", "sys"),
+    ("currentContext", "L0"),
+    ("recent", "recent"),
+    ("headers", "headers"),
+    ("summaries", "summ"),
+    ("references", "refs"),
+    ("input", "input"),
+];
+
+struct TurnRow {
+    seq: u32,
+    layers: Vec<u64>,
+    total: u32,
+    prefix: u32,
+    trimmed: usize,
+    /// Tokens and prefix of each baseline at this turn.
+    baselines: Vec<(u32, u32)>,
+}
+
+struct FactRow {
+    turn: u32,
+    fact: String,
+    from: u32,
+    /// ctxproxy first, then each baseline.
+    status: Vec<FactStatus>,
+}
+
+pub struct Report {
+    strategies: Vec<&'static str>,
+    turns: Vec<TurnRow>,
+    facts: Vec<FactRow>,
+}
+
+fn blob_ids(exchange: &[Message], redact: bool) -> Vec<String> {
+    exchange
+        .iter()
+        .filter(|m| m.role == Role::Tool)
+        .map(|m| {
+            let stored = if redact {
+                secrets::mask(&m.content).text.into_owned()
+            } else {
+                m.content.clone()
+            };
+            BlobHash::of(stored.as_bytes()).short_id()
+        })
+        .collect()
+}
+
+impl Report {
+    pub fn build(
+        session: &[RecordedExchange],
+        turns: &[Turn],
+        config: &Config,
+        window: u32,
+        with_baselines: bool,
+    ) -> Report {
+        let exchanges: Vec<Vec<Message>> = session
+            .iter()
+            .map(|x| to_core_messages(&x.messages, "messages").unwrap_or_default())
+            .collect();
+        let strategies: Vec<Strategy> = if with_baselines {
+            vec![
+                Strategy::FullHistory,
+                Strategy::Cline { window },
+                Strategy::SlidingWindow {
+                    budget: config.budget,
+                },
+            ]
+        } else {
+            Vec::new()
+        };
+        let baseline_prompts: Vec<Vec<RawPrompt>> = strategies
+            .iter()
+            .map(|s| baseline::replay(*s, &exchanges, config.encoding))
+            .collect();
+        let mut rows = Vec::new();
+        let mut facts = Vec::new();
+        for (i, turn) in turns.iter().enumerate() {
+            let p = &turn.prompt;
+            let baselines = baseline_prompts
+                .iter()
+                .map(|prompts| {
+                    let prefix = if i == 0 {
+                        0
+                    } else {
+                        prompts[i].shared_prefix(&prompts[i - 1])
+                    };
+                    (prompts[i].total(), prefix)
+                })
+                .collect();
+            rows.push(TurnRow {
+                seq: turn.seq,
+                layers: LAYERS
+                    .iter()
+                    .map(|(k, _)| p["tokens"]["layers"][k].as_u64().unwrap_or(0))
+                    .collect(),
+                total: p["tokens"]["total"].as_u64().unwrap_or(0) as u32,
+                prefix: p["prefixReused"].as_u64().unwrap_or(0) as u32,
+                trimmed: p["trimmed"].as_array().map_or(0, Vec::len),
+                baselines,
+            });
+            if !with_baselines {
+                continue;
+            }
+            let text = p["text"].as_str().unwrap_or_default();
+            for need in &session[i].needs {
+                let from = ExchangeId(need.from);
+                let blobs = exchanges
+                    .get(need.from as usize - 1)
+                    .map(|x| blob_ids(x, config.redact_secrets))
+                    .unwrap_or_default();
+                let mut status = vec![baseline::fact_status(
+                    &need.fact, &need.cues, from, &blobs, text,
+                )];
+                for prompts in &baseline_prompts {
+                    status.push(baseline::fact_status(
+                        &need.fact,
+                        &need.cues,
+                        from,
+                        &[],
+                        &prompts[i].text(),
+                    ));
+                }
+                facts.push(FactRow {
+                    turn: turn.seq,
+                    fact: need.fact.clone(),
+                    from: need.from,
+                    status,
+                });
+            }
+        }
+        Report {
+            strategies: strategies.iter().map(|s| s.name()).collect(),
+            turns: rows,
+            facts,
+        }
+    }
+
+    /// (name, run cost, facts reachable, facts in prompt) per strategy, ctxproxy first.
+    fn summaries(&self) -> Vec<(&'static str, RunCost, usize, usize)> {
+        let mut out = Vec::new();
+        let names = std::iter::once("ctxproxy").chain(self.strategies.iter().copied());
+        for (k, name) in names.enumerate() {
+            let cost = RunCost::of(self.turns.iter().map(|t| {
+                if k == 0 {
+                    (t.total, t.prefix)
+                } else {
+                    t.baselines[k - 1]
+                }
+            }));
+            let reachable = self
+                .facts
+                .iter()
+                .filter(|f| f.status[k] != FactStatus::Lost)
+                .count();
+            let in_prompt = self
+                .facts
+                .iter()
+                .filter(|f| f.status[k] == FactStatus::InPrompt)
+                .count();
+            out.push((name, cost, reachable, in_prompt));
+        }
+        out
+    }
+
+    pub fn to_text(&self, session: &str, stats: &Value) -> String {
+        let mut out = String::new();
+        let _ = write!(out, "{:>4}", "turn");
+        for (_, short) in LAYERS {
+            let _ = write!(out, " {short:>7}");
+        }
+        let _ = write!(out, " {:>7} {:>7} {:>4}", "total", "prefix", "trim");
+        for s in &self.strategies {
+            let _ = write!(out, " {:>14}", s);
+        }
+        out.push('\n');
+        for t in &self.turns {
+            let _ = write!(out, "{:>4}", format!("x{}", t.seq));
+            for v in &t.layers {
+                let _ = write!(out, " {v:>7}");
+            }
+            let _ = write!(out, " {:>7} {:>7} {:>4}", t.total, t.prefix, t.trimmed);
+            for (n, _) in &t.baselines {
+                let _ = write!(out, " {n:>14}");
+            }
+            out.push('\n');
+        }
+        if !self.facts.is_empty() {
+            out.push_str("\nfacts (status under ctxproxy");
+            for s in &self.strategies {
+                let _ = write!(out, ", {s}");
+            }
+            out.push_str("):\n");
+            for f in &self.facts {
+                let statuses: Vec<&str> = f.status.iter().map(|s| s.as_str()).collect();
+                let _ = writeln!(
+                    out,
+                    "  x{:<3} needs {:?} from x{}: {}",
+                    f.turn,
+                    short(&f.fact),
+                    f.from,
+                    statuses.join(", ")
+                );
+            }
+        }
+        out.push('\n');
+        let _ = writeln!(
+            out,
+            "{:<15} {:>13} {:>9} {:>15} {:>10} {:>16}",
+            "strategy", "prompt tokens", "vs full", "effective cost", "vs full", "facts reachable"
+        );
+        let summaries = self.summaries();
+        let full = summaries
+            .iter()
+            .find(|s| s.0 == "full-history")
+            .map(|s| s.1);
+        for (name, cost, reachable, in_prompt) in &summaries {
+            let vs = |a: f64, b: Option<f64>| {
+                b.map_or("-".to_string(), |b| {
+                    format!("{:.1}%", 100.0 * a / b.max(1.0))
+                })
+            };
+            let _ = writeln!(
+                out,
+                "{:<15} {:>13} {:>9} {:>15.0} {:>10} {:>9}/{} ({} in prompt)",
+                name,
+                cost.prompt_tokens,
+                vs(
+                    cost.prompt_tokens as f64,
+                    full.map(|f| f.prompt_tokens as f64)
+                ),
+                cost.effective(),
+                vs(cost.effective(), full.map(|f| f.effective())),
+                reachable,
+                self.facts.len(),
+                in_prompt
+            );
+        }
+        let reuse = self.average_prefix_reuse();
+        let _ = writeln!(
+            out,
+            "\nctxproxy average prefix reuse: {:.1}% (turns 2..)",
+            reuse * 100.0
+        );
+        let _ = writeln!(
+            out,
+            "session {session}: {} exchanges, {} blobs ({} duplicate hits), {} raw bytes stored in {} bytes",
+            stats["exchanges"], stats["blobs"], stats["duplicateHits"], stats["rawBytes"], stats["storedBytes"]
+        );
+        out
+    }
+
+    fn average_prefix_reuse(&self) -> f64 {
+        let later = self.turns.iter().skip(1);
+        let (prefix, total) = later.fold((0u64, 0u64), |(p, t), row| {
+            (p + row.prefix as u64, t + row.total as u64)
+        });
+        if total == 0 {
+            0.0
+        } else {
+            prefix as f64 / total as f64
+        }
+    }
+
+    pub fn to_json(&self, session: &str, stats: &Value) -> Value {
+        json!({
+            "sessionId": session,
+            "turns": self.turns.iter().map(|t| {
+                let mut layers = serde_json::Map::new();
+                for ((k, _), v) in LAYERS.iter().zip(&t.layers) {
+                    layers.insert(k.to_string(), json!(v));
+                }
+                json!({
+                    "exchange": format!("x{}", t.seq), "layers": layers, "total": t.total,
+                    "prefixReused": t.prefix, "trimmed": t.trimmed,
+                    "baselines": self.strategies.iter().zip(&t.baselines)
+                        .map(|(s, (n, p))| (s.to_string(), json!({"total": n, "prefixReused": p})))
+                        .collect::<serde_json::Map<_, _>>(),
+                })
+            }).collect::<Vec<_>>(),
+            "facts": self.facts.iter().map(|f| json!({
+                "turn": format!("x{}", f.turn), "fact": f.fact, "from": format!("x{}", f.from),
+                "status": std::iter::once("ctxproxy").chain(self.strategies.iter().copied()).zip(&f.status)
+                    .map(|(s, st)| (s.to_string(), json!(st.as_str()))).collect::<serde_json::Map<_, _>>(),
+            })).collect::<Vec<_>>(),
+            "summary": self.summaries().iter().map(|(name, cost, reachable, in_prompt)| json!({
+                "strategy": name, "promptTokens": cost.prompt_tokens, "cachedTokens": cost.cached_tokens,
+                "effectiveCost": cost.effective(), "factsReachable": reachable, "factsInPrompt": in_prompt,
+                "facts": self.facts.len(),
+            })).collect::<Vec<_>>(),
+            "averagePrefixReuse": self.average_prefix_reuse(),
+            "store": stats,
+        })
+    }
+}
+
+fn short(fact: &str) -> String {
+    let one: String = fact.split_whitespace().collect::<Vec<_>>().join(" ");
+    if one.chars().count() > 48 {
+        format!("{}…", one.chars().take(47).collect::<String>())
+    } else {
+        one
+    }
+}

@@ -1,0 +1,164 @@
+//! tower-lsp-server wiring: the standard lifecycle plus every `ctx/` method,
+//! each a thin call into `Service`.
+
+use std::path::PathBuf;
+use std::sync::{Arc, OnceLock};
+
+use ctxproxy_core::config::Config;
+use serde_json::Value;
+use tokio::sync::mpsc;
+use tower_lsp_server::jsonrpc::{Error, ErrorCode, Result};
+use tower_lsp_server::ls_types::notification::Notification;
+use tower_lsp_server::ls_types::*;
+use tower_lsp_server::{Client, LanguageServer, LspService, Server};
+
+use crate::config;
+use crate::service::{Reply, Service, ServiceError};
+
+/// `ctx/event`: a state change, pushed to the client.
+enum CtxEvent {}
+
+impl Notification for CtxEvent {
+    type Params = Value;
+    const METHOD: &'static str = "ctx/event";
+}
+
+pub struct Backend {
+    client: Client,
+    /// `--store` from the command line; wins over initializationOptions.
+    store_override: Option<PathBuf>,
+    service: OnceLock<Arc<Service>>,
+}
+
+fn rpc_error(e: ServiceError) -> Error {
+    Error {
+        code: ErrorCode::from(e.code()),
+        message: e.to_string().into(),
+        data: None,
+    }
+}
+
+fn reply(r: Reply) -> Result<Value> {
+    r.map_err(rpc_error)
+}
+
+impl Backend {
+    fn service(&self) -> Result<&Arc<Service>> {
+        self.service.get().ok_or_else(|| {
+            rpc_error(ServiceError::StoreUnavailable(
+                "the store is not open".into(),
+            ))
+        })
+    }
+
+    async fn open_session(&self, p: Value) -> Result<Value> {
+        reply(self.service()?.open_session(p).await)
+    }
+    async fn append(&self, p: Value) -> Result<Value> {
+        reply(self.service()?.append(p).await)
+    }
+    async fn assemble(&self, p: Value) -> Result<Value> {
+        reply(self.service()?.assemble(p).await)
+    }
+    async fn retrieve(&self, p: Value) -> Result<Value> {
+        reply(self.service()?.retrieve(p).await)
+    }
+    async fn search(&self, p: Value) -> Result<Value> {
+        reply(self.service()?.search(p).await)
+    }
+    async fn explain(&self, p: Value) -> Result<Value> {
+        reply(self.service()?.explain(p).await)
+    }
+    async fn housekeeping(&self, p: Value) -> Result<Value> {
+        reply(self.service()?.housekeeping(p).await)
+    }
+    async fn list_sessions(&self, p: Value) -> Result<Value> {
+        reply(self.service()?.list_sessions(p).await)
+    }
+    async fn list_exchanges(&self, p: Value) -> Result<Value> {
+        reply(self.service()?.list_exchanges(p).await)
+    }
+    async fn stats(&self, _: Value) -> Result<Value> {
+        reply(self.service()?.stats().await)
+    }
+}
+
+impl LanguageServer for Backend {
+    async fn initialize(&self, params: InitializeParams) -> Result<InitializeResult> {
+        let options = params.initialization_options.unwrap_or(Value::Null);
+        let (config, store_path) = config::apply(&Config::default(), options).map_err(|e| {
+            rpc_error(ServiceError::InvalidParams(format!(
+                "initializationOptions.{e}"
+            )))
+        })?;
+        let store_path = self
+            .store_override
+            .clone()
+            .or(store_path)
+            .unwrap_or_else(config::default_store_path);
+        let (tx, mut rx) = mpsc::unbounded_channel::<Value>();
+        let service = Service::open(store_path.clone(), config, Some(tx)).map_err(rpc_error)?;
+        let _ = self.service.set(Arc::new(service));
+        let client = self.client.clone();
+        tokio::spawn(async move {
+            while let Some(event) = rx.recv().await {
+                client.send_notification::<CtxEvent>(event).await;
+            }
+        });
+        Ok(InitializeResult {
+            capabilities: ServerCapabilities::default(),
+            server_info: Some(ServerInfo {
+                name: "ctxproxy".into(),
+                version: Some(env!("CARGO_PKG_VERSION").into()),
+            }),
+            ..Default::default()
+        })
+    }
+
+    async fn initialized(&self, _: InitializedParams) {
+        if let Ok(s) = self.service() {
+            let path = s.store().db_path().display().to_string();
+            self.client
+                .log_message(MessageType::INFO, format!("ctxproxy: store at {path}"))
+                .await;
+        }
+    }
+
+    async fn did_change_configuration(&self, params: DidChangeConfigurationParams) {
+        let Ok(service) = self.service() else { return };
+        if let Err(e) = service.configure(params.settings).await {
+            self.client
+                .show_message(
+                    MessageType::ERROR,
+                    format!("ctxproxy: configuration not applied: {e}"),
+                )
+                .await;
+        }
+    }
+
+    async fn shutdown(&self) -> Result<()> {
+        Ok(())
+    }
+}
+
+pub async fn serve(store_override: Option<PathBuf>) {
+    let (service, socket) = LspService::build(|client| Backend {
+        client,
+        store_override,
+        service: OnceLock::new(),
+    })
+    .custom_method("ctx/openSession", Backend::open_session)
+    .custom_method("ctx/append", Backend::append)
+    .custom_method("ctx/assemble", Backend::assemble)
+    .custom_method("ctx/retrieve", Backend::retrieve)
+    .custom_method("ctx/search", Backend::search)
+    .custom_method("ctx/explain", Backend::explain)
+    .custom_method("ctx/housekeeping", Backend::housekeeping)
+    .custom_method("ctx/listSessions", Backend::list_sessions)
+    .custom_method("ctx/listExchanges", Backend::list_exchanges)
+    .custom_method("ctx/stats", Backend::stats)
+    .finish();
+    Server::new(tokio::io::stdin(), tokio::io::stdout(), socket)
+        .serve(service)
+        .await;
+}

@@ -1,0 +1,525 @@
+//! Every `ctx/` request, independent of the transport: the LSP server and
+//! `ctxproxy replay` both drive this, so replay behaves exactly as an editor.
+//!
+//! Ordering: each handler submits its store job before its first `.await`,
+//! so state changes are applied in the order requests arrive.
+
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
+
+use ctxproxy_core::config::Config;
+use ctxproxy_core::context::Housekeeping;
+use ctxproxy_core::ids::{ExchangeId, ItemId, PromptId};
+use ctxproxy_core::message::Message;
+use ctxproxy_core::slice;
+use ctxproxy_core::tokens;
+use ctxproxy_store::{settle, Event, NewSession, Store, StoreError};
+use serde_json::{json, Value};
+use tokio::sync::mpsc;
+
+use crate::assemble;
+use crate::config;
+use crate::protocol::*;
+
+#[derive(Debug, thiserror::Error)]
+pub enum ServiceError {
+    #[error("{0}")]
+    InvalidParams(String),
+    #[error("unknown session `{0}`")]
+    UnknownSession(String),
+    #[error("{0}")]
+    UnknownId(String),
+    #[error("{0}")]
+    BudgetTooSmall(String),
+    #[error("store unavailable: {0}")]
+    StoreUnavailable(String),
+    #[error("{0}")]
+    PayloadTooLarge(String),
+}
+
+impl ServiceError {
+    /// The JSON-RPC error code protocol.md assigns.
+    pub fn code(&self) -> i64 {
+        match self {
+            ServiceError::InvalidParams(_) => -32602,
+            ServiceError::UnknownSession(_) => -32001,
+            ServiceError::UnknownId(_) => -32002,
+            ServiceError::BudgetTooSmall(_) => -32003,
+            ServiceError::StoreUnavailable(_) => -32004,
+            ServiceError::PayloadTooLarge(_) => -32005,
+        }
+    }
+}
+
+impl From<StoreError> for ServiceError {
+    fn from(e: StoreError) -> Self {
+        match e {
+            StoreError::UnknownSession(s) => ServiceError::UnknownSession(s),
+            StoreError::UnknownId(_) | StoreError::AmbiguousId { .. } => {
+                ServiceError::UnknownId(e.to_string())
+            }
+            StoreError::Invalid(m) => ServiceError::InvalidParams(m),
+            other => ServiceError::StoreUnavailable(other.to_string()),
+        }
+    }
+}
+
+pub type Reply = Result<Value, ServiceError>;
+
+/// A `ctx/event` notification's params.
+pub type EventSink = mpsc::UnboundedSender<Value>;
+
+pub struct Service {
+    store: Store,
+    config: Mutex<Config>,
+    events: Option<EventSink>,
+    /// The last prompt assembled per session, for prefix-reuse figures.
+    last_prompts: Arc<assemble::LastPrompts>,
+}
+
+impl Service {
+    pub fn open(
+        store_path: PathBuf,
+        config: Config,
+        events: Option<EventSink>,
+    ) -> Result<Service, ServiceError> {
+        let store = Store::open(&store_path, config::ingest_settings(&config))?;
+        Ok(Service {
+            store,
+            config: Mutex::new(config),
+            events,
+            last_prompts: Arc::default(),
+        })
+    }
+
+    pub fn store(&self) -> &Store {
+        &self.store
+    }
+
+    pub fn config(&self) -> Config {
+        self.config.lock().expect("config lock").clone()
+    }
+
+    /// Applies `workspace/didChangeConfiguration`; the store path cannot
+    /// change while running.
+    pub async fn configure(&self, value: Value) -> Reply {
+        let (next, _) = config::apply(&self.config(), value)?;
+        let settings = config::ingest_settings(&next);
+        *self.config.lock().expect("config lock") = next;
+        settle(self.store.write(move |w| w.configure(settings))).await?;
+        Ok(json!({}))
+    }
+
+    fn emit(&self, kind: &str, session: &str, mut fields: Value) {
+        if let Some(tx) = &self.events {
+            fields["kind"] = json!(kind);
+            fields["sessionId"] = json!(session);
+            let _ = tx.send(fields);
+        }
+    }
+
+    fn emit_store_events(&self, events: &[Event]) {
+        for e in events {
+            match e {
+                Event::ExchangeStored {
+                    session,
+                    exchange,
+                    messages,
+                } => self.emit(
+                    "exchangeStored",
+                    session,
+                    json!({"exchangeId": exchange.to_string(), "messages": messages}),
+                ),
+                Event::BlobStored {
+                    session,
+                    blob,
+                    bytes,
+                    duplicate,
+                } => self.emit(
+                    "blobStored",
+                    session,
+                    json!({"blobId": blob.short_id(), "bytes": bytes, "duplicate": duplicate}),
+                ),
+                Event::SummaryUpdated {
+                    session,
+                    exchange,
+                    source,
+                } => self.emit(
+                    "summaryUpdated",
+                    session,
+                    json!({"exchangeId": exchange.to_string(), "source": source}),
+                ),
+            }
+        }
+    }
+
+    pub async fn open_session(&self, params: Value) -> Reply {
+        let p: OpenSessionParams = parse(params)?;
+        let parent = match p.parent {
+            None => None,
+            Some(parent) => {
+                let at = match parent.at_exchange {
+                    None | Some(Value::Null) => None,
+                    Some(v) => Some(exchange_number(&v, "parent.atExchange")?),
+                };
+                Some((parent.session_id, at))
+            }
+        };
+        let new = NewSession {
+            workspace: p.workspace,
+            title: p.title,
+            parent,
+        };
+        let id = settle(self.store.write(move |w| w.open_session(new))).await?;
+        Ok(json!({"sessionId": id}))
+    }
+
+    pub async fn append(&self, params: Value) -> Reply {
+        let p: AppendParams = parse(params)?;
+        let messages = to_core_messages(&p.messages, "messages")?;
+        self.check_payload(&messages, "messages")?;
+        let session = p.session_id.clone();
+        let outcome = settle(self.store.write(move |w| w.append(&session, messages))).await?;
+        self.emit_store_events(&outcome.events);
+        Ok(json!({
+            "exchanges": outcome.exchanges.iter().map(|x| json!({"id": x.to_string(), "seq": x.0})).collect::<Vec<_>>(),
+            "blobs": outcome.blobs.iter().map(|b| {
+                let mut v = json!({
+                    "id": b.hash.short_id(),
+                    "messageId": b.message.to_string(),
+                    "bytes": b.bytes,
+                    "tokens": b.tokens,
+                    "digestTokens": b.digest_tokens,
+                });
+                if let Some(d) = &b.duplicate_of {
+                    v["duplicateOf"] = json!(d);
+                }
+                v
+            }).collect::<Vec<_>>(),
+        }))
+    }
+
+    fn check_payload(&self, messages: &[Message], field: &str) -> Result<(), ServiceError> {
+        let limit = self.config().max_payload_bytes;
+        let size: u64 = messages
+            .iter()
+            .map(|m| {
+                m.content.len() as u64
+                    + m.tool_calls
+                        .iter()
+                        .map(|c| c.arguments.len() as u64)
+                        .sum::<u64>()
+            })
+            .sum();
+        if size > limit {
+            return Err(ServiceError::PayloadTooLarge(format!(
+                "{field}: {size} bytes is over the maxPayloadBytes limit of {limit}"
+            )));
+        }
+        Ok(())
+    }
+
+    pub async fn assemble(&self, params: Value) -> Reply {
+        let p: AssembleParams = parse(params)?;
+        let request = assemble::Request::from_params(&p, &self.config())?;
+        if let Some(input) = &request.input {
+            self.check_payload(std::slice::from_ref(input), "input")?;
+        }
+        let session = p.session_id.clone();
+        let last = self.last_prompts.clone();
+        let caps = self.config().layers;
+        let window = assemble::window_len(&caps);
+        let encoding = request.encoding;
+        let reply = assemble::flatten(
+            settle(self.store.write(move |w| {
+                w.assemble(&session, encoding, window, move |id, view| {
+                    assemble::run(id, view, &request, &caps, &last)
+                })
+            }))
+            .await,
+        )?;
+        let event = json!({
+            "promptId": reply["promptId"],
+            "tokens": reply["tokens"]["total"],
+            "budget": reply["budget"],
+            "prefixReused": reply["prefixReused"],
+            "layers": reply["tokens"]["layers"],
+        });
+        self.emit("contextAssembled", &p.session_id, event);
+        if let Some(trimmed) = reply["trimmed"].as_array().filter(|t| !t.is_empty()) {
+            self.emit(
+                "layerTrimmed",
+                &p.session_id,
+                json!({"promptId": reply["promptId"], "trimmed": trimmed}),
+            );
+        }
+        Ok(reply)
+    }
+
+    pub async fn explain(&self, params: Value) -> Reply {
+        let p: ExplainParams = parse(params)?;
+        let id = match ItemId::parse(&p.prompt_id) {
+            Ok(ItemId::Prompt(id)) => id,
+            _ => {
+                return Err(ServiceError::InvalidParams(format!(
+                    "promptId: expected p<N>, got {:?}",
+                    p.prompt_id
+                )))
+            }
+        };
+        let session = p.session_id.clone();
+        let record = self.store.read(move |r| r.prompt(&session, id)).await?;
+        let mut value: Value = serde_json::from_str(&record.record).map_err(|e| {
+            ServiceError::StoreUnavailable(format!("prompt record unreadable: {e}"))
+        })?;
+        value["createdAt"] = json!(record.created_at);
+        Ok(value)
+    }
+
+    pub async fn retrieve(&self, params: Value) -> Reply {
+        let p: RetrieveParams = parse(params)?;
+        let format = match p.format.as_deref() {
+            None => None,
+            Some(f @ ("header" | "summary" | "full")) => Some(f.to_string()),
+            Some(other) => {
+                return Err(ServiceError::InvalidParams(format!(
+                    "format: expected header, summary or full, got {other:?}"
+                )))
+            }
+        };
+        if let Some([first, last]) = p.lines {
+            if first == 0 || last < first {
+                return Err(ServiceError::InvalidParams(format!(
+                    "lines: expected [first, last] with 1 <= first <= last, got [{first}, {last}]"
+                )));
+            }
+        }
+        if let Some(g) = &p.grep {
+            slice::grep("", g).map_err(|e| ServiceError::InvalidParams(e.to_string()))?;
+        }
+        if p.ids.is_empty() {
+            return Err(ServiceError::InvalidParams(
+                "ids: give at least one id".into(),
+            ));
+        }
+        let encoding = self.config().encoding;
+        let session = p.session_id.clone();
+        let items = self
+            .store
+            .read(move |r| {
+                r.session(&session)?;
+                Ok(p.ids
+                    .iter()
+                    .map(|raw| match retrieve_one(r, &session, raw, format.as_deref()) {
+                        Ok((kind, fmt, text, extra)) => {
+                            let text = match (&p.lines, &p.grep) {
+                                (Some([a, b]), _) => slice::lines(&text, *a, *b).unwrap_or_default(),
+                                (None, Some(g)) => slice::grep(&text, g).unwrap_or_default(),
+                                (None, None) => text,
+                            };
+                            let cut = slice::cap(text, p.max_tokens, encoding);
+                            let mut item = json!({
+                                "id": raw.trim(),
+                                "kind": kind,
+                                "format": fmt,
+                                "tokens": tokens::count(encoding, &cut.text),
+                                "truncated": cut.truncated,
+                                "text": cut.text,
+                            });
+                            if let Value::Object(extra) = extra {
+                                item.as_object_mut().expect("object").extend(extra);
+                            }
+                            item
+                        }
+                        Err(e) => {
+                            let e = ServiceError::from(e);
+                            json!({"id": raw, "error": {"code": e.code(), "message": e.to_string()}})
+                        }
+                    })
+                    .collect::<Vec<_>>())
+            })
+            .await?;
+        Ok(json!({"items": items}))
+    }
+
+    pub async fn search(&self, params: Value) -> Reply {
+        let p: SearchParams = parse(params)?;
+        let limit = p.limit.unwrap_or(20).clamp(1, 500);
+        let hits = self
+            .store
+            .read(move |r| {
+                if let Some(s) = &p.session_id {
+                    r.session(s)?;
+                }
+                r.search(
+                    p.session_id.as_deref(),
+                    p.workspace.as_deref(),
+                    &p.query,
+                    limit,
+                )
+            })
+            .await?;
+        Ok(json!({"hits": hits.iter().map(|h| json!({
+            "id": h.exchange.to_string(),
+            "sessionId": h.session,
+            "header": h.header,
+            "score": (h.score * 1000.0).round() / 1000.0,
+        })).collect::<Vec<_>>()}))
+    }
+
+    pub async fn housekeeping(&self, params: Value) -> Reply {
+        let p: HousekeepingParams = parse(params)?;
+        let exchange = match ItemId::parse(&p.exchange_id) {
+            Ok(ItemId::Exchange(x)) => x,
+            _ => {
+                return Err(ServiceError::InvalidParams(format!(
+                    "exchangeId: expected x<N>, got {:?}",
+                    p.exchange_id
+                )))
+            }
+        };
+        let hk = Housekeeping {
+            exchange,
+            header: p.header,
+            summary: p.summary,
+            key_decisions: p.key_decisions,
+            code_changes: p.code_changes,
+            open_questions: p.open_questions,
+            current_context: p.current_context,
+        };
+        let session = p.session_id;
+        let events = settle(self.store.write(move |w| w.housekeeping(&session, hk))).await?;
+        self.emit_store_events(&events);
+        Ok(json!({}))
+    }
+
+    pub async fn list_sessions(&self, params: Value) -> Reply {
+        let p: ListSessionsParams = parse(params)?;
+        let sessions = self
+            .store
+            .read(move |r| r.sessions(p.workspace.as_deref()))
+            .await?;
+        Ok(json!({"sessions": sessions.iter().map(|s| {
+            let mut v = json!({
+                "sessionId": s.id, "title": s.title, "workspace": s.workspace,
+                "exchanges": s.exchanges, "prompts": s.prompts, "createdAt": s.created_at, "updatedAt": s.updated_at,
+            });
+            if let Some((parent, at)) = &s.parent {
+                v["parent"] = json!({"sessionId": parent, "atExchange": at});
+            }
+            v
+        }).collect::<Vec<_>>()}))
+    }
+
+    pub async fn list_exchanges(&self, params: Value) -> Reply {
+        let p: ListExchangesParams = parse(params)?;
+        let limit = p.limit.unwrap_or(200);
+        if !(1..=10_000).contains(&limit) {
+            return Err(ServiceError::InvalidParams(format!(
+                "limit: expected 1 to 10000, got {limit}"
+            )));
+        }
+        let from = p.from.unwrap_or(1).max(1);
+        let session = p.session_id;
+        let list = self
+            .store
+            .read(move |r| r.exchanges(&session, from, limit))
+            .await?;
+        Ok(json!({"exchanges": list.iter().map(|e| json!({
+            "id": e.id.to_string(), "header": e.header, "at": e.at, "tokens": e.raw_tokens,
+            "fullTokens": e.full_tokens, "outcome": e.outcome.as_str(),
+        })).collect::<Vec<_>>()}))
+    }
+
+    pub async fn stats(&self) -> Reply {
+        let s = self.store.read(|r| r.stats()).await?;
+        Ok(stats_json(&s))
+    }
+}
+
+pub fn stats_json(s: &ctxproxy_store::Stats) -> Value {
+    json!({
+        "sessions": s.sessions, "exchanges": s.exchanges, "messages": s.messages, "prompts": s.prompts,
+        "blobs": s.blobs, "blobFiles": s.blob_files, "rawBytes": s.raw_bytes, "storedBytes": s.stored_bytes,
+        "appendedBytes": s.appended_bytes, "duplicateHits": s.duplicate_hits, "databaseBytes": s.database_bytes,
+    })
+}
+
+fn exchange_number(v: &Value, field: &str) -> Result<u32, ServiceError> {
+    let bad = || {
+        ServiceError::InvalidParams(format!(
+            "{field}: expected an exchange number or x<N>, got {v}"
+        ))
+    };
+    match v {
+        Value::Number(n) => n
+            .as_u64()
+            .and_then(|n| u32::try_from(n).ok())
+            .ok_or_else(bad),
+        Value::String(s) => match ItemId::parse(s) {
+            Ok(ItemId::Exchange(ExchangeId(n))) => Ok(n),
+            _ => Err(bad()),
+        },
+        _ => Err(bad()),
+    }
+}
+
+pub fn to_core_messages(
+    messages: &[WireMessage],
+    field: &str,
+) -> Result<Vec<Message>, ServiceError> {
+    messages
+        .iter()
+        .enumerate()
+        .map(|(i, m)| m.to_core(&format!("{field}[{i}]")))
+        .collect()
+}
+
+/// One retrieve item: (kind, format, text, extra fields).
+fn retrieve_one(
+    r: &ctxproxy_store::Reader,
+    session: &str,
+    raw: &str,
+    format: Option<&str>,
+) -> Result<(&'static str, String, String, Value), StoreError> {
+    let id = ItemId::parse(raw).map_err(|e| StoreError::UnknownId(e.to_string()))?;
+    match id {
+        ItemId::Exchange(x) => {
+            let e = r.exchange(session, x)?;
+            let fmt = format.unwrap_or("full");
+            let text = match fmt {
+                "header" => e.header.clone(),
+                "summary" => e.summary.clone(),
+                _ => r.exchange_full_text(session, x)?,
+            };
+            Ok((
+                "exchange",
+                fmt.to_string(),
+                text,
+                json!({"at": e.at, "outcome": e.outcome.as_str()}),
+            ))
+        }
+        ItemId::Message(m) => {
+            let item = r.message(session, m)?;
+            let wire = WireMessage::from_core(&item.message);
+            let mut extra = serde_json::to_value(&wire).expect("message serialises");
+            extra.as_object_mut().expect("object").remove("content");
+            if let Some(b) = item.blob {
+                extra["blobId"] = json!(b.short_id());
+            }
+            Ok(("message", "full".into(), item.message.content, extra))
+        }
+        ItemId::Blob(hex) => {
+            let b = r.blob(&hex)?;
+            Ok((
+                "blob",
+                "full".into(),
+                b.text,
+                json!({"blobId": b.hash.short_id(), "bytes": b.bytes, "rawTokens": b.tokens}),
+            ))
+        }
+        ItemId::Prompt(PromptId(n)) => Err(StoreError::UnknownId(format!(
+            "p{n} is a prompt: use ctx/explain"
+        ))),
+    }
+}

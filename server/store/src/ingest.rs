@@ -1,0 +1,848 @@
+//! The writer: every state change, applied in submission order, each inside
+//! one transaction so a failed request leaves nothing half-written.
+
+use std::path::PathBuf;
+
+use ctxproxy_core::config::{DigestLimits, LayerCaps};
+use ctxproxy_core::context::{self, CurrentContext, Housekeeping};
+use ctxproxy_core::digest::{self, BlobFacts, PriorRead, ToolOutput};
+use ctxproxy_core::exchange::{self, Counted, KeptMessage, ToolResult};
+use ctxproxy_core::ids::{BlobHash, ExchangeId, MessageId, PromptId};
+use ctxproxy_core::message::{Message, Role};
+use ctxproxy_core::tokens::{self, Encoding};
+use ctxproxy_core::view::SessionView;
+use ctxproxy_core::{render, secrets, summary};
+use rusqlite::{params, Connection, OptionalExtension};
+
+use crate::blobs;
+use crate::error::StoreError;
+use crate::read::{self, session_exists};
+use crate::time::now_rfc3339;
+use crate::Result;
+
+/// How ingest digests, summarises and counts; changed by configuration.
+#[derive(Clone, Debug)]
+pub struct IngestSettings {
+    /// The encoding raw tool outputs are counted in and caps are fitted in.
+    pub encoding: Encoding,
+    pub caps: LayerCaps,
+    pub digest: DigestLimits,
+    pub redact_secrets: bool,
+}
+
+impl Default for IngestSettings {
+    fn default() -> Self {
+        let c = ctxproxy_core::config::Config::default();
+        IngestSettings {
+            encoding: c.encoding,
+            caps: c.layers,
+            digest: c.digest,
+            redact_secrets: c.redact_secrets,
+        }
+    }
+}
+
+#[derive(Clone, Debug, Default)]
+pub struct NewSession {
+    pub workspace: Option<String>,
+    pub title: Option<String>,
+    /// Fork of this session, sharing its history up to the given exchange
+    /// (all of it when `None`).
+    pub parent: Option<(String, Option<u32>)>,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct BlobOutcome {
+    pub hash: BlobHash,
+    pub message: MessageId,
+    pub bytes: u64,
+    pub tokens: u32,
+    pub digest_tokens: u32,
+    /// The message that first stored the same bytes (`s-…/x3.2` when it is
+    /// in another session).
+    pub duplicate_of: Option<String>,
+}
+
+#[derive(Clone, Debug, Default)]
+pub struct AppendOutcome {
+    pub exchanges: Vec<ExchangeId>,
+    pub blobs: Vec<BlobOutcome>,
+    pub events: Vec<Event>,
+}
+
+/// A state change worth telling clients about.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Event {
+    ExchangeStored {
+        session: String,
+        exchange: ExchangeId,
+        messages: u32,
+    },
+    BlobStored {
+        session: String,
+        blob: BlobHash,
+        bytes: u64,
+        duplicate: bool,
+    },
+    SummaryUpdated {
+        session: String,
+        exchange: ExchangeId,
+        source: &'static str,
+    },
+}
+
+pub struct Writer {
+    conn: Connection,
+    blob_dir: PathBuf,
+    settings: IngestSettings,
+}
+
+impl Writer {
+    pub(crate) fn new(conn: Connection, blob_dir: PathBuf, settings: IngestSettings) -> Writer {
+        Writer {
+            conn,
+            blob_dir,
+            settings,
+        }
+    }
+
+    /// Runs `f` in one immediate transaction, committed only if it succeeds.
+    pub(crate) fn transaction<T>(&mut self, f: impl FnOnce(&mut Writer) -> Result<T>) -> Result<T> {
+        self.conn.execute_batch("BEGIN IMMEDIATE")?;
+        match f(self) {
+            Ok(v) => {
+                self.conn.execute_batch("COMMIT")?;
+                Ok(v)
+            }
+            Err(e) => {
+                let _ = self.conn.execute_batch("ROLLBACK");
+                Err(e)
+            }
+        }
+    }
+
+    pub fn settings(&self) -> &IngestSettings {
+        &self.settings
+    }
+
+    pub fn configure(&mut self, settings: IngestSettings) -> Result<()> {
+        self.settings = settings;
+        Ok(())
+    }
+
+    pub fn open_session(&mut self, new: NewSession) -> Result<String> {
+        let now = now_rfc3339();
+        let id = self.fresh_session_id(&now)?;
+        let (parent, fork_at, depth, workspace) = match &new.parent {
+            None => (None, None, 0, new.workspace.clone().unwrap_or_default()),
+            Some((pid, at)) => {
+                let (count, depth, ws): (u32, u32, String) = self
+                    .conn
+                    .query_row(
+                        "SELECT exchange_count, depth, workspace FROM sessions WHERE id = ?1",
+                        [pid],
+                        |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)),
+                    )
+                    .optional()?
+                    .ok_or_else(|| StoreError::UnknownSession(pid.clone()))?;
+                let at = at.unwrap_or(count);
+                if at > count {
+                    return Err(StoreError::Invalid(format!(
+                        "parent.atExchange: session {pid} has {count} exchanges, cannot fork at x{at}"
+                    )));
+                }
+                (
+                    Some(pid.clone()),
+                    Some(at),
+                    depth + 1,
+                    new.workspace.clone().unwrap_or(ws),
+                )
+            }
+        };
+        self.conn.execute(
+            "INSERT INTO sessions (id, workspace, title, parent_id, fork_at, depth, created_at, updated_at)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?7)",
+            params![id, workspace, new.title.clone().unwrap_or_default(), parent, fork_at, depth, now],
+        )?;
+        if let (Some(parent), Some(at)) = (parent, fork_at) {
+            self.copy_history(&parent, &id, at)?;
+        }
+        Ok(id)
+    }
+
+    fn fresh_session_id(&self, now: &str) -> Result<String> {
+        const ALPHABET: &[u8] = b"0123456789abcdefghijklmnopqrstuvwxyz";
+        for attempt in 0u32.. {
+            let seed = format!(
+                "{now}/{}/{attempt}/{:?}",
+                std::process::id(),
+                std::time::Instant::now()
+            );
+            let hash = blake3::hash(seed.as_bytes());
+            let id: String = std::iter::once("s-".to_string())
+                .chain(
+                    hash.as_bytes()[..6]
+                        .iter()
+                        .map(|b| (ALPHABET[*b as usize % 36] as char).to_string()),
+                )
+                .collect();
+            if !session_exists(&self.conn, &id)? {
+                return Ok(id);
+            }
+        }
+        unreachable!("the loop returns")
+    }
+
+    /// A fork shares its parent's history: the rows up to `at` are copied
+    /// (blobs are shared by hash) and the current context is rebuilt there.
+    fn copy_history(&mut self, parent: &str, child: &str, at: u32) -> Result<()> {
+        let c = &self.conn;
+        c.execute(
+            "INSERT INTO exchanges (session_id, seq, at, header, header_source, summary, summary_source, outcome,
+                entities, header_line, header_o200k, header_cl100k, summary_o200k, summary_cl100k, line_o200k,
+                line_cl100k, full_o200k, full_cl100k, digests_o200k, digests_cl100k, raw_tokens)
+             SELECT ?2, seq, at, header, header_source, summary, summary_source, outcome, entities, header_line,
+                header_o200k, header_cl100k, summary_o200k, summary_cl100k, line_o200k, line_cl100k, full_o200k,
+                full_cl100k, digests_o200k, digests_cl100k, raw_tokens
+             FROM exchanges WHERE session_id = ?1 AND seq <= ?3 ORDER BY seq",
+            params![parent, child, at],
+        )?;
+        c.execute(
+            "INSERT INTO messages SELECT ?2, seq, idx, role, kind, content, tool_calls, tool_call_id, name, agent,
+                at, tokens, blob_hash, result_kind, result_path, headline, ref_line, ref_o200k, ref_cl100k
+             FROM messages WHERE session_id = ?1 AND seq <= ?3",
+            params![parent, child, at],
+        )?;
+        c.execute(
+            "INSERT INTO file_reads SELECT ?2, path, seq, hash FROM file_reads WHERE session_id = ?1 AND seq <= ?3",
+            params![parent, child, at],
+        )?;
+        c.execute(
+            "INSERT INTO exchange_text (rowid, header, summary, body)
+             SELECT child.id, t.header, t.summary, t.body
+             FROM exchanges child
+             JOIN exchanges par ON par.session_id = ?1 AND par.seq = child.seq
+             JOIN exchange_text t ON t.rowid = par.id
+             WHERE child.session_id = ?2",
+            params![parent, child],
+        )?;
+        let mut base = CurrentContext::default();
+        let mut current = CurrentContext::default();
+        for seq in 1..=at {
+            base = current;
+            let msgs = read::load_messages(c, child, seq)?;
+            let trio = read::stored_trio(c, child, seq)?;
+            current = context::advance(&base, ExchangeId(seq), &msgs, &trio);
+        }
+        c.execute(
+            "UPDATE sessions SET exchange_count = ?2 WHERE id = ?1",
+            params![child, at],
+        )?;
+        self.save_context(child, &base, &current)
+    }
+
+    pub fn append(&mut self, session: &str, messages: Vec<Message>) -> Result<AppendOutcome> {
+        let (count, base, current) = self.session_state(session)?;
+        let stored_before = count;
+        let messages = if self.settings.redact_secrets {
+            messages.into_iter().map(mask_message).collect()
+        } else {
+            messages
+        };
+        let (continuing, opened) = exchange::group(messages);
+        let mut out = AppendOutcome::default();
+        let (mut base, mut current, mut count) = (base, current, count);
+
+        // Messages before the first user message continue the open exchange;
+        // a session's very first messages open x1 whoever sent them.
+        let mut batches: Vec<(u32, Vec<Message>)> = Vec::new();
+        if !continuing.is_empty() {
+            if count == 0 {
+                count = 1;
+                batches.push((1, continuing));
+            } else {
+                batches.push((count, continuing));
+            }
+        }
+        for group in opened {
+            count += 1;
+            batches.push((count, group));
+        }
+        for (seq, new_messages) in batches {
+            let is_new = seq > stored_before;
+            if is_new && seq > 1 {
+                // The previous exchange is closed: its context becomes the base.
+                base = current.clone();
+            }
+            let mut kept = if is_new {
+                Vec::new()
+            } else {
+                read::load_messages(&self.conn, session, seq)?
+            };
+            let at = new_messages.iter().find_map(|m| m.at.clone());
+            for m in new_messages {
+                let index = kept.len() as u32 + 1;
+                let id = MessageId {
+                    exchange: ExchangeId(seq),
+                    index,
+                };
+                let km = self.keep_message(session, id, m, &kept, &mut out)?;
+                kept.push(km);
+            }
+            let trio = self.store_exchange(session, seq, at, &kept, is_new)?;
+            current = context::advance(&base, ExchangeId(seq), &kept, &trio);
+            out.exchanges.push(ExchangeId(seq));
+            out.events.push(Event::ExchangeStored {
+                session: session.to_string(),
+                exchange: ExchangeId(seq),
+                messages: kept.len() as u32,
+            });
+            out.events.push(Event::SummaryUpdated {
+                session: session.to_string(),
+                exchange: ExchangeId(seq),
+                source: "extractive",
+            });
+        }
+        self.conn.execute(
+            "UPDATE sessions SET exchange_count = ?2, updated_at = ?3 WHERE id = ?1",
+            params![session, count, now_rfc3339()],
+        )?;
+        self.save_context(session, &base, &current)?;
+        Ok(out)
+    }
+
+    /// Stores one message; a tool result's bytes become a blob and the
+    /// message keeps its digest.
+    fn keep_message(
+        &mut self,
+        session: &str,
+        id: MessageId,
+        m: Message,
+        earlier: &[KeptMessage],
+        out: &mut AppendOutcome,
+    ) -> Result<KeptMessage> {
+        let enc = self.settings.encoding;
+        if m.role != Role::Tool {
+            let tokens = tokens::count(enc, &m.content);
+            self.insert_message(session, id, &m, tokens, None, None)?;
+            return Ok(KeptMessage {
+                id,
+                message: m,
+                result: None,
+            });
+        }
+        let call = m.tool_call_id.as_deref().and_then(|cid| {
+            earlier
+                .iter()
+                .flat_map(|k| k.message.tool_calls.iter())
+                .find(|c| c.id == cid)
+        });
+        let tool = m.name.clone().or_else(|| call.map(|c| c.name.clone()));
+        let arguments = call.map(|c| c.arguments.clone());
+        let output = ToolOutput {
+            tool: tool.as_deref(),
+            arguments: arguments.as_deref(),
+            content: &m.content,
+        };
+        let hash = BlobHash::of(m.content.as_bytes());
+        let (tokens, duplicate_of) = self.put_blob(session, id, &hash, m.content.as_bytes())?;
+        let path = digest::read_path(&output);
+        let prior = match &path {
+            Some(p) => self.prior_read(session, p, &hash)?,
+            None => None,
+        };
+        let facts = BlobFacts {
+            id: hash.short_id(),
+            bytes: m.content.len() as u64,
+            tokens,
+        };
+        let d = digest::digest(&output, &facts, prior.as_ref(), &self.settings.digest, enc);
+        if let Some(p) = &path {
+            self.conn.execute(
+                "INSERT INTO file_reads (session_id, path, seq, hash) VALUES (?1, ?2, ?3, ?4)
+                 ON CONFLICT (session_id, path) DO UPDATE SET seq = excluded.seq, hash = excluded.hash",
+                params![session, p, id.exchange.0, &hash.0[..]],
+            )?;
+        }
+        let result = ToolResult {
+            blob: hash,
+            kind: d.kind,
+            path,
+            bytes: m.content.len() as u64,
+            tokens,
+            headline: d.headline,
+            digest: d.text.clone(),
+        };
+        let digest_tokens = tokens::count(enc, &d.text);
+        out.blobs.push(BlobOutcome {
+            hash,
+            message: id,
+            bytes: result.bytes,
+            tokens,
+            digest_tokens,
+            duplicate_of: duplicate_of.clone(),
+        });
+        out.events.push(Event::BlobStored {
+            session: session.to_string(),
+            blob: hash,
+            bytes: result.bytes,
+            duplicate: duplicate_of.is_some(),
+        });
+        let kept_message = Message {
+            content: d.text,
+            ..m
+        };
+        let reference = render::reference_line(&result, id.exchange);
+        self.insert_message(
+            session,
+            id,
+            &kept_message,
+            tokens,
+            Some(&result),
+            Some(&reference),
+        )?;
+        Ok(KeptMessage {
+            id,
+            message: kept_message,
+            result: Some(result),
+        })
+    }
+
+    fn insert_message(
+        &self,
+        session: &str,
+        id: MessageId,
+        m: &Message,
+        tokens: u32,
+        result: Option<&ToolResult>,
+        reference: Option<&str>,
+    ) -> Result<()> {
+        let calls = (!m.tool_calls.is_empty()).then(|| read::encode_tool_calls(&m.tool_calls));
+        self.conn.execute(
+            "INSERT INTO messages (session_id, seq, idx, role, kind, content, tool_calls, tool_call_id, name,
+                agent, at, tokens, blob_hash, result_kind, result_path, headline, ref_line, ref_o200k, ref_cl100k)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19)",
+            params![
+                session,
+                id.exchange.0,
+                id.index,
+                m.role.as_str(),
+                m.kind.map(|k| k.as_str()),
+                m.content,
+                calls,
+                m.tool_call_id,
+                m.name,
+                m.agent,
+                m.at,
+                tokens,
+                result.map(|r| r.blob.0.to_vec()),
+                result.map(|r| r.kind.as_str()),
+                result.and_then(|r| r.path.clone()),
+                result.map(|r| r.headline.clone()),
+                reference,
+                reference.map(|t| tokens::count(Encoding::O200kBase, t)),
+                reference.map(|t| tokens::count(Encoding::Cl100kBase, t)),
+            ],
+        )?;
+        Ok(())
+    }
+
+    /// Stores the bytes once; returns their token count and, when they were
+    /// stored before, the message that first stored them.
+    fn put_blob(
+        &mut self,
+        session: &str,
+        id: MessageId,
+        hash: &BlobHash,
+        raw: &[u8],
+    ) -> Result<(u32, Option<String>)> {
+        let existing: Option<(u32, String, String)> = self
+            .conn
+            .query_row(
+                "SELECT tokens, first_session, first_message FROM blobs WHERE hash = ?1",
+                [&hash.0[..]],
+                |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)),
+            )
+            .optional()?;
+        if let Some((tokens, first_session, first_message)) = existing {
+            self.conn.execute(
+                "UPDATE blobs SET duplicate_hits = duplicate_hits + 1 WHERE hash = ?1",
+                [&hash.0[..]],
+            )?;
+            let first = if first_session == session {
+                first_message
+            } else {
+                format!("{first_session}/{first_message}")
+            };
+            return Ok((tokens, Some(first)));
+        }
+        let text = String::from_utf8_lossy(raw);
+        let tokens = tokens::count(self.settings.encoding, &text);
+        let encoded = blobs::encode(raw);
+        let inline = encoded.len() <= blobs::INLINE_MAX_BYTES;
+        if !inline {
+            blobs::write_file(&self.blob_dir, hash, &encoded)?;
+        }
+        self.conn.execute(
+            "INSERT INTO blobs (hash, hex, bytes, stored_bytes, data, tokens, first_session, first_message)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
+            params![
+                &hash.0[..],
+                hash.to_hex(),
+                raw.len() as i64,
+                encoded.len() as i64,
+                inline.then_some(encoded),
+                tokens,
+                session,
+                id.to_string()
+            ],
+        )?;
+        Ok((tokens, None))
+    }
+
+    fn prior_read(&self, session: &str, path: &str, hash: &BlobHash) -> Result<Option<PriorRead>> {
+        let row: Option<(u32, Vec<u8>)> = self
+            .conn
+            .query_row(
+                "SELECT seq, hash FROM file_reads WHERE session_id = ?1 AND path = ?2",
+                params![session, path],
+                |r| Ok((r.get(0)?, r.get(1)?)),
+            )
+            .optional()?;
+        let Some((seq, prev)) = row else {
+            return Ok(None);
+        };
+        let exchange = ExchangeId(seq);
+        if prev[..] == hash.0[..] {
+            return Ok(Some(PriorRead {
+                exchange,
+                changed_from: None,
+            }));
+        }
+        let prev_hash = BlobHash(
+            prev.try_into()
+                .map_err(|_| StoreError::Invalid("bad hash in file_reads".into()))?,
+        );
+        let before = read::blob_bytes(&self.conn, &self.blob_dir, &prev_hash)?;
+        Ok(Some(PriorRead {
+            exchange,
+            changed_from: Some(String::from_utf8_lossy(&before).into_owned()),
+        }))
+    }
+
+    /// Writes (or rewrites) an exchange's trio, counts and full-text row.
+    fn store_exchange(
+        &mut self,
+        session: &str,
+        seq: u32,
+        at: Option<String>,
+        kept: &[KeptMessage],
+        is_new: bool,
+    ) -> Result<summary::Trio> {
+        let id = ExchangeId(seq);
+        let caps = self.settings.caps.clone();
+        let mut trio = summary::summarise(id, kept, &caps, self.settings.encoding);
+        // A model-written header or summary outlives later extractive updates.
+        if !is_new {
+            let (h, hs, s, ss): (String, String, String, String) = self.conn.query_row(
+                "SELECT header, header_source, summary, summary_source FROM exchanges WHERE session_id = ?1 AND seq = ?2",
+                params![session, seq],
+                |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?)),
+            )?;
+            if hs == "model" {
+                trio.header = Counted {
+                    tokens: tokens::count(self.settings.encoding, &h),
+                    text: h,
+                };
+            }
+            if ss == "model" {
+                trio.summary = Counted {
+                    tokens: tokens::count(self.settings.encoding, &s),
+                    text: s,
+                };
+            }
+        }
+        let at = match at {
+            Some(a) => Some(a),
+            None if is_new => Some(now_rfc3339()),
+            None => None,
+        };
+        let raw_tokens: u32 = kept
+            .iter()
+            .map(|k| k.result.as_ref().map_or(0, |r| r.tokens))
+            .sum::<u32>()
+            + kept
+                .iter()
+                .filter(|k| k.result.is_none())
+                .map(|k| tokens::count(self.settings.encoding, &k.message.content))
+                .sum::<u32>();
+        let [o, c] = Encoding::ALL.map(|e| render::exchange_tokens(kept, e));
+        let entities = trio.entities.join("\n");
+        if is_new {
+            let at_text = at.clone();
+            let line = render::header_line(id, at_text.as_deref(), &trio.header.text);
+            self.conn.execute(
+                "INSERT INTO exchanges (session_id, seq, at, header, summary, outcome, entities, header_line,
+                    header_o200k, header_cl100k, summary_o200k, summary_cl100k, line_o200k, line_cl100k,
+                    full_o200k, full_cl100k, digests_o200k, digests_cl100k, raw_tokens)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19)",
+                params![
+                    session, seq, at_text, trio.header.text, trio.summary.text, trio.outcome.as_str(), entities,
+                    line,
+                    count(Encoding::O200kBase, &trio.header.text), count(Encoding::Cl100kBase, &trio.header.text),
+                    count(Encoding::O200kBase, &trio.summary.text), count(Encoding::Cl100kBase, &trio.summary.text),
+                    count(Encoding::O200kBase, &line), count(Encoding::Cl100kBase, &line),
+                    o.full, c.full, o.digests, c.digests, raw_tokens
+                ],
+            )?;
+        } else {
+            let stored_at: Option<String> = self.conn.query_row(
+                "SELECT at FROM exchanges WHERE session_id = ?1 AND seq = ?2",
+                params![session, seq],
+                |r| r.get(0),
+            )?;
+            let line = render::header_line(id, stored_at.as_deref(), &trio.header.text);
+            self.conn.execute(
+                "UPDATE exchanges SET header = ?3, summary = ?4, outcome = ?5, entities = ?6, header_line = ?7,
+                    header_o200k = ?8, header_cl100k = ?9, summary_o200k = ?10, summary_cl100k = ?11,
+                    line_o200k = ?12, line_cl100k = ?13, full_o200k = ?14, full_cl100k = ?15,
+                    digests_o200k = ?16, digests_cl100k = ?17, raw_tokens = ?18
+                 WHERE session_id = ?1 AND seq = ?2",
+                params![
+                    session, seq, trio.header.text, trio.summary.text, trio.outcome.as_str(), entities, line,
+                    count(Encoding::O200kBase, &trio.header.text), count(Encoding::Cl100kBase, &trio.header.text),
+                    count(Encoding::O200kBase, &trio.summary.text), count(Encoding::Cl100kBase, &trio.summary.text),
+                    count(Encoding::O200kBase, &line), count(Encoding::Cl100kBase, &line),
+                    o.full, c.full, o.digests, c.digests, raw_tokens
+                ],
+            )?;
+        }
+        self.index_text(session, seq, &trio, kept)?;
+        Ok(trio)
+    }
+
+    /// (Re)writes the exchange's full-text row: header, summary, and every
+    /// message's text, tool outputs included (read back from their blobs).
+    fn index_text(
+        &self,
+        session: &str,
+        seq: u32,
+        trio: &summary::Trio,
+        kept: &[KeptMessage],
+    ) -> Result<()> {
+        let rowid: i64 = self.conn.query_row(
+            "SELECT id FROM exchanges WHERE session_id = ?1 AND seq = ?2",
+            params![session, seq],
+            |r| r.get(0),
+        )?;
+        let mut body = String::new();
+        for k in kept {
+            match &k.result {
+                Some(r) => {
+                    let raw = read::blob_bytes(&self.conn, &self.blob_dir, &r.blob)?;
+                    let raw = &raw[..raw.len().min(FTS_BLOB_MAX_BYTES)];
+                    body.push_str(&String::from_utf8_lossy(raw));
+                }
+                None => body.push_str(&k.message.content),
+            }
+            for c in &k.message.tool_calls {
+                body.push('\n');
+                body.push_str(&c.name);
+                body.push(' ');
+                body.push_str(&c.arguments);
+            }
+            body.push('\n');
+        }
+        self.conn
+            .execute("DELETE FROM exchange_text WHERE rowid = ?1", [rowid])?;
+        self.conn.execute(
+            "INSERT INTO exchange_text (rowid, header, summary, body) VALUES (?1, ?2, ?3, ?4)",
+            params![rowid, trio.header.text, trio.summary.text, body],
+        )?;
+        Ok(())
+    }
+
+    fn session_state(&self, session: &str) -> Result<(u32, CurrentContext, CurrentContext)> {
+        let (count, base, current): (u32, String, String) = self
+            .conn
+            .query_row(
+                "SELECT exchange_count, context_base, context_current FROM sessions WHERE id = ?1",
+                [session],
+                |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)),
+            )
+            .optional()?
+            .ok_or_else(|| StoreError::UnknownSession(session.to_string()))?;
+        let decode = |s: &str| -> Result<CurrentContext> {
+            if s.is_empty() {
+                return Ok(CurrentContext::default());
+            }
+            CurrentContext::decode(s)
+                .map_err(|e| StoreError::Invalid(format!("stored context unreadable: {e}")))
+        };
+        Ok((count, decode(&base)?, decode(&current)?))
+    }
+
+    fn save_context(
+        &self,
+        session: &str,
+        base: &CurrentContext,
+        current: &CurrentContext,
+    ) -> Result<()> {
+        let l0 = context::render(current, &self.settings.caps, self.settings.encoding);
+        self.conn.execute(
+            "UPDATE sessions SET context_base = ?2, context_current = ?3, l0_text = ?4, l0_o200k = ?5, l0_cl100k = ?6
+             WHERE id = ?1",
+            params![
+                session,
+                base.encode(),
+                current.encode(),
+                l0.text,
+                count(Encoding::O200kBase, &l0.text),
+                count(Encoding::Cl100kBase, &l0.text)
+            ],
+        )?;
+        Ok(())
+    }
+
+    /// Applies model-written housekeeping: header and summary replace the
+    /// extractive ones; the current context takes the model's words.
+    pub fn housekeeping(&mut self, session: &str, hk: Housekeeping) -> Result<Vec<Event>> {
+        let (exchanges, base, current) = self.session_state(session)?;
+        let seq = hk.exchange.0;
+        if seq == 0 || seq > exchanges {
+            return Err(StoreError::UnknownId(hk.exchange.to_string()));
+        }
+        let caps = self.settings.caps.clone();
+        let enc = self.settings.encoding;
+        if let Some(h) = &hk.header {
+            let h = summary::fit_header(h, &caps, enc);
+            let at: Option<String> = self.conn.query_row(
+                "SELECT at FROM exchanges WHERE session_id = ?1 AND seq = ?2",
+                params![session, seq],
+                |r| r.get(0),
+            )?;
+            let line = render::header_line(hk.exchange, at.as_deref(), &h.text);
+            self.conn.execute(
+                "UPDATE exchanges SET header = ?3, header_source = 'model', header_line = ?4,
+                    header_o200k = ?5, header_cl100k = ?6, line_o200k = ?7, line_cl100k = ?8
+                 WHERE session_id = ?1 AND seq = ?2",
+                params![
+                    session,
+                    seq,
+                    h.text,
+                    line,
+                    count(Encoding::O200kBase, &h.text),
+                    count(Encoding::Cl100kBase, &h.text),
+                    count(Encoding::O200kBase, &line),
+                    count(Encoding::Cl100kBase, &line)
+                ],
+            )?;
+        }
+        let summary_text = housekeeping_summary(&hk);
+        if let Some(s) = summary_text {
+            let s = summary::fit_summary(&s, &caps, enc);
+            self.conn.execute(
+                "UPDATE exchanges SET summary = ?3, summary_source = 'model', summary_o200k = ?4, summary_cl100k = ?5
+                 WHERE session_id = ?1 AND seq = ?2",
+                params![session, seq, s.text, count(Encoding::O200kBase, &s.text), count(Encoding::Cl100kBase, &s.text)],
+            )?;
+        }
+        let rowid: i64 = self.conn.query_row(
+            "SELECT id FROM exchanges WHERE session_id = ?1 AND seq = ?2",
+            params![session, seq],
+            |r| r.get(0),
+        )?;
+        self.conn.execute(
+            "UPDATE exchange_text SET header = (SELECT header FROM exchanges WHERE id = ?1),
+                summary = (SELECT summary FROM exchanges WHERE id = ?1) WHERE rowid = ?1",
+            [rowid],
+        )?;
+        // The open exchange's context is recomputed from the base on every
+        // append, so model-written context applies to both.
+        let base = if seq < exchanges {
+            context::apply_housekeeping(&base, &hk)
+        } else {
+            base
+        };
+        let current = context::apply_housekeeping(&current, &hk);
+        self.save_context(session, &base, &current)?;
+        Ok(vec![Event::SummaryUpdated {
+            session: session.to_string(),
+            exchange: hk.exchange,
+            source: "model",
+        }])
+    }
+
+    /// Builds the session's view for `encoding`, lets `pack` turn it into a
+    /// prompt, and records that prompt under the next `p<N>`. When `pack`
+    /// refuses (a budget too small, say), nothing is recorded.
+    pub fn assemble<T, E>(
+        &mut self,
+        session: &str,
+        encoding: Encoding,
+        window: u32,
+        pack: impl FnOnce(PromptId, &SessionView) -> std::result::Result<AssembledPrompt<T>, E>,
+    ) -> Result<std::result::Result<T, E>> {
+        let caps = self.settings.caps.clone();
+        let view = read::session_view(&self.conn, session, encoding, &caps, window)?;
+        let prompt_count: u32 = self.conn.query_row(
+            "SELECT prompt_count FROM sessions WHERE id = ?1",
+            [session],
+            |r| r.get(0),
+        )?;
+        let id = PromptId(prompt_count + 1);
+        let assembled = match pack(id, &view) {
+            Ok(a) => a,
+            Err(e) => return Ok(Err(e)),
+        };
+        self.conn.execute(
+            "INSERT INTO prompts (session_id, seq, created_at, total_tokens, record) VALUES (?1, ?2, ?3, ?4, ?5)",
+            params![session, id.0, now_rfc3339(), assembled.total_tokens, assembled.record],
+        )?;
+        self.conn.execute(
+            "UPDATE sessions SET prompt_count = ?2 WHERE id = ?1",
+            params![session, id.0],
+        )?;
+        Ok(Ok(assembled.value))
+    }
+}
+
+/// What a packing closure hands back: the caller's value, the prompt's total
+/// tokens and the record kept for `ctx/explain`.
+pub struct AssembledPrompt<T> {
+    pub value: T,
+    pub total_tokens: u32,
+    pub record: String,
+}
+
+const FTS_BLOB_MAX_BYTES: usize = 256 * 1024;
+
+fn count(encoding: Encoding, text: &str) -> u32 {
+    tokens::count(encoding, text)
+}
+
+fn housekeeping_summary(hk: &Housekeeping) -> Option<String> {
+    let mut parts = Vec::new();
+    if let Some(s) = &hk.summary {
+        parts.push(s.clone());
+    }
+    for (label, items) in [
+        ("Decisions", &hk.key_decisions),
+        ("Changes", &hk.code_changes),
+        ("Open", &hk.open_questions),
+    ] {
+        if !items.is_empty() {
+            parts.push(format!("{label}: {}.", items.join("; ")));
+        }
+    }
+    (!parts.is_empty()).then(|| parts.join(" "))
+}
+
+/// Masks secrets in everything a message carries before it is stored.
+fn mask_message(mut m: Message) -> Message {
+    m.content = secrets::mask(&m.content).text.into_owned();
+    for c in &mut m.tool_calls {
+        c.arguments = secrets::mask(&c.arguments).text.into_owned();
+    }
+    m
+}

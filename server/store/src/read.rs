@@ -1,0 +1,603 @@
+//! Queries: the row loaders the writer shares, the session view the packer
+//! consumes, and everything a client reads back by id.
+
+use std::path::{Path, PathBuf};
+
+use ctxproxy_core::config::LayerCaps;
+use ctxproxy_core::digest::OutputKind;
+use ctxproxy_core::exchange::{Counted, KeptMessage, Level, Outcome, ToolResult};
+use ctxproxy_core::ids::{BlobHash, ExchangeId, MessageId, PromptId};
+use ctxproxy_core::message::{Message, Role, ToolCall, UserKind};
+use ctxproxy_core::render;
+use ctxproxy_core::summary::Trio;
+use ctxproxy_core::tokens::Encoding;
+use ctxproxy_core::view::{BlobRef, ExchangeView, HeaderItem, LevelTokens, SessionView};
+use rusqlite::{params, Connection, OptionalExtension, Row};
+
+use crate::blobs;
+use crate::error::StoreError;
+use crate::Result;
+
+/// A read-only connection and the blob directory.
+pub struct Reader {
+    conn: Connection,
+    blob_dir: PathBuf,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SessionListing {
+    pub id: String,
+    pub title: String,
+    pub workspace: String,
+    pub exchanges: u32,
+    pub prompts: u32,
+    pub created_at: String,
+    pub updated_at: String,
+    pub parent: Option<(String, u32)>,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ExchangeListing {
+    pub id: ExchangeId,
+    pub header: String,
+    pub summary: String,
+    pub at: Option<String>,
+    pub outcome: Outcome,
+    /// Tokens of the exchange as appended, tool outputs raw.
+    pub raw_tokens: u32,
+    /// Tokens of the exchange in full (digests for tool results), o200k.
+    pub full_tokens: u32,
+    pub header_source: String,
+    pub summary_source: String,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct MessageItem {
+    pub id: MessageId,
+    /// The message as appended; a tool result's content is its original text.
+    pub message: Message,
+    pub blob: Option<BlobHash>,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct BlobText {
+    pub hash: BlobHash,
+    pub text: String,
+    pub bytes: u64,
+    pub tokens: u32,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct SearchHit {
+    pub session: String,
+    pub exchange: ExchangeId,
+    pub header: String,
+    pub score: f64,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PromptRecord {
+    pub id: PromptId,
+    pub created_at: String,
+    pub total_tokens: u32,
+    pub record: String,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Default)]
+pub struct Stats {
+    pub sessions: u64,
+    pub exchanges: u64,
+    pub messages: u64,
+    pub prompts: u64,
+    pub blobs: u64,
+    pub blob_files: u64,
+    /// Bytes of every distinct blob before compression.
+    pub raw_bytes: u64,
+    /// Bytes of every distinct blob as stored.
+    pub stored_bytes: u64,
+    /// Bytes of every tool result appended, duplicates counted each time.
+    pub appended_bytes: u64,
+    pub duplicate_hits: u64,
+    pub database_bytes: u64,
+}
+
+impl Reader {
+    pub(crate) fn new(conn: Connection, blob_dir: &Path) -> Reader {
+        Reader {
+            conn,
+            blob_dir: blob_dir.to_path_buf(),
+        }
+    }
+
+    pub(crate) fn into_connection(self) -> Connection {
+        self.conn
+    }
+
+    pub fn session(&self, id: &str) -> Result<SessionListing> {
+        self.conn
+            .query_row(
+                &format!("{SESSION_COLUMNS} WHERE id = ?1"),
+                [id],
+                session_row,
+            )
+            .optional()?
+            .ok_or_else(|| StoreError::UnknownSession(id.to_string()))
+    }
+
+    pub fn sessions(&self, workspace: Option<&str>) -> Result<Vec<SessionListing>> {
+        let mut stmt = self.conn.prepare(&format!(
+            "{SESSION_COLUMNS} WHERE ?1 IS NULL OR workspace = ?1 ORDER BY updated_at DESC, id"
+        ))?;
+        let rows = stmt.query_map([workspace], session_row)?;
+        Ok(rows.collect::<std::result::Result<_, _>>()?)
+    }
+
+    pub fn exchanges(&self, session: &str, from: u32, limit: u32) -> Result<Vec<ExchangeListing>> {
+        self.session(session)?;
+        let mut stmt = self.conn.prepare(
+            "SELECT seq, header, summary, at, outcome, raw_tokens, full_o200k, header_source, summary_source
+             FROM exchanges WHERE session_id = ?1 AND seq >= ?2 ORDER BY seq LIMIT ?3",
+        )?;
+        let rows = stmt.query_map(params![session, from, limit], |r| {
+            Ok(ExchangeListing {
+                id: ExchangeId(r.get(0)?),
+                header: r.get(1)?,
+                summary: r.get(2)?,
+                at: r.get(3)?,
+                outcome: Outcome::parse(&r.get::<_, String>(4)?).unwrap_or_default(),
+                raw_tokens: r.get(5)?,
+                full_tokens: r.get(6)?,
+                header_source: r.get(7)?,
+                summary_source: r.get(8)?,
+            })
+        })?;
+        Ok(rows.collect::<std::result::Result<_, _>>()?)
+    }
+
+    pub fn exchange(&self, session: &str, id: ExchangeId) -> Result<ExchangeListing> {
+        self.exchanges(session, id.0, 1)?
+            .into_iter()
+            .find(|e| e.id == id)
+            .ok_or_else(|| StoreError::UnknownId(id.to_string()))
+    }
+
+    /// The exchange's messages rendered in full, as the model sees them.
+    pub fn exchange_full_text(&self, session: &str, id: ExchangeId) -> Result<String> {
+        let kept = load_messages(&self.conn, session, id.0)?;
+        if kept.is_empty() {
+            return Err(StoreError::UnknownId(id.to_string()));
+        }
+        Ok(kept
+            .iter()
+            .map(|k| render::message_text(k, Level::Full))
+            .collect())
+    }
+
+    /// The exchange's messages as stored (tool results as digests).
+    pub fn kept_messages(&self, session: &str, id: ExchangeId) -> Result<Vec<KeptMessage>> {
+        let kept = load_messages(&self.conn, session, id.0)?;
+        if kept.is_empty() {
+            return Err(StoreError::UnknownId(id.to_string()));
+        }
+        Ok(kept)
+    }
+
+    /// One message exactly as appended (secrets masked when redaction is on).
+    pub fn message(&self, session: &str, id: MessageId) -> Result<MessageItem> {
+        self.session(session)?;
+        let kept = load_messages(&self.conn, session, id.exchange.0)?;
+        let k = kept
+            .into_iter()
+            .find(|k| k.id == id)
+            .ok_or_else(|| StoreError::UnknownId(id.to_string()))?;
+        let mut message = k.message;
+        let blob = k.result.map(|r| r.blob);
+        if let Some(hash) = &blob {
+            message.content =
+                String::from_utf8_lossy(&blob_bytes(&self.conn, &self.blob_dir, hash)?)
+                    .into_owned();
+        }
+        Ok(MessageItem { id, message, blob })
+    }
+
+    /// A blob by any unambiguous hex prefix of 8 to 64 characters.
+    pub fn blob(&self, hex_prefix: &str) -> Result<BlobText> {
+        let hash = self.resolve_blob(hex_prefix)?;
+        let (bytes, tokens): (i64, u32) = self.conn.query_row(
+            "SELECT bytes, tokens FROM blobs WHERE hash = ?1",
+            [&hash.0[..]],
+            |r| Ok((r.get(0)?, r.get(1)?)),
+        )?;
+        let bytes = bytes as u64;
+        let raw = blob_bytes(&self.conn, &self.blob_dir, &hash)?;
+        Ok(BlobText {
+            hash,
+            text: String::from_utf8_lossy(&raw).into_owned(),
+            bytes,
+            tokens,
+        })
+    }
+
+    fn resolve_blob(&self, hex_prefix: &str) -> Result<BlobHash> {
+        let upper = format!("{hex_prefix}g");
+        let mut stmt = self
+            .conn
+            .prepare("SELECT hex FROM blobs WHERE hex >= ?1 AND hex < ?2 ORDER BY hex LIMIT 3")?;
+        let found: Vec<String> = stmt
+            .query_map(params![hex_prefix, upper], |r| r.get(0))?
+            .collect::<std::result::Result<_, _>>()?;
+        match found.as_slice() {
+            [] => Err(StoreError::UnknownId(format!("b3:{hex_prefix}"))),
+            [one] => Ok(BlobHash::from_hex(one).expect("stored hex is valid")),
+            many => Err(StoreError::AmbiguousId {
+                id: format!("b3:{hex_prefix}"),
+                matches: many
+                    .iter()
+                    .map(|h| format!("b3:{}", &h[..16]))
+                    .collect::<Vec<_>>()
+                    .join(", "),
+            }),
+        }
+    }
+
+    /// Full-text search over headers, summaries and message text, best first.
+    pub fn search(
+        &self,
+        session: Option<&str>,
+        workspace: Option<&str>,
+        query: &str,
+        limit: u32,
+    ) -> Result<Vec<SearchHit>> {
+        let Some(fts) = fts_query(query) else {
+            return Ok(Vec::new());
+        };
+        let mut stmt = self.conn.prepare(
+            "SELECT e.session_id, e.seq, e.header, -bm25(exchange_text, 4.0, 2.0, 1.0) AS score
+             FROM exchange_text JOIN exchanges e ON e.id = exchange_text.rowid
+             JOIN sessions s ON s.id = e.session_id
+             WHERE exchange_text MATCH ?1 AND (?2 IS NULL OR e.session_id = ?2) AND (?3 IS NULL OR s.workspace = ?3)
+             ORDER BY score DESC, e.session_id, e.seq LIMIT ?4",
+        )?;
+        let rows = stmt.query_map(params![fts, session, workspace, limit], |r| {
+            Ok(SearchHit {
+                session: r.get(0)?,
+                exchange: ExchangeId(r.get(1)?),
+                header: r.get(2)?,
+                score: r.get(3)?,
+            })
+        })?;
+        Ok(rows.collect::<std::result::Result<_, _>>()?)
+    }
+
+    pub fn prompt(&self, session: &str, id: PromptId) -> Result<PromptRecord> {
+        self.session(session)?;
+        self.conn
+            .query_row(
+                "SELECT seq, created_at, total_tokens, record FROM prompts WHERE session_id = ?1 AND seq = ?2",
+                params![session, id.0],
+                |r| Ok(PromptRecord { id: PromptId(r.get(0)?), created_at: r.get(1)?, total_tokens: r.get(2)?, record: r.get(3)? }),
+            )
+            .optional()?
+            .ok_or_else(|| StoreError::UnknownId(id.to_string()))
+    }
+
+    pub fn prompts(&self, session: &str) -> Result<Vec<PromptRecord>> {
+        self.session(session)?;
+        let mut stmt = self.conn.prepare(
+            "SELECT seq, created_at, total_tokens, record FROM prompts WHERE session_id = ?1 ORDER BY seq",
+        )?;
+        let rows = stmt.query_map([session], |r| {
+            Ok(PromptRecord {
+                id: PromptId(r.get(0)?),
+                created_at: r.get(1)?,
+                total_tokens: r.get(2)?,
+                record: r.get(3)?,
+            })
+        })?;
+        Ok(rows.collect::<std::result::Result<_, _>>()?)
+    }
+
+    pub fn stats(&self) -> Result<Stats> {
+        let one = |sql: &str| -> Result<u64> {
+            Ok(self.conn.query_row(sql, [], |r| r.get::<_, i64>(0))? as u64)
+        };
+        let page_count = one("PRAGMA page_count")?;
+        let page_size = one("PRAGMA page_size")?;
+        Ok(Stats {
+            sessions: one("SELECT count(*) FROM sessions")?,
+            exchanges: one("SELECT count(*) FROM exchanges")?,
+            messages: one("SELECT count(*) FROM messages")?,
+            prompts: one("SELECT count(*) FROM prompts")?,
+            blobs: one("SELECT count(*) FROM blobs")?,
+            blob_files: one("SELECT count(*) FROM blobs WHERE data IS NULL")?,
+            raw_bytes: one("SELECT coalesce(sum(bytes), 0) FROM blobs")?,
+            stored_bytes: one("SELECT coalesce(sum(stored_bytes), 0) FROM blobs")?,
+            appended_bytes: one(
+                "SELECT coalesce(sum(b.bytes), 0) FROM messages m JOIN blobs b ON b.hash = m.blob_hash",
+            )?,
+            duplicate_hits: one("SELECT coalesce(sum(duplicate_hits), 0) FROM blobs")?,
+            database_bytes: page_count * page_size,
+        })
+    }
+
+    pub fn session_view(
+        &self,
+        session: &str,
+        encoding: Encoding,
+        caps: &LayerCaps,
+        window: u32,
+    ) -> Result<SessionView> {
+        session_view(&self.conn, session, encoding, caps, window)
+    }
+}
+
+const SESSION_COLUMNS: &str =
+    "SELECT id, title, workspace, exchange_count, prompt_count, created_at, updated_at, parent_id, fork_at FROM sessions";
+
+fn session_row(r: &Row) -> rusqlite::Result<SessionListing> {
+    let parent: Option<String> = r.get(7)?;
+    let fork_at: Option<u32> = r.get(8)?;
+    Ok(SessionListing {
+        id: r.get(0)?,
+        title: r.get(1)?,
+        workspace: r.get(2)?,
+        exchanges: r.get(3)?,
+        prompts: r.get(4)?,
+        created_at: r.get(5)?,
+        updated_at: r.get(6)?,
+        parent: parent.map(|p| (p, fork_at.unwrap_or(0))),
+    })
+}
+
+/// Turns free text into an FTS5 query: every word quoted, any may match.
+fn fts_query(query: &str) -> Option<String> {
+    let words: Vec<String> = query
+        .split(|c: char| !(c.is_alphanumeric() || c == '_'))
+        .filter(|w| !w.is_empty())
+        .map(|w| format!("\"{w}\""))
+        .collect();
+    (!words.is_empty()).then(|| words.join(" OR "))
+}
+
+pub(crate) fn session_exists(conn: &Connection, id: &str) -> Result<bool> {
+    Ok(conn
+        .query_row("SELECT 1 FROM sessions WHERE id = ?1", [id], |_| Ok(()))
+        .optional()?
+        .is_some())
+}
+
+pub(crate) fn encode_tool_calls(calls: &[ToolCall]) -> String {
+    let list: Vec<serde_json::Value> = calls
+        .iter()
+        .map(|c| serde_json::json!({"id": c.id, "name": c.name, "arguments": c.arguments}))
+        .collect();
+    serde_json::Value::Array(list).to_string()
+}
+
+fn decode_tool_calls(text: &str) -> Vec<ToolCall> {
+    let Ok(serde_json::Value::Array(list)) = serde_json::from_str(text) else {
+        return Vec::new();
+    };
+    list.iter()
+        .map(|v| ToolCall {
+            id: v["id"].as_str().unwrap_or_default().to_string(),
+            name: v["name"].as_str().unwrap_or_default().to_string(),
+            arguments: v["arguments"].as_str().unwrap_or_default().to_string(),
+        })
+        .collect()
+}
+
+/// The messages of one exchange as kept, in order.
+pub(crate) fn load_messages(
+    conn: &Connection,
+    session: &str,
+    seq: u32,
+) -> Result<Vec<KeptMessage>> {
+    let mut stmt = conn.prepare_cached(
+        "SELECT m.idx, m.role, m.kind, m.content, m.tool_calls, m.tool_call_id, m.name, m.agent, m.at,
+                m.tokens, m.blob_hash, m.result_kind, m.result_path, m.headline, b.bytes
+         FROM messages m LEFT JOIN blobs b ON b.hash = m.blob_hash
+         WHERE m.session_id = ?1 AND m.seq = ?2 ORDER BY m.idx",
+    )?;
+    let rows = stmt.query_map(params![session, seq], |r| {
+        let role: String = r.get(1)?;
+        let kind: Option<String> = r.get(2)?;
+        let calls: Option<String> = r.get(4)?;
+        let hash: Option<Vec<u8>> = r.get(10)?;
+        let content: String = r.get(3)?;
+        let result = match hash {
+            Some(h) => Some(ToolResult {
+                blob: BlobHash(h.try_into().unwrap_or([0; 32])),
+                kind: OutputKind::parse(&r.get::<_, String>(11)?).unwrap_or(OutputKind::Generic),
+                path: r.get(12)?,
+                bytes: r.get::<_, i64>(14)? as u64,
+                tokens: r.get(9)?,
+                headline: r.get(13)?,
+                digest: content.clone(),
+            }),
+            None => None,
+        };
+        Ok(KeptMessage {
+            id: MessageId {
+                exchange: ExchangeId(seq),
+                index: r.get(0)?,
+            },
+            message: Message {
+                role: Role::parse(&role).unwrap_or(Role::User),
+                content,
+                kind: kind.as_deref().and_then(UserKind::parse),
+                tool_calls: calls.as_deref().map(decode_tool_calls).unwrap_or_default(),
+                tool_call_id: r.get(5)?,
+                name: r.get(6)?,
+                agent: r.get(7)?,
+                at: r.get(8)?,
+            },
+            result,
+        })
+    })?;
+    Ok(rows.collect::<std::result::Result<_, _>>()?)
+}
+
+/// The stored header, summary and outcome of an exchange.
+pub(crate) fn stored_trio(conn: &Connection, session: &str, seq: u32) -> Result<Trio> {
+    Ok(conn.query_row(
+        "SELECT header, header_o200k, summary, summary_o200k, outcome, entities FROM exchanges
+         WHERE session_id = ?1 AND seq = ?2",
+        params![session, seq],
+        |r| {
+            let entities: String = r.get(5)?;
+            Ok(Trio {
+                header: Counted {
+                    text: r.get(0)?,
+                    tokens: r.get(1)?,
+                },
+                summary: Counted {
+                    text: r.get(2)?,
+                    tokens: r.get(3)?,
+                },
+                outcome: Outcome::parse(&r.get::<_, String>(4)?).unwrap_or_default(),
+                entities: entities.lines().map(str::to_string).collect(),
+            })
+        },
+    )?)
+}
+
+/// A blob's original bytes, verified against its hash.
+pub(crate) fn blob_bytes(conn: &Connection, blob_dir: &Path, hash: &BlobHash) -> Result<Vec<u8>> {
+    let (bytes, data): (i64, Option<Vec<u8>>) = conn
+        .query_row(
+            "SELECT bytes, data FROM blobs WHERE hash = ?1",
+            [&hash.0[..]],
+            |r| Ok((r.get(0)?, r.get(1)?)),
+        )
+        .optional()?
+        .ok_or_else(|| StoreError::UnknownId(hash.short_id()))?;
+    let stored = match data {
+        Some(d) => d,
+        None => blobs::read_file(blob_dir, hash)?,
+    };
+    blobs::decode(hash, &stored, bytes as usize)
+}
+
+/// Everything the packer needs for one prompt, counted in `encoding`.
+pub(crate) fn session_view(
+    conn: &Connection,
+    session: &str,
+    encoding: Encoding,
+    caps: &LayerCaps,
+    window: u32,
+) -> Result<SessionView> {
+    let col = |name: &str| match encoding {
+        Encoding::O200kBase => format!("{name}_o200k"),
+        Encoding::Cl100kBase => format!("{name}_cl100k"),
+    };
+    let (count, l0_text, l0_tokens): (u32, String, u32) = conn
+        .query_row(
+            &format!(
+                "SELECT exchange_count, l0_text, {} FROM sessions WHERE id = ?1",
+                col("l0")
+            ),
+            [session],
+            |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)),
+        )
+        .optional()?
+        .ok_or_else(|| StoreError::UnknownSession(session.to_string()))?;
+
+    let first_header = count.saturating_sub(caps.max_headers) + 1;
+    let mut stmt = conn.prepare_cached(&format!(
+        "SELECT seq, at, header_line, {} FROM exchanges WHERE session_id = ?1 AND seq >= ?2 ORDER BY seq",
+        col("line")
+    ))?;
+    let headers = stmt
+        .query_map(params![session, first_header], |r| {
+            Ok(HeaderItem {
+                id: ExchangeId(r.get(0)?),
+                at: r.get(1)?,
+                line: Counted {
+                    text: r.get(2)?,
+                    tokens: r.get(3)?,
+                },
+            })
+        })?
+        .collect::<std::result::Result<Vec<_>, _>>()?;
+
+    let first_window = count.saturating_sub(window) + 1;
+    let mut stmt = conn.prepare_cached(&format!(
+        "SELECT seq, at, header, {}, summary, {}, {}, {} FROM exchanges
+         WHERE session_id = ?1 AND seq >= ?2 ORDER BY seq",
+        col("header"),
+        col("summary"),
+        col("full"),
+        col("digests")
+    ))?;
+    let rows = stmt
+        .query_map(params![session, first_window], |r| {
+            Ok((
+                r.get::<_, u32>(0)?,
+                r.get::<_, Option<String>>(1)?,
+                Counted {
+                    text: r.get(2)?,
+                    tokens: r.get(3)?,
+                },
+                Counted {
+                    text: r.get(4)?,
+                    tokens: r.get(5)?,
+                },
+                LevelTokens {
+                    full: r.get(6)?,
+                    digests: r.get(7)?,
+                },
+            ))
+        })?
+        .collect::<std::result::Result<Vec<_>, _>>()?;
+    let mut window_views = Vec::with_capacity(rows.len());
+    for (seq, at, header, summary, tokens) in rows {
+        let messages = load_messages(conn, session, seq)?;
+        window_views.push(ExchangeView {
+            id: ExchangeId(seq),
+            at,
+            header,
+            summary,
+            messages,
+            tokens,
+        });
+    }
+
+    let mut stmt = conn.prepare_cached(&format!(
+        "SELECT blob_hash, seq, ref_line, {} FROM messages
+         WHERE session_id = ?1 AND blob_hash IS NOT NULL ORDER BY seq DESC, idx DESC LIMIT ?2",
+        col("ref")
+    ))?;
+    let mut references: Vec<BlobRef> = Vec::new();
+    let candidates = stmt.query_map(params![session, caps.max_references * 4], |r| {
+        let h: Vec<u8> = r.get(0)?;
+        Ok(BlobRef {
+            blob: BlobHash(h.try_into().unwrap_or([0; 32])),
+            exchange: ExchangeId(r.get(1)?),
+            line: Counted {
+                text: r.get(2)?,
+                tokens: r.get(3)?,
+            },
+        })
+    })?;
+    for c in candidates {
+        let c = c?;
+        if references.len() as u32 >= caps.max_references {
+            break;
+        }
+        if !references.iter().any(|r| r.blob == c.blob) {
+            references.push(c);
+        }
+    }
+    Ok(SessionView {
+        session_id: session.to_string(),
+        exchange_count: count,
+        headers,
+        window: window_views,
+        references,
+        current_context: Counted {
+            text: l0_text,
+            tokens: l0_tokens,
+        },
+    })
+}

@@ -1,0 +1,123 @@
+//! The database schema, as an ordered list of migrations. Append new ones;
+//! never edit a migration that has shipped.
+
+use rusqlite::Connection;
+use rusqlite_migration::{Migrations, M};
+
+const MIGRATIONS: &[M<'static>] = &[M::up(
+    r#"
+CREATE TABLE sessions (
+    id            TEXT PRIMARY KEY,
+    workspace     TEXT NOT NULL DEFAULT '',
+    title         TEXT NOT NULL DEFAULT '',
+    parent_id     TEXT REFERENCES sessions(id),
+    fork_at       INTEGER,
+    depth         INTEGER NOT NULL DEFAULT 0,
+    created_at    TEXT NOT NULL,
+    updated_at    TEXT NOT NULL,
+    exchange_count INTEGER NOT NULL DEFAULT 0,
+    prompt_count  INTEGER NOT NULL DEFAULT 0,
+    -- L0: the context of all exchanges before the open one, the context with
+    -- it, and the rendered block with its token counts.
+    context_base    TEXT NOT NULL DEFAULT '',
+    context_current TEXT NOT NULL DEFAULT '',
+    l0_text       TEXT NOT NULL DEFAULT '',
+    l0_o200k      INTEGER NOT NULL DEFAULT 0,
+    l0_cl100k     INTEGER NOT NULL DEFAULT 0
+);
+CREATE INDEX sessions_by_workspace ON sessions(workspace, updated_at);
+
+CREATE TABLE exchanges (
+    id            INTEGER PRIMARY KEY,
+    session_id    TEXT NOT NULL REFERENCES sessions(id),
+    seq           INTEGER NOT NULL,
+    at            TEXT,
+    header        TEXT NOT NULL,
+    header_source TEXT NOT NULL DEFAULT 'extractive',
+    summary       TEXT NOT NULL,
+    summary_source TEXT NOT NULL DEFAULT 'extractive',
+    outcome       TEXT NOT NULL,
+    entities      TEXT NOT NULL DEFAULT '',
+    header_line   TEXT NOT NULL,
+    header_o200k  INTEGER NOT NULL, header_cl100k  INTEGER NOT NULL,
+    summary_o200k INTEGER NOT NULL, summary_cl100k INTEGER NOT NULL,
+    line_o200k    INTEGER NOT NULL, line_cl100k    INTEGER NOT NULL,
+    full_o200k    INTEGER NOT NULL, full_cl100k    INTEGER NOT NULL,
+    digests_o200k INTEGER NOT NULL, digests_cl100k INTEGER NOT NULL,
+    raw_tokens    INTEGER NOT NULL,
+    UNIQUE (session_id, seq)
+);
+
+CREATE TABLE blobs (
+    hash          BLOB PRIMARY KEY,
+    hex           TEXT NOT NULL UNIQUE,
+    bytes         INTEGER NOT NULL,
+    stored_bytes  INTEGER NOT NULL,
+    -- NULL when the blob lives in a file under blobs/.
+    data          BLOB,
+    tokens        INTEGER NOT NULL,
+    first_session TEXT NOT NULL,
+    first_message TEXT NOT NULL,
+    duplicate_hits INTEGER NOT NULL DEFAULT 0
+);
+
+CREATE TABLE messages (
+    session_id    TEXT NOT NULL REFERENCES sessions(id),
+    seq           INTEGER NOT NULL,
+    idx           INTEGER NOT NULL,
+    role          TEXT NOT NULL,
+    kind          TEXT,
+    -- The message text; for a tool result, its digest (raw bytes in the blob).
+    content       TEXT NOT NULL,
+    tool_calls    TEXT,
+    tool_call_id  TEXT,
+    name          TEXT,
+    agent         TEXT,
+    at            TEXT,
+    tokens        INTEGER NOT NULL,
+    blob_hash     BLOB REFERENCES blobs(hash),
+    result_kind   TEXT,
+    result_path   TEXT,
+    headline      TEXT,
+    ref_line      TEXT,
+    ref_o200k     INTEGER, ref_cl100k INTEGER,
+    PRIMARY KEY (session_id, seq, idx)
+) WITHOUT ROWID;
+CREATE INDEX messages_by_blob ON messages(session_id, blob_hash) WHERE blob_hash IS NOT NULL;
+
+-- The last read of each path, for "unchanged since xN" digests.
+CREATE TABLE file_reads (
+    session_id TEXT NOT NULL REFERENCES sessions(id),
+    path       TEXT NOT NULL,
+    seq        INTEGER NOT NULL,
+    hash       BLOB NOT NULL,
+    PRIMARY KEY (session_id, path)
+) WITHOUT ROWID;
+
+CREATE TABLE prompts (
+    session_id TEXT NOT NULL REFERENCES sessions(id),
+    seq        INTEGER NOT NULL,
+    created_at TEXT NOT NULL,
+    total_tokens INTEGER NOT NULL,
+    record     TEXT NOT NULL,
+    PRIMARY KEY (session_id, seq)
+) WITHOUT ROWID;
+
+-- Full-text index over each exchange: rowid = exchanges.id.
+CREATE VIRTUAL TABLE exchange_text USING fts5(header, summary, body, tokenize = 'unicode61');
+"#,
+)];
+
+pub fn migrate(conn: &mut Connection) -> Result<(), rusqlite_migration::Error> {
+    Migrations::from_slice(MIGRATIONS).to_latest(conn)
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn migrations_are_valid() {
+        rusqlite_migration::Migrations::from_slice(super::MIGRATIONS)
+            .validate()
+            .unwrap();
+    }
+}
