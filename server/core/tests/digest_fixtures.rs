@@ -25,7 +25,9 @@ fn fixtures_dir() -> PathBuf {
 fn fixtures() -> Vec<Fixture> {
     let mut paths: Vec<PathBuf> = std::fs::read_dir(fixtures_dir())
         .unwrap()
-        .flat_map(|kind| std::fs::read_dir(kind.unwrap().path()).unwrap())
+        .map(|kind| kind.unwrap().path())
+        .filter(|kind| kind.is_dir())
+        .flat_map(|kind| std::fs::read_dir(kind).unwrap())
         .map(|e| e.unwrap().path())
         .filter(|p| p.extension().is_some_and(|e| e == "out"))
         .collect();
