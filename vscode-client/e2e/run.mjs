@@ -226,6 +226,18 @@ try {
   await shot(page, "06-search");
   await page.keyboard.press("Escape");
 
+  step("killing the sidecar: it must come back with a notice");
+  const killed = sidecarPids(server.pid);
+  if (killed.length !== 1) throw new Error(`expected one sidecar process, found ${killed.length}`);
+  process.kill(killed[0], "SIGKILL");
+  await page.locator(".notifications-toasts .notification-toast", { hasText: "sidecar stopped" }).first().waitFor({ timeout: 15000 });
+  await waitFor(() => sidecarPids(server.pid).some((pid) => pid !== killed[0]), "a new sidecar process");
+  await runCommand(page, "ctxproxy: Show What the Model Saw");
+  await page.locator(".quick-input-list .monaco-list-row", { hasText: promptId }).first().waitFor();
+  await page.keyboard.press("Enter");
+  await webview.locator("h1", { hasText: promptId }).waitFor({ timeout: 15000 });
+  await shot(page, "07-after-sidecar-restart");
+
   step(`passed in ${((Date.now() - started) / 1000).toFixed(1)}s; screenshots in ${screenshotDir}`);
 } catch (error) {
   exitCode = 1;
@@ -285,6 +297,24 @@ async function waitForHealth(url) {
     await new Promise((wake) => setTimeout(wake, 250));
   }
   throw new Error(`code-server did not answer ${url} within 60 s`);
+}
+
+/** The sidecars started inside code-server's process group (by the extension host). */
+function sidecarPids(groupId) {
+  const ps = spawnSync("ps", ["-eo", "pid=,pgid=,args="], { encoding: "utf8" }).stdout;
+  return ps
+    .split("\n")
+    .map((line) => /^\s*(\d+)\s+(\d+)\s+(.*)$/.exec(line))
+    .filter((match) => match && Number(match[2]) === groupId && match[3].includes(`${binary} serve`))
+    .map((match) => Number(match[1]));
+}
+
+async function waitFor(condition, what, timeoutMs = 15000) {
+  const deadline = Date.now() + timeoutMs;
+  while (!condition()) {
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((wake) => setTimeout(wake, 200));
+  }
 }
 
 function stopProcessGroup(child) {

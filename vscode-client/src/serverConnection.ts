@@ -29,6 +29,7 @@ export function readServerConfig(): Record<string, unknown> {
 export class ServerConnection implements vscode.Disposable {
   readonly sidecar: Sidecar;
   private client: LanguageClient | undefined;
+  private clientEvents: vscode.Disposable | undefined;
   private readonly events = new vscode.EventEmitter<CtxEvent>();
   readonly onEvent = this.events.event;
   private readonly disposables: vscode.Disposable[] = [];
@@ -39,9 +40,8 @@ export class ServerConnection implements vscode.Disposable {
   ) {
     const sender: RequestSender = {
       sendRequest: async <R>(method: string, params: unknown): Promise<R> => {
-        if (!this.client || !this.client.isRunning()) {
-          throw new Error("the ctxproxy sidecar is not running (see the ctxproxy output channel)");
-        }
+        // While the client (re)starts, its sendRequest waits for the server to be initialized.
+        if (!this.client) throw new Error("the ctxproxy sidecar is not running (see the ctxproxy output channel)");
         return this.client.sendRequest<R>(method, params);
       },
     };
@@ -79,7 +79,7 @@ export class ServerConnection implements vscode.Disposable {
       errorHandler: this.crashHandler(),
     };
     const client = new LanguageClient("ctxproxy", "ctxproxy sidecar", serverOptions, clientOptions);
-    this.disposables.push(client.onNotification(METHODS.event, (event: CtxEvent) => this.events.fire(event)));
+    this.clientEvents = client.onNotification(METHODS.event, (event: CtxEvent) => this.events.fire(event));
     this.client = client;
     try {
       await client.start();
@@ -127,6 +127,8 @@ export class ServerConnection implements vscode.Disposable {
   private async stop(): Promise<void> {
     const client = this.client;
     this.client = undefined;
+    this.clientEvents?.dispose();
+    this.clientEvents = undefined;
     if (client?.isRunning()) await client.stop();
   }
 
