@@ -5,8 +5,9 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{bail, Context};
 use ctxproxy_core::config::DigestLimits;
-use ctxproxy_core::digest::{self, BlobFacts, ToolOutput};
-use ctxproxy_core::ids::{BlobHash, ItemId};
+use ctxproxy_core::digest::{self, BlobFacts, PriorRead, ToolOutput};
+use ctxproxy_core::ids::{BlobHash, ExchangeId, ItemId};
+use ctxproxy_core::secrets;
 use ctxproxy_core::tokens::{self, Encoding};
 use ctxproxy_store::{Store, StoreError};
 use serde_json::Value;
@@ -146,6 +147,10 @@ fn pct(a: u64, b: u64) -> f64 {
 pub struct DigestArgs {
     /// The tool output to digest.
     file: Option<PathBuf>,
+    /// Instead: print a markdown table of raw vs digest tokens for every
+    /// `KIND/NAME.out` under DIR (tool and arguments from `NAME.cmd` beside it).
+    #[arg(long, value_name = "DIR", conflicts_with = "file")]
+    table: Option<PathBuf>,
     /// The tool's name, as the assistant called it (read_file, grep, run_command, ...).
     #[arg(long)]
     tool: Option<String>,
@@ -161,8 +166,15 @@ pub struct DigestArgs {
 
 pub fn digest(a: DigestArgs) -> anyhow::Result<()> {
     let encoding = config::parse_encoding(&a.encoding, "--encoding")?;
+    let limits = DigestLimits {
+        inline_max_tokens: a.max_tokens,
+    };
+    if let Some(dir) = a.table {
+        print!("{}", digest_table(&dir, &limits, encoding)?);
+        return Ok(());
+    }
     let Some(file) = a.file else {
-        bail!("give a FILE to digest")
+        bail!("give a FILE to digest, or --table DIR")
     };
     let raw = std::fs::read(&file).with_context(|| format!("reading {}", file.display()))?;
     let text = String::from_utf8_lossy(&raw);
@@ -172,18 +184,82 @@ pub fn digest(a: DigestArgs) -> anyhow::Result<()> {
             &text,
             a.tool.as_deref(),
             a.args.as_deref(),
-            a.max_tokens,
+            None,
+            &limits,
             encoding
         )
     );
     Ok(())
 }
 
+/// Every `KIND/NAME.out` fixture's raw and digest tokens, as the digest
+/// snapshot test computes them (secrets masked first, prior reads given).
+fn digest_table(dir: &Path, limits: &DigestLimits, encoding: Encoding) -> anyhow::Result<String> {
+    let mut outs: Vec<PathBuf> = Vec::new();
+    for kind in std::fs::read_dir(dir).with_context(|| format!("reading {}", dir.display()))? {
+        let kind = kind?.path();
+        if kind.is_dir() {
+            for f in std::fs::read_dir(&kind)? {
+                let f = f?.path();
+                if f.extension().is_some_and(|e| e == "out") {
+                    outs.push(f);
+                }
+            }
+        }
+    }
+    outs.sort();
+    let read = |p: &Path| std::fs::read(p).map(|b| String::from_utf8_lossy(&b).into_owned());
+    let mut rows = Vec::new();
+    for out in outs {
+        let mut text = read(&out)?;
+        if out
+            .parent()
+            .and_then(|p| p.file_name())
+            .is_some_and(|n| n == "secrets")
+        {
+            text = secrets::mask(&text).text.into_owned();
+        }
+        let cmd = read(&out.with_extension("cmd")).unwrap_or_default();
+        let (tool, args) = digest::fixture_call(&cmd);
+        let prior = cmd
+            .lines()
+            .find_map(|l| l.strip_prefix("prior:"))
+            .map(|name| {
+                let before = read(&out.with_file_name(name.trim())).unwrap_or_default();
+                PriorRead {
+                    exchange: ExchangeId(3),
+                    changed_from: (before != text).then_some(before),
+                }
+            });
+        let digest = digest_text(
+            &text,
+            tool.as_deref(),
+            args.as_deref(),
+            prior.as_ref(),
+            limits,
+            encoding,
+        );
+        let name = out
+            .strip_prefix(dir)
+            .unwrap_or(&out)
+            .with_extension("")
+            .display()
+            .to_string();
+        rows.push((
+            name,
+            tokens::count(encoding, &text),
+            tokens::count(encoding, &digest),
+        ));
+    }
+    Ok(digest::ratio_table(&rows))
+}
+
 fn digest_text(
     text: &str,
     tool: Option<&str>,
     args: Option<&str>,
-    max_tokens: u32,
+    prior: Option<&PriorRead>,
+    limits: &DigestLimits,
     encoding: Encoding,
 ) -> String {
     let output = ToolOutput {
@@ -196,8 +272,5 @@ fn digest_text(
         bytes: text.len() as u64,
         tokens: tokens::count(encoding, text),
     };
-    let limits = DigestLimits {
-        inline_max_tokens: max_tokens,
-    };
-    digest::digest(&output, &facts, None, &limits, encoding).text
+    digest::digest(&output, &facts, prior, limits, encoding).text
 }
