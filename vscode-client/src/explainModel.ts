@@ -31,6 +31,10 @@ export interface PromptView {
   sessionId: string;
   total: number;
   budget?: number;
+  encoding?: string;
+  /** Tokens at the start of this prompt that repeat the previous prompt (cacheable). */
+  prefixReused?: number;
+  createdAt?: string;
   layers: LayerView[];
   trimmed: Trim[];
   messages: MessageView[];
@@ -85,6 +89,9 @@ export function promptView(explain: Json, fallback: { sessionId: string; promptI
     sessionId: str(explain.sessionId) || fallback.sessionId,
     total,
     budget: num(explain.budget),
+    encoding: str(explain.encoding) || undefined,
+    prefixReused: num(explain.prefixReused),
+    createdAt: str(explain.createdAt) || undefined,
     layers,
     trimmed: Array.isArray(explain.trimmed) ? explain.trimmed.map(readTrim) : [],
     messages: Array.isArray(explain.messages) ? explain.messages.map(readMessage) : [],

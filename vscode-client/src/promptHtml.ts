@@ -21,6 +21,13 @@ export function escapeHtml(text: string): string {
 export function renderPromptHtml(view: PromptView, security: WebviewSecurity): string {
   const title = `What the model saw: ${view.promptId}`;
   const budget = view.budget !== undefined ? ` of ${view.budget} budget` : "";
+  const facts = [
+    ...(view.encoding ? [view.encoding] : []),
+    ...(view.prefixReused !== undefined
+      ? [`prefix reused: ${view.prefixReused} tokens${view.total > 0 ? ` (${formatPercent(view.prefixReused / view.total)})` : ""}`]
+      : []),
+    ...(view.createdAt ? [`assembled ${view.createdAt}`] : []),
+  ];
   return `<!DOCTYPE html>
 <html lang="en">
 <head>
@@ -33,6 +40,7 @@ export function renderPromptHtml(view: PromptView, security: WebviewSecurity): s
 <body>
 <h1>${escapeHtml(title)}</h1>
 <p class="summary">Session <code>${escapeHtml(view.sessionId)}</code> · <span id="total-tokens">${view.total}</span> tokens${escapeHtml(budget)} · ${view.messages.length} messages · tools: ${escapeHtml(view.toolNames.join(", ") || "none")}</p>
+${facts.length > 0 ? `<p class="summary muted" id="prompt-facts">${escapeHtml(facts.join(" · "))}</p>` : ""}
 <h2>Layers</h2>
 ${renderLayerTable(view.layers, view.total)}
 ${view.layers.filter((layer) => layer.items.length > 0).map(renderLayerItems).join("\n")}
@@ -72,7 +80,7 @@ function renderLayerItems(layer: LayerView): string {
         `<li><code class="item-id">${escapeHtml(item.id)}</code> <span class="muted">${escapeHtml(item.format)} · ${item.tokens} tokens</span></li>`,
     )
     .join("");
-  return `<details class="layer-detail" data-layer="${escapeHtml(layer.name)}"><summary>${escapeHtml(layer.label)}: ${layer.items.length} items</summary><ul>${items}</ul></details>`;
+  return `<details class="layer-detail" data-layer="${escapeHtml(layer.name)}"><summary>${escapeHtml(layer.label)}: ${layer.items.length} item${layer.items.length === 1 ? "" : "s"}</summary><ul>${items}</ul></details>`;
 }
 
 function renderTrimmed(view: PromptView): string {

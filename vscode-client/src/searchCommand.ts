@@ -18,7 +18,7 @@ export async function searchArchive(sidecar: Sidecar): Promise<void> {
     hits.map((hit) => ({
       label: `${hit.id} ${hit.header}`,
       description: hit.sessionId,
-      detail: `score ${hit.score.toFixed(2)}`,
+      detail: `score ${Number(hit.score.toPrecision(3))}`,
       hit,
     })),
     { title: `ctxproxy: ${hits.length} hits for "${query}"`, matchOnDescription: true },

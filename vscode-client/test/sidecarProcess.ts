@@ -30,7 +30,8 @@ export interface RunningSidecar {
 
 export async function startSidecar(config: Record<string, unknown> = {}): Promise<RunningSidecar> {
   const storeDir = mkdtempSync(join(tmpdir(), "ctxproxy-test-"));
-  const child: ChildProcess = spawn(sidecarBinary(), ["serve", "--stdio"], { stdio: ["pipe", "pipe", "pipe"] });
+  const binary = sidecarBinary();
+  const child: ChildProcess = spawn(binary, ["serve", "--stdio"], { stdio: ["pipe", "pipe", "pipe"] });
   let stderr = "";
   child.stderr?.on("data", (chunk) => (stderr += chunk));
   const exited = new Promise<number | null>((done) => child.on("exit", (code) => done(code)));
@@ -49,7 +50,10 @@ export async function startSidecar(config: Record<string, unknown> = {}): Promis
     await connection.sendNotification("initialized", {});
   } catch (error) {
     child.kill();
-    throw new Error(`ctxproxy did not answer initialize: ${(error as Error).message}\n${stderr}`);
+    throw new Error(
+      `${binary} serve did not answer initialize (${(error as Error).message}). Is it an old build? ` +
+        `Rebuild it with \`cargo build -p ctxproxy\`, or point CTXPROXY_BIN at a current one.\n${stderr}`,
+    );
   }
   return {
     sidecar: new Sidecar(connection),

@@ -14,6 +14,8 @@ test("layers come in packer order with tokens, shares and items", () => {
   assert.equal(view.sessionId, "s-7k2m9q");
   assert.equal(view.total, 1200);
   assert.equal(view.budget, 16000);
+  assert.equal(view.encoding, "o200k_base");
+  assert.equal(view.prefixReused, 900);
   assert.deepEqual(
     view.layers.map((l) => [l.name, l.tokens, l.items.length]),
     [
@@ -32,13 +34,13 @@ test("layers come in packer order with tokens, shares and items", () => {
   assert.equal(view.messages[3].toolCallId, "call_1");
 });
 
-test("layers sent as an array, without per-layer totals, are summed from their items", () => {
+test("layers sent as an object, without per-layer totals, are summed from their items", () => {
   const view = promptView(
     {
-      layers: [
-        { name: "recent", items: [{ id: "x9", format: "full", tokens: 40 }, { id: "x8", format: "summary", tokens: 10 }] },
-        { layer: "extra", tokens: 5, items: [] },
-      ],
+      layers: {
+        recent: { items: [{ id: "x9", format: "full", tokens: 40 }, { id: "x8", format: "summary", tokens: 10 }] },
+        extra: { tokens: 5, items: [] },
+      },
     },
     fallback,
   );
@@ -53,6 +55,7 @@ test("the HTML has a row per layer with its tokens, the items, the trims and esc
   assert.match(html, /<span id="total-tokens">1200<\/span> tokens of 16000 budget/);
   assert.match(html, /data-layer="recent">\n<td class="layer-name">L1 recent<\/td>\n<td class="layer-tokens">600<\/td>\n<td class="layer-share">50%<\/td>/);
   assert.match(html, /<div class="bar" style="width:50\.0%">/);
+  assert.match(html, /o200k_base · prefix reused: 900 tokens \(75%\) · assembled 2026-11-21T10:00:00Z/);
   assert.match(html, /<code class="item-id">b3:0123456789ab<\/code>/);
   assert.match(html, /<td><code>x1<\/code><\/td><td>full → digests<\/td><td>budget<\/td>/);
   assert.match(html, /You are &lt;careful&gt; &amp; brief\./);
