@@ -117,7 +117,22 @@ server.stderr.on("data", (chunk) => (serverLog += chunk));
 
 let context;
 let exitCode = 0;
+let currentCheck;
+let passedChecks = 0;
+let failedChecks = 0;
+
+/** Ends the current check (it passed) and starts the next one, if any. */
+function begin(name) {
+  if (currentCheck) {
+    passedChecks += 1;
+    step(`ok: ${currentCheck}`);
+  }
+  currentCheck = name;
+  if (name) step(name);
+}
+
 try {
+  begin("the workbench loads with the extension");
   await waitForHealth(`http://127.0.0.1:${port}/healthz`);
   const { chromium } = require("playwright-core");
   context = await chromium.launchPersistentContext(dirs.browser, {
@@ -137,7 +152,7 @@ try {
   await page.locator(".statusbar-item", { hasText: "ctx" }).first().waitFor({ timeout: 30000 });
   await shot(page, "01-workbench");
 
-  step(`opening ${fixtureName} and replaying it`);
+  begin(`replaying ${fixtureName} updates the status bar`);
   await page.keyboard.press("Control+P");
   await fillQuickInput(page, fixtureName);
   await page.locator(".quick-input-list .monaco-list-row", { hasText: fixtureName }).first().waitFor();
@@ -157,7 +172,7 @@ try {
   step(`status bar: ${statusText}`);
   await shot(page, "02-replayed");
 
-  step("showing what the model saw");
+  begin("Show What the Model Saw renders the last prompt");
   await runCommand(page, "ctxproxy: Show What the Model Saw");
   const promptRow = page.locator(".quick-input-list .monaco-list-row", { hasText: promptId }).first();
   await promptRow.waitFor();
@@ -176,7 +191,7 @@ try {
   const messageCount = await webview.locator("section.message").count();
   await shot(page, "04-what-the-model-saw");
 
-  step("checking the webview against ctx/explain from a second sidecar on the same store");
+  begin("the webview's figures equal ctx/explain from a second sidecar on the same store");
   const reference = await startSidecarOnStore(binary, storePath);
   let explain;
   try {
@@ -199,7 +214,7 @@ try {
   if (problems.length > 0) throw new Error(`the webview disagrees with ctx/explain:\n  ${problems.join("\n  ")}`);
   step(`webview matches explain: total ${shownTotal}, ${shown.map((r) => `${r.layer}=${r.tokens}`).join(" ")}`);
 
-  step("opening x1 from the Sessions view");
+  begin("the Sessions view opens x1 in full");
   await page.locator('.activitybar .action-item a[aria-label^="ctxproxy"]').first().click();
   const sessionRow = page.locator(".monaco-list-row", { hasText: fixtureName }).first();
   await sessionRow.waitFor({ timeout: 15000 });
@@ -215,7 +230,7 @@ try {
   await page.locator(".editor-instance .view-lines", { hasText: firstWords }).first().waitFor({ timeout: 15000 });
   await shot(page, "05-exchange-from-sessions-view");
 
-  step("searching the archive");
+  begin("search finds the replayed session");
   const query = searchableWord(String(recorded[0].messages[0].content));
   await runCommand(page, "ctxproxy: Search the Archive");
   await page.locator(".quick-input-widget .quick-input-title", { hasText: "Search the ctxproxy archive" }).waitFor();
@@ -226,7 +241,7 @@ try {
   await shot(page, "06-search");
   await page.keyboard.press("Escape");
 
-  step("killing the sidecar: it must come back with a notice");
+  begin("a killed sidecar comes back with a notice and answers again");
   const killed = sidecarPids(server.pid);
   if (killed.length !== 1) throw new Error(`expected one sidecar process, found ${killed.length}`);
   process.kill(killed[0], "SIGKILL");
@@ -238,10 +253,12 @@ try {
   await webview.locator("h1", { hasText: promptId }).waitFor({ timeout: 15000 });
   await shot(page, "07-after-sidecar-restart");
 
-  step(`passed in ${((Date.now() - started) / 1000).toFixed(1)}s; screenshots in ${screenshotDir}`);
+  begin(undefined);
+  step(`done in ${((Date.now() - started) / 1000).toFixed(1)}s; screenshots in ${screenshotDir}`);
 } catch (error) {
   exitCode = 1;
-  console.error(`e2e failed: ${error instanceof Error ? error.stack : error}`);
+  failedChecks = 1;
+  console.error(`e2e failed: ${currentCheck}: ${error instanceof Error ? error.stack : error}`);
   const page = context?.pages()[0];
   if (page) await shot(page, "failure").catch(() => undefined);
   console.error(`code-server log (tail):\n${serverLog.slice(-3000)}`);
@@ -249,6 +266,7 @@ try {
   await context?.close().catch(() => undefined);
   stopProcessGroup(server);
 }
+console.log(`e2e: ${passedChecks} passed, ${failedChecks} failed`);
 process.exit(exitCode);
 
 async function fillQuickInput(page, text) {
