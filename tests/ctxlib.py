@@ -176,7 +176,7 @@ async def stop(ctx: Ctx, *, graceful: bool = True) -> int | None:
     if graceful and proc.returncode is None and ctx.client.capabilities is not None:
         with contextlib.suppress(Exception):
             await asyncio.wait_for(ctx.client.shutdown_session(), 10)
-    if proc.returncode is None:
+    if graceful and proc.returncode is None:
         with contextlib.suppress(asyncio.TimeoutError):
             await asyncio.wait_for(proc.wait(), 5)
     if proc.returncode is None:

@@ -63,7 +63,7 @@ async def test_every_method_round_trip(ctx):
         assert "error" not in it, it
         assert {"id", "kind", "format", "text", "tokens", "truncated"} <= it.keys(), it
     assert x1["kind"] == "exchange" and "zanzibar_quokka" in x1["text"]
-    assert m1["kind"] == "message" and m1["role"] == "user" and m1["text"] == EXCHANGE[0]["content"]
+    assert m1["role"] == "user" and m1["text"] == EXCHANGE[0]["content"]  # item kind: test_message_item_kind
     assert m2["role"] == "assistant" and m2["toolCalls"] == EXCHANGE[1]["toolCalls"]
     assert m3["role"] == "tool" and m3["toolCallId"] == "call_1" and m3["name"] == "grep"
     assert m3["text"] == TOOL_OUT and m3.get("blobId") == blob["id"]
@@ -139,3 +139,15 @@ async def test_empty_params_as_list_and_null(ctx):
     assert "sessions" in await ctx.req("ctx/stats", [])
     assert "sessions" in await ctx.req("ctx/stats", None)
     assert "sessions" in await ctx.req("ctx/listSessions", [])
+
+
+async def test_message_item_kind(ctx):
+    """A retrieve item's `kind` says what the item is (exchange|message|blob), also for a
+    user message that was appended with its own `kind: query|feedback`."""
+    sid = await ctx.open_session()
+    await ctx.append(sid, [{"role": "user", "content": "q", "kind": "query"},
+                           {"role": "assistant", "content": "a"},
+                           {"role": "user", "content": "no, the other one", "kind": "feedback"}])
+    items = await ctx.retrieve(sid, ["x1.1", "x1.2", "x2.1"])
+    assert [i["kind"] for i in items] == ["message", "message", "message"], \
+        [{k: i.get(k) for k in ("id", "kind", "role")} for i in items]
