@@ -6,7 +6,15 @@ export type SettingReader = (key: string) => unknown;
 
 export const CONFIG_SECTION = "ctx";
 
-const LAYER_KEYS = ["currentContextMax", "recentFull", "summaries", "summaryMax", "headerMax", "maxHeaders"];
+const LAYER_KEYS = [
+  "currentContextMax",
+  "recentFull",
+  "summaries",
+  "summaryMax",
+  "headerMax",
+  "maxHeaders",
+  "maxReferences",
+];
 
 export function serverConfig(read: SettingReader): Record<string, unknown> {
   const config: Record<string, unknown> = {};
@@ -14,6 +22,7 @@ export function serverConfig(read: SettingReader): Record<string, unknown> {
   if (typeof storePath === "string" && storePath.trim() !== "") config.storePath = storePath;
   copyDefined(config, "encoding", read("encoding"));
   copyDefined(config, "budget", read("budget"));
+  copyDefined(config, "order", read("order"));
   const layers: Record<string, unknown> = {};
   for (const key of LAYER_KEYS) copyDefined(layers, key, read(`layers.${key}`));
   if (Object.keys(layers).length > 0) config.layers = layers;

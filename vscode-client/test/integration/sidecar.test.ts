@@ -9,6 +9,7 @@ import { renderPromptHtml } from "../../src/promptHtml";
 import { promptStatusFromEvent } from "../../src/promptStatus";
 import { RetrievedItem, RetrieveResult } from "../../src/protocol";
 import { parseSessionJsonl, replaySession, ReplayResult } from "../../src/replay";
+import { CONFIG_SECTION, serverConfig } from "../../src/settings";
 import { fixtureSessionPath, searchableWord } from "../fixtureSession";
 import { ScriptedModel, text, toolCall } from "../scriptedModel";
 import { RunningSidecar, startSidecar, waitForEvent } from "../sidecarProcess";
@@ -128,4 +129,14 @@ test("the chat loop retrieves through the sidecar, answers, and appends the whol
   assert.ok(stored.includes("What did I ask first?"), stored);
   assert.ok(stored.includes("x1 answered that already."), stored);
   assert.ok(stored.includes(CONTEXT_RETRIEVE), stored);
+});
+
+test("changed settings reach the sidecar as workspace/didChangeConfiguration under ctx", async () => {
+  const settings: Record<string, unknown> = { budget: 12345, "layers.recentFull": 2 };
+  await running.connection.sendNotification("workspace/didChangeConfiguration", {
+    settings: { [CONFIG_SECTION]: serverConfig((key) => settings[key]) },
+  });
+  const prompt = await running.sidecar.assemble({ sessionId: replayed.sessionId, format: "openai" });
+  const explain = await running.sidecar.explain({ sessionId: replayed.sessionId, promptId: prompt.promptId });
+  assert.equal(promptView(explain, { sessionId: replayed.sessionId, promptId: prompt.promptId }).budget, 12345);
 });
