@@ -218,12 +218,20 @@ impl FactStatus {
 static RECORD_START: LazyLock<Regex> =
     LazyLock::new(|| Regex::new(r"^(?:x\d+\b|b3:[0-9a-f]{8}|#)").unwrap());
 
-/// Lower-case words of `text` as the pointer check compares them.
+/// Lower-case words of `text` as the pointer check compares them; joined
+/// words (`set_budget_limit`, `first-class`) also stand for their parts.
 fn words(text: &str) -> impl Iterator<Item = String> + '_ {
     text.split(|c: char| !(c.is_alphanumeric() || matches!(c, '_' | '.' | '/' | ':' | '-')))
         .map(|w| {
             w.trim_matches(|c: char| matches!(c, '.' | ':' | '-'))
                 .to_lowercase()
+        })
+        .flat_map(|w| {
+            let parts: Vec<String> = match w.contains(['_', '-']) {
+                true => w.split(['_', '-']).map(str::to_string).collect(),
+                false => Vec::new(),
+            };
+            std::iter::once(w).chain(parts)
         })
         .filter(|w| w.chars().count() >= 3)
 }
@@ -273,6 +281,12 @@ pub fn fact_status(
             || w.chars().skip(1).any(char::is_uppercase)
     };
     pointers.extend(fact.split_whitespace().filter(identifier).flat_map(words));
+    // A path also points by its file name, the form headers show.
+    let names: Vec<String> = pointers
+        .iter()
+        .filter_map(|p| Some(p.rsplit_once('/')?.1.to_string()))
+        .collect();
+    pointers.extend(names);
     let id = Regex::new(&format!(r"\b{from}(?:\.\d+)?\b")).unwrap();
     let blob_hexes: Vec<String> = blobs
         .iter()
@@ -390,5 +404,195 @@ impl MemorySession {
                 .collect(),
             current_context: context::render(&self.context, &self.caps, self.encoding),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const ENC: Encoding = Encoding::O200kBase;
+
+    /// Exchanges of `n` messages each: user, then assistant and tool turns.
+    fn exchanges(count: usize, words: usize) -> Vec<Vec<Message>> {
+        (0..count)
+            .map(|i| {
+                let body = |tag: &str| format!("{tag} {i} {}", "word ".repeat(words));
+                let mut call = Message::new(Role::Assistant, body("calling"));
+                call.tool_calls.push(crate::message::ToolCall {
+                    id: format!("c{i}"),
+                    name: "read_file".into(),
+                    arguments: "{}".into(),
+                });
+                let mut result = Message::new(Role::Tool, body("output"));
+                result.tool_call_id = Some(format!("c{i}"));
+                vec![
+                    Message::new(Role::User, body("ask")),
+                    call,
+                    result,
+                    Message::new(Role::Assistant, body("done")),
+                ]
+            })
+            .collect()
+    }
+
+    fn roles(p: &RawPrompt) -> String {
+        p.messages.iter().map(|(r, _)| &r.as_str()[..1]).collect()
+    }
+
+    #[test]
+    fn full_history_sends_everything_before_the_input() {
+        let prompts = replay(Strategy::FullHistory, &exchanges(3, 5), ENC);
+        assert_eq!(
+            prompts.iter().map(roles).collect::<Vec<_>>(),
+            ["u", "uatau", "uatauatau"]
+        );
+        // The previous input is the same message as the history's next one.
+        assert_eq!(
+            prompts[2].shared_prefix(&prompts[1]),
+            prompts[1].tokens.iter().sum::<u32>()
+        );
+    }
+
+    #[test]
+    fn cline_keeps_the_first_pair_and_drops_half_the_rest() {
+        let ex = exchanges(12, 40);
+        let prompts = replay(
+            Strategy::Cline {
+                window: 40_000 + 1_500,
+            },
+            &ex,
+            ENC,
+        );
+        let shapes: Vec<String> = prompts.iter().map(roles).collect();
+        assert_eq!(
+            shapes[3], "uatauatauatau",
+            "under the limit nothing is dropped"
+        );
+        let truncated: Vec<&String> = shapes
+            .iter()
+            .enumerate()
+            .filter(|(i, s)| s.len() < 4 * i + 1)
+            .map(|(_, s)| s)
+            .collect();
+        assert!(truncated.len() >= 4, "{shapes:?}");
+        for (p, shape) in prompts
+            .iter()
+            .zip(&shapes)
+            .filter(|(_, s)| truncated.contains(s))
+        {
+            assert!(
+                p.messages[0].1.starts_with("ask 0") && p.messages[1].1.starts_with("calling 0")
+            );
+            assert_eq!(
+                &shape[2..3],
+                "u",
+                "the kept part starts at a user message: {shape}"
+            );
+        }
+        assert!(
+            prompts[11].messages.len() < 2 + 4 * 11 / 2 + 1,
+            "{}",
+            shapes[11]
+        );
+    }
+
+    #[test]
+    fn sliding_window_fits_its_budget() {
+        let ex = exchanges(10, 30);
+        for p in replay(Strategy::SlidingWindow { budget: 600 }, &ex, ENC) {
+            assert!(p.total() <= 600 || p.messages.len() == 1, "{}", p.total());
+            assert_ne!(p.messages[0].0, Role::Tool);
+        }
+    }
+
+    #[test]
+    fn cached_prefix_is_priced_at_a_tenth() {
+        let cost = RunCost::of([(1000, 0), (1200, 1000), (1500, 2000)]);
+        assert_eq!(
+            cost,
+            RunCost {
+                prompt_tokens: 3700,
+                cached_tokens: 2500
+            }
+        );
+        assert!((cost.effective() - 1450.0).abs() < 1e-9);
+    }
+
+    fn check(fact: &str, cues: &[&str], from: u32, prompt: &str, expect: FactStatus) {
+        let cues: Vec<String> = cues.iter().map(|c| c.to_string()).collect();
+        let blobs = ["b3:1a2b3c4d5e6f".to_string()];
+        assert_eq!(
+            fact_status(fact, &cues, ExchangeId(from), &blobs, prompt),
+            expect,
+            "{fact} in\n{prompt}"
+        );
+    }
+
+    #[test]
+    fn facts_in_prompt_one_retrieve_away_or_lost() {
+        use FactStatus::*;
+        let headers = "## Earlier exchanges\nx3 10:02 fix E0308 in parser.rs — completed\nx4 10:05 book flight SFO JFK — completed\n";
+        check(
+            "booking BK-3392",
+            &["flight"],
+            4,
+            "Your booking BK-3392 is confirmed",
+            InPrompt,
+        );
+        check(
+            "booking  BK-3392\n",
+            &["flight"],
+            4,
+            "Your booking BK-3392 is confirmed",
+            InPrompt,
+        );
+        check(
+            "booking BK-3392",
+            &["flight", "booking"],
+            4,
+            headers,
+            OneRetrieveAway,
+        );
+        check(
+            "mismatched types at src/parser.rs:42",
+            &["which line"],
+            3,
+            headers,
+            OneRetrieveAway,
+        );
+        check("booking BK-3392", &["hotel"], 4, headers, Lost);
+        check("booking BK-3392", &["flight"], 5, headers, Lost);
+        check(
+            "booking BK-3392",
+            &["flight"],
+            4,
+            "x41 10:05 book flight SFO JFK\n",
+            Lost,
+        );
+        let summary = "x4 10:05 book flight — completed\nAsk: book SFO to JFK\nResult: booked as BK-3392 for $412\n";
+        check(
+            "total was $412.50",
+            &["price", "jfk"],
+            4,
+            summary,
+            OneRetrieveAway,
+        );
+        let reference = "b3:1a2b3c4d5e6f src/parser.rs, file, 2.0 kB, 600 tok, from x9\n";
+        check(
+            "fn parse_let() in src/parser.rs",
+            &["parser"],
+            9,
+            reference,
+            OneRetrieveAway,
+        );
+        check(
+            "fn parse_let() in src/parser.rs",
+            &["parser"],
+            2,
+            reference,
+            OneRetrieveAway,
+        );
+        check("fn parse_let()", &["lexer"], 2, reference, Lost);
     }
 }

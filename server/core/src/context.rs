@@ -465,7 +465,7 @@ mod tests {
             r#"
 ## Current context (turn 2, phase: debugging)
 Objective: add a test for it and run it
-Story so far: x2 add test run let.rs — error; x1 how does parser handle let statements Diagnostic — completed
+Story so far: x2 add test run let.rs — error; x1 parser handle let statements Diagnostic — completed
 Active files: tests/let.rs; src/parser.rs
 Active symbols: parse_let(); Diagnostic
 Concepts: cargo test let; let

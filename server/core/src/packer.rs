@@ -1043,7 +1043,7 @@ budget of 500 tokens is smaller than the 747 the system prompt, input, current c
                     prop_assert_eq!(layers + REPLY_PRIMER + p.tools_tokens, p.total);
                     let is_piece = |t: String| t.ends_with('\n') && !t.starts_with(char::is_whitespace);
                     let pieces_ok = p.messages.iter().all(|m| m.blocks.iter().all(|b| is_piece(b.text())));
-                    prop_assert!(pieces_ok);
+                    prop_assert!(pieces_ok, "{:?}", p.messages.iter().flat_map(|m| m.blocks.iter().map(|b| b.text())).filter(|t| !is_piece(t.clone())).collect::<Vec<_>>());
                     assert_paired(&p.messages);
                     prop_assert_eq!(pack(&view, &req, &caps), Ok(p));
                 }

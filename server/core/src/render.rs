@@ -79,7 +79,12 @@ pub fn message_blocks(m: &KeptMessage, level: Level) -> Vec<Block> {
     match msg.role {
         Role::Tool => {
             let text = match (&m.result, full) {
-                (Some(r), false) => format!("{} [{}]\n", one_line(&r.headline), r.blob.short_id()),
+                (Some(r), false) => piece(&format!(
+                    "{} [{}]",
+                    one_line(&r.headline),
+                    r.blob.short_id()
+                ))
+                .unwrap_or_default(),
                 _ => piece(&msg.content).unwrap_or_else(|| "(no output)\n".to_string()),
             };
             vec![Block::ToolResult {

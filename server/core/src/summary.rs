@@ -121,10 +121,16 @@ static NO_FAILURE: LazyLock<Regex> =
 /// Abbreviations that look like file names.
 const NOT_PATHS: &[&str] = &["e.g", "i.e", "etc.", "vs.", "a.m", "p.m"];
 const STOPWORDS: &[&str] = &[
-    "a", "an", "the", "please", "can", "could", "would", "will", "you", "i", "i'd", "i'm", "we",
-    "let's", "lets", "me", "my", "our", "us", "to", "want", "need", "like", "hey", "hi", "hello",
-    "ok", "okay", "so", "now", "just", "also", "kindly", "is", "are", "be", "it", "this", "that",
-    "there", "of", "for", "and", "then", "do", "help",
+    "a", "an", "the", "please", "can", "could", "would", "will", "should", "shall", "may", "might",
+    "must", "you", "i", "i'd", "i'm", "i've", "i'll", "we", "we're", "we've", "let's", "lets",
+    "me", "my", "our", "us", "your", "their", "his", "her", "its", "it's", "to", "want", "need",
+    "like", "hey", "hi", "hello", "ok", "okay", "so", "now", "just", "also", "kindly", "is", "are",
+    "was", "were", "be", "been", "being", "am", "it", "this", "that", "these", "those", "there",
+    "here", "of", "for", "and", "or", "but", "then", "do", "does", "did", "done", "help", "in",
+    "on", "at", "with", "by", "as", "into", "about", "have", "has", "had", "get", "got", "some",
+    "any", "very", "really", "quite", "bit", "what", "what's", "which", "who", "how", "if", "when",
+    "where", "go", "going", "make", "sure", "thanks", "thank", "yes", "process", "up", "out",
+    "all",
 ];
 
 impl ExchangeFacts {
@@ -621,54 +627,101 @@ fn short_entity(e: &str) -> &str {
 }
 
 fn header(facts: &ExchangeFacts, cap: u32, encoding: Encoding) -> Counted {
-    let mut topic: Vec<String> = facts
-        .ask
-        .split_whitespace()
-        .map(|w| {
-            w.trim_matches(|c: char| {
-                matches!(c, ',' | '.' | '!' | '?' | ';' | ':' | '"' | '\'' | '`')
-            })
-        })
-        .filter(|w| !w.is_empty() && !STOPWORDS.contains(&w.to_lowercase().as_str()))
-        .map(str::to_string)
-        .collect();
-    if topic.len() < 2 {
-        // Feedback such as "yes, go on" says little: name what was done.
-        let did = facts.actions.iter().map(|a| a.tool.clone());
-        topic.extend(did.chain(facts.conclusions.iter().take(1).flat_map(|c| {
-            c.split_whitespace()
-                .take(4)
-                .map(str::to_string)
-                .collect::<Vec<_>>()
-        })));
+    // Words of the ask without filler, each marked salient when it names
+    // something: a capitalised word inside a sentence, a number, an id.
+    let mut topic: Vec<(String, bool)> = Vec::new();
+    let mut sentence_start = true;
+    for raw in facts.ask.split_whitespace() {
+        let w = raw.trim_matches(|c: char| {
+            matches!(
+                c,
+                ',' | '.' | '!' | '?' | ';' | ':' | '"' | '\'' | '`' | '(' | ')'
+            )
+        });
+        let starts = std::mem::replace(&mut sentence_start, raw.ends_with(['.', '!', '?']));
+        if w.is_empty() || STOPWORDS.contains(&w.to_lowercase().as_str()) {
+            continue;
+        }
+        let named = w
+            .chars()
+            .any(|c| c.is_ascii_digit() || c == '_' || c == '/')
+            || w.chars().skip(1).any(char::is_uppercase)
+            || (!starts && w.starts_with(char::is_uppercase));
+        let w = short_entity(w);
+        if !topic.iter().any(|(t, _)| t.eq_ignore_ascii_case(w)) {
+            topic.push((w.to_string(), named));
+        }
     }
+    if topic.len() < 2 {
+        // Feedback such as "yes, go on" says little: the answer says more.
+        let answer = facts.conclusions.first().map_or("", String::as_str);
+        let words = answer
+            .split_whitespace()
+            .filter(|w| !STOPWORDS.contains(&w.to_lowercase().as_str()));
+        topic.extend(words.take(5).map(|w| {
+            (
+                w.trim_matches(|c: char| !c.is_alphanumeric()).to_string(),
+                false,
+            )
+        }));
+    }
+    // Domain actions (book_flight, place_order) say what happened; file
+    // and shell tools say little, their paths are among the entities.
+    let mut tools: Vec<&str> = Vec::new();
+    let domain = facts
+        .actions
+        .iter()
+        .filter(|a| a.target.is_none() && a.class != ToolClass::Run);
+    let (acts, looks): (Vec<&Action>, Vec<&Action>) =
+        domain.partition(|a| a.class != ToolClass::Read);
+    for a in acts.into_iter().chain(looks) {
+        if !tools.contains(&a.tool.as_str()) {
+            tools.push(&a.tool);
+        }
+    }
+    let in_topic = |e: &str| {
+        topic
+            .iter()
+            .any(|(t, _)| t.contains(e) || e.contains(t.as_str()))
+    };
     let entities: Vec<&str> = facts
         .entities
         .iter()
         .map(|e| short_entity(e))
-        .filter(|e| {
-            !topic
-                .iter()
-                .any(|t| t.contains(e) || e.contains(t.as_str()))
-        })
+        .filter(|e| !in_topic(e))
         .take(2)
         .collect();
-    // Fill in priority order (the ask's first words, the entities it names,
-    // other entities, the rest of the ask) and keep the display order.
-    let topic: Vec<String> = topic.iter().map(|t| short_entity(t).to_string()).collect();
-    let is_entity = |t: &String| facts.entities.iter().any(|e| short_entity(e) == t);
-    let mut chosen: Vec<(usize, String)> = Vec::new();
-    let numbered = || topic.iter().cloned().enumerate().take(8);
+    // Fill in priority order, keep the display order (tools, ask, entities).
+    let numbered = || {
+        topic
+            .iter()
+            .enumerate()
+            .map(|(i, (t, named))| (10 + i, t.clone(), *named))
+    };
     let candidates = numbered()
-        .take(3)
-        .chain(numbered().skip(3).filter(|(_, t)| is_entity(t)))
+        .take(1)
+        .map(|(i, t, _)| (i, t))
+        .chain(tools.iter().take(1).map(|t| (0, t.to_string())))
+        .chain(
+            numbered()
+                .skip(1)
+                .filter(|(.., named)| *named)
+                .map(|(i, t, _)| (i, t)),
+        )
+        .chain(tools.iter().skip(1).take(1).map(|t| (1, t.to_string())))
         .chain(
             entities
                 .iter()
                 .enumerate()
                 .map(|(i, e)| (100 + i, e.to_string())),
         )
-        .chain(numbered().skip(3).filter(|(_, t)| !is_entity(t)));
+        .chain(
+            numbered()
+                .skip(1)
+                .filter(|(.., named)| !named)
+                .map(|(i, t, _)| (i, t)),
+        );
+    let mut chosen: Vec<(usize, String)> = Vec::new();
     let suffix = format!(" — {}", facts.outcome.as_str());
     let render = |chosen: &[(usize, String)]| {
         let mut sorted: Vec<&(usize, String)> = chosen.iter().collect();
@@ -961,7 +1014,7 @@ mod tests {
             assistant: Fixed: `parse_expr()` returned `Option<Expr>` instead of `Expr`. The build now passes. Should I add a test for `Parser::peek`?
             "#,
             r#"
-fix type error E0308 in parser.rs build — completed
+fix type E0308 parser.rs parse_expr() — completed
 Ask: Please fix the type error E0308 in src/parser.rs, the build is broken.
 Did: edited src/parser.rs; ran `cargo build` (failed)
 Errors: error[E0308]: mismatched types at src/parser.rs:42:9 [b3:f829114ef37f]
@@ -985,7 +1038,7 @@ entities: E0308 | src/parser.rs | parse_expr() | Parser::peek | cargo build | Op
             assistant: Your flight is booked: booking BK-3392, total $412.50.
             "#,
             r#"
-Book flight from SFO JFK on card_7 — completed
+book_flight Book SFO JFK card_7 — completed
 Ask: Book me a flight from SFO to JFK on 2024-12-01 in economy, then tell me the total.
 Did: book_flight(card=card_7, class=economy, date=2024-12-01, from=SFO, to=JFK); looked at get_flight_cost
 Result: Your flight is booked: booking BK-3392, total $412.50.
@@ -1013,7 +1066,7 @@ entities: report.txt | archive
         );
         check(
             "user: what does the borrow checker do?",
-            "what does borrow checker — ongoing\nAsk: what does the borrow checker do?\nentities: ",
+            "borrow checker — ongoing\nAsk: what does the borrow checker do?\nentities: ",
         );
     }
 
@@ -1025,7 +1078,7 @@ entities: report.txt | archive
         check(
             &format!("user: {long}\nassistant: {long}"),
             r#"
-quick brown fox jumps over lazy dog near — completed
+quick brown fox jumps over lazy dog near module.rs — completed
 Ask: The quick brown fox jumps over the lazy dog near src/very/long/path/module.rs. The quick brown fox jumps over the lazy dog near src/very/long/path/module.rs.
 Result: The quick brown fox jumps over the lazy dog near src/very/long/path/module.rs.
 entities: src/very/long/path/module.rs

@@ -1,0 +1,274 @@
+//! Replays the recorded sessions in `fixtures/sessions/` through the packer
+//! and the baselines: at each exchange, is every fact it needs in the
+//! prompt, one `context_retrieve` away, or lost? And what does each
+//! strategy cost, prefix caching counted?
+//!
+//! Run with `--nocapture` to see the table.
+
+use std::collections::HashMap;
+use std::path::Path;
+
+use ctxproxy_core::baseline::{self, fact_status, FactStatus, MemorySession, RunCost, Strategy};
+use ctxproxy_core::config::{DigestLimits, LayerCaps, LayerOrder};
+use ctxproxy_core::digest::{self, BlobFacts, ToolOutput};
+use ctxproxy_core::exchange::{KeptMessage, Level, ToolResult};
+use ctxproxy_core::ids::{BlobHash, ExchangeId, MessageId};
+use ctxproxy_core::message::{Message, Role, ToolCall, UserKind};
+use ctxproxy_core::packer::{pack, shared_prefix_tokens, PackRequest, PackedPrompt};
+use ctxproxy_core::render;
+use ctxproxy_core::tokens::{self, Encoding};
+use serde_json::Value;
+
+const ENC: Encoding = Encoding::O200kBase;
+const BUDGET: u32 = 16_000;
+
+struct Need {
+    fact: String,
+    from: u32,
+    cues: Vec<String>,
+}
+
+fn message(v: &Value) -> Message {
+    let s = |k: &str| v.get(k).and_then(Value::as_str).map(str::to_string);
+    let mut m = Message::new(
+        Role::parse(&s("role").unwrap()).unwrap(),
+        s("content").unwrap_or_default(),
+    );
+    m.kind = s("kind").and_then(|k| UserKind::parse(&k));
+    m.tool_call_id = s("toolCallId");
+    m.name = s("name");
+    m.at = s("at");
+    for c in v
+        .get("toolCalls")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+    {
+        m.tool_calls.push(ToolCall {
+            id: c["id"].as_str().unwrap().into(),
+            name: c["name"].as_str().unwrap().into(),
+            arguments: c["arguments"].to_string(),
+        });
+    }
+    m
+}
+
+fn load(path: &Path) -> Vec<(Vec<Message>, Vec<Need>)> {
+    std::fs::read_to_string(path)
+        .unwrap()
+        .lines()
+        .filter(|l| !l.trim().is_empty())
+        .map(|line| {
+            let v: Value = serde_json::from_str(line).unwrap();
+            let messages = v["messages"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(message)
+                .collect();
+            let needs = v
+                .get("needs")
+                .and_then(Value::as_array)
+                .into_iter()
+                .flatten()
+                .map(|n| Need {
+                    fact: n["fact"].as_str().unwrap().into(),
+                    from: n["from"].as_u64().unwrap() as u32,
+                    cues: n["cues"]
+                        .as_array()
+                        .unwrap()
+                        .iter()
+                        .map(|c| c.as_str().unwrap().into())
+                        .collect(),
+                })
+                .collect();
+            (messages, needs)
+        })
+        .collect()
+}
+
+/// Messages as the store keeps them: tool results digested into blobs.
+fn keep(id: u32, messages: &[Message]) -> Vec<KeptMessage> {
+    let mut calls: HashMap<&str, &ToolCall> = HashMap::new();
+    let mut out = Vec::new();
+    for (i, m) in messages.iter().enumerate() {
+        m.tool_calls.iter().for_each(|c| {
+            calls.insert(c.id.as_str(), c);
+        });
+        let mut message = m.clone();
+        let result = (m.role == Role::Tool).then(|| {
+            let call = m.tool_call_id.as_deref().and_then(|id| calls.get(id));
+            let output = ToolOutput {
+                tool: m.name.as_deref().or(call.map(|c| c.name.as_str())),
+                arguments: call.map(|c| c.arguments.as_str()),
+                content: &m.content,
+            };
+            let blob = BlobHash::of(m.content.as_bytes());
+            let facts = BlobFacts {
+                id: blob.short_id(),
+                bytes: m.content.len() as u64,
+                tokens: tokens::count(ENC, &m.content),
+            };
+            let d = digest::digest(&output, &facts, None, &DigestLimits::default(), ENC);
+            message.content = d.text.clone();
+            ToolResult {
+                blob,
+                kind: d.kind,
+                path: digest::read_path(&output),
+                bytes: facts.bytes,
+                tokens: facts.tokens,
+                headline: d.headline,
+                digest: d.text,
+            }
+        });
+        out.push(KeptMessage {
+            id: MessageId {
+                exchange: ExchangeId(id),
+                index: i as u32 + 1,
+            },
+            message,
+            result,
+        });
+    }
+    out
+}
+
+#[derive(Default)]
+struct Tally {
+    cost: Vec<(u32, u32)>,
+    statuses: HashMap<&'static str, u32>,
+    lost: Vec<String>,
+}
+
+impl Tally {
+    fn row(&self, name: &str) -> String {
+        let cost = RunCost::of(self.cost.iter().copied());
+        let n = |s: FactStatus| self.statuses.get(s.as_str()).copied().unwrap_or(0);
+        format!(
+            "{name:<15} {:>9} {:>9} {:>11.0} {:>4} {:>4} {:>4}",
+            cost.prompt_tokens,
+            cost.cached_tokens,
+            cost.effective(),
+            n(FactStatus::InPrompt),
+            n(FactStatus::OneRetrieveAway),
+            n(FactStatus::Lost)
+        )
+    }
+}
+
+fn replay(path: &Path) -> HashMap<&'static str, Tally> {
+    let session = load(path);
+    let caps = LayerCaps::default();
+    let mut memory = MemorySession::new(caps.clone(), ENC);
+    let mut blobs: HashMap<u32, Vec<String>> = HashMap::new();
+    let mut tallies: HashMap<&'static str, Tally> = HashMap::new();
+    let exchanges: Vec<Vec<Message>> = session.iter().map(|(m, _)| m.clone()).collect();
+    let strategies = [
+        Strategy::FullHistory,
+        Strategy::Cline {
+            window: Strategy::CLINE_DEFAULT_WINDOW,
+        },
+        Strategy::SlidingWindow { budget: BUDGET },
+    ];
+    let baselines: Vec<(&'static str, Vec<baseline::RawPrompt>)> = strategies
+        .iter()
+        .map(|s| (s.name(), baseline::replay(*s, &exchanges, ENC)))
+        .collect();
+    let mut prev: Option<PackedPrompt> = None;
+    for (t, (messages, needs)) in session.iter().enumerate() {
+        let id = t as u32 + 1;
+        let kept = keep(id, messages);
+        let input = kept[0].clone();
+        let req = PackRequest {
+            budget: BUDGET,
+            encoding: ENC,
+            order: LayerOrder::CacheStable,
+            system: Some(render::counted_piece("You are a helpful assistant.", ENC)),
+            input_tokens: render::message_tokens(&input, Level::Full, ENC),
+            input: Some(input),
+            tools_tokens: render::tools_tokens(ENC),
+        };
+        let packed = pack(&memory.view(), &req, &caps).expect("16k fits");
+        let cached = prev
+            .as_ref()
+            .map_or(0, |p| shared_prefix_tokens(p, &packed));
+        let text: String = packed.messages.iter().map(|m| m.text()).collect();
+        let mut prompts = vec![("ctxproxy", text, packed.total, cached)];
+        for (name, runs) in &baselines {
+            let p = &runs[t];
+            let cached = if t == 0 {
+                0
+            } else {
+                p.shared_prefix(&runs[t - 1])
+            };
+            prompts.push((name, p.text(), p.total(), cached));
+        }
+        for (name, text, total, cached) in prompts {
+            let tally = tallies.entry(name).or_default();
+            tally.cost.push((total, cached));
+            for need in needs {
+                let from_blobs = blobs.get(&need.from).cloned().unwrap_or_default();
+                let status = fact_status(
+                    &need.fact,
+                    &need.cues,
+                    ExchangeId(need.from),
+                    &from_blobs,
+                    &text,
+                );
+                *tally.statuses.entry(status.as_str()).or_default() += 1;
+                if status == FactStatus::Lost {
+                    tally
+                        .lost
+                        .push(format!("x{id} needs {:?} from x{}", need.fact, need.from));
+                }
+            }
+        }
+        prev = Some(packed);
+        blobs.insert(
+            id,
+            kept.iter()
+                .filter_map(|m| m.result.as_ref())
+                .map(|r| r.blob.short_id())
+                .collect(),
+        );
+        memory.push(messages[0].at.clone(), kept);
+    }
+    tallies
+}
+
+#[test]
+fn recorded_sessions_lose_almost_no_fact() {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fixtures/sessions");
+    let mut paths: Vec<_> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
+    paths.sort();
+    for path in paths
+        .iter()
+        .filter(|p| p.extension().is_some_and(|e| e == "jsonl"))
+    {
+        let tallies = replay(path);
+        println!(
+            "\n{}\n{:<15} {:>9} {:>9} {:>11} {:>4} {:>4} {:>4}",
+            path.display(),
+            "strategy",
+            "tokens",
+            "cached",
+            "effective",
+            "in",
+            "away",
+            "lost"
+        );
+        for name in ["ctxproxy", "full-history", "cline", "sliding-window"] {
+            println!("{}", tallies[name].row(name));
+        }
+        let ours = &tallies["ctxproxy"];
+        for l in &ours.lost {
+            println!("  lost: {l}");
+        }
+        // One known miss: strsim's x38 asks about let-else, which only the
+        // MSRV in x2 answers; x2's 12-token header names MSRV but not 1.56.
+        assert!(ours.lost.len() <= 1, "{}: {:?}", path.display(), ours.lost);
+    }
+}
