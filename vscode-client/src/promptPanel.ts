@@ -21,10 +21,7 @@ export class PromptPanel implements vscode.Disposable {
     const explain = await this.sidecar.explain(chosen);
     const view = promptView(explain, chosen);
     if (!this.panel) {
-      this.panel = vscode.window.createWebviewPanel("ctxproxy.prompt", "", vscode.ViewColumn.Active, {
-        enableScripts: false,
-        retainContextWhenHidden: false,
-      });
+      this.panel = vscode.window.createWebviewPanel("ctxproxy.prompt", "", vscode.ViewColumn.Active, { enableScripts: false });
       this.panel.onDidDispose(() => (this.panel = undefined));
     }
     this.panel.title = `Model saw ${view.promptId}`;
