@@ -10,7 +10,9 @@ export class VscodeChatModel implements ChatModel {
   ) {}
 
   async *send(messages: LmMessage[], tools: LmTool[]): AsyncIterable<LmTextPart | LmToolCallPart> {
-    const response = await this.model.sendRequest(messages.map(toVscodeMessage), { tools }, this.token);
+    // Some providers reject an empty tool list: leave it out when there are no tools to offer.
+    const options = tools.length > 0 ? { tools } : {};
+    const response = await this.model.sendRequest(messages.map(toVscodeMessage), options, this.token);
     for await (const part of response.stream) {
       if (part instanceof vscode.LanguageModelTextPart) {
         yield { type: "text", value: part.value };
