@@ -1,5 +1,6 @@
 """1. Lifecycle and a round trip through every method; ctx/event notifications."""
 
+import asyncio
 import re
 
 import blake3
@@ -151,3 +152,34 @@ async def test_message_item_kind(ctx):
     items = await ctx.retrieve(sid, ["x1.1", "x1.2", "x2.1"])
     assert [i["kind"] for i in items] == ["message", "message", "message"], \
         [{k: i.get(k) for k in ("id", "kind", "role")} for i in items]
+
+
+async def test_did_change_configuration(ctx):
+    from lsprotocol import types
+    sid = await ctx.open_session()
+    assert (await ctx.append(sid, [{"role": "user", "content": "y" * 500}]))["exchanges"][0]["id"] == "x1"
+    ctx.client.workspace_did_change_configuration(types.DidChangeConfigurationParams(settings={"ctx": {"maxPayloadBytes": 100}}))
+    await ctx.req("ctx/stats", {})
+    e = await ctx.err("ctx/append", {"sessionId": sid, "messages": [{"role": "user", "content": "y" * 500}]})
+    assert e.code == -32005, (e.code, e.message)
+    # A bad value is refused with a message naming the field; the old config stays.
+    ctx.client.workspace_did_change_configuration(types.DidChangeConfigurationParams(settings={"ctx": {"budget": "lots"}}))
+    await ctx.req("ctx/stats", {})
+    for _ in range(50):
+        if ctx.client.messages:
+            break
+        await asyncio.sleep(0.02)
+    assert any("budget" in m.message for m in ctx.client.messages), [m.message for m in ctx.client.messages]
+    e = await ctx.err("ctx/append", {"sessionId": sid, "messages": [{"role": "user", "content": "y" * 500}]})
+    assert e.code == -32005
+
+
+async def test_list_exchanges_paging(ctx):
+    sid = await ctx.open_session()
+    futs = [ctx.send("ctx/append", {"sessionId": sid, "messages": [{"role": "user", "content": f"m{i}"}]}) for i in range(230)]
+    await asyncio.gather(*futs)
+    assert [x["id"] for x in await ctx.list_exchanges(sid)] == [f"x{i}" for i in range(1, 201)], "default limit is 200"
+    assert [x["id"] for x in await ctx.list_exchanges(sid, **{"from": 201})] == [f"x{i}" for i in range(201, 231)]
+    assert [x["id"] for x in await ctx.list_exchanges(sid, **{"from": 100, "limit": 3})] == ["x100", "x101", "x102"]
+    assert await ctx.list_exchanges(sid, **{"from": 500}) == []
+    assert len(await ctx.list_exchanges(sid, limit=10000)) == 230
