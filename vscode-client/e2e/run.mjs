@@ -42,6 +42,7 @@ const { fixtureSessionPath, searchableWord } = require(join(clientDir, "out", "t
 const { startSidecarOnStore } = await import("./sidecarOnStore.mjs");
 
 rmSync(runDir, { recursive: true, force: true });
+rmSync(screenshotDir, { recursive: true, force: true });
 mkdirSync(screenshotDir, { recursive: true });
 const dirs = {
   userData: join(runDir, "user-data"),
