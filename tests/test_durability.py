@@ -58,3 +58,29 @@ async def test_kill9_mid_burst_loses_nothing_acknowledged(store):
     await asyncio.gather(*futures, return_exceptions=True)
     got = await _check_store(store, sid, acked, answers=True)
     print(f"acknowledged {acked}, found {got} after kill -9")
+
+
+async def test_kill9_mid_burst_with_blobs(store):
+    """Every tool output whose exchange survived a kill -9 retrieves intact (the blob
+    is never referenced before it is written)."""
+    n = 120
+    outs = [f"output {i}\n" + ("".join(f"{i}:{j} some tool output line {j * i}\n" for j in range(600))) for i in range(n)]
+    ctx = await ctxlib.start(store)
+    sid = await ctx.open_session()
+    futures = [ctx.send("ctx/append", {"sessionId": sid, "messages": ctxlib.tool_exchange(f"m{i}", outs[i], call_id=f"c{i}")})
+               for i in range(n)]
+    for f in futures[:30]:
+        await asyncio.wait_for(f, 60)
+    acked = sum(1 for f in futures if f.done() and not f.exception())
+    await ctxlib.kill9(ctx)
+    await asyncio.gather(*futures, return_exceptions=True)
+    async with ctxlib.running(store) as ctx:
+        xs = await ctx.list_exchanges(sid, limit=10000)
+        assert len(xs) >= acked and [x["id"] for x in xs] == [f"x{i}" for i in range(1, len(xs) + 1)]
+        items = await ctx.retrieve(sid, [f"x{i}.3" for i in range(1, len(xs) + 1)])
+        bad = [it["id"] for i, it in enumerate(items) if it.get("text") != outs[i] or not it.get("blobId")]
+        assert not bad, f"tool outputs damaged after kill -9: {bad[:5]}"
+        blobs = await ctx.retrieve(sid, [it["blobId"] for it in items])
+        bad = [b["id"] for i, b in enumerate(blobs) if b.get("text") != outs[i]]
+        assert not bad, f"blobs unreadable after kill -9: {bad[:5]}"
+        print(f"acknowledged {acked}, found {len(xs)} after kill -9")

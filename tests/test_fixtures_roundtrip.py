@@ -107,5 +107,11 @@ async def test_session_round_trip(ctx, path):
                             f"(want {len(want)} chars, got {len(it.get('text') or '')})")
         elif "[secret:" not in it["text"] and b["bytes"] != len(want.encode()):
             problems.append(f"blob {b['id']}: bytes {b['bytes']} != {len(want.encode())}")
+    # Every exchange's header and summary are within their caps (12 and 120 tokens).
+    xids = [f"x{i}" for i in range(1, seq + 1)]
+    for fmt, cap in (("header", 12), ("summary", 120)):
+        for it in await ctx.retrieve(sid, xids, format=fmt):
+            if "error" in it or it.get("format") != fmt or not it.get("text") or it["tokens"] > cap:
+                problems.append(f"{it['id']} {fmt}: {it.get('error') or (it.get('tokens'), it.get('text', '')[:120])}")
     print(f"{path.name}: {len(items)} messages, {len(blobs)} blobs, {masked} masked messages")
     assert not problems, f"{len(problems)} mismatches in {path.name}:\n" + "\n".join(problems[:40])

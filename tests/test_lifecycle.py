@@ -183,3 +183,34 @@ async def test_list_exchanges_paging(ctx):
     assert [x["id"] for x in await ctx.list_exchanges(sid, **{"from": 100, "limit": 3})] == ["x100", "x101", "x102"]
     assert await ctx.list_exchanges(sid, **{"from": 500}) == []
     assert len(await ctx.list_exchanges(sid, limit=10000)) == 230
+
+
+async def test_ids_are_scoped_as_the_contract_says(ctx):
+    """Prompt and exchange ids are per session; blob ids are per workspace."""
+    a = await ctx.open_session(workspace="/ws/one")
+    b = await ctx.open_session(workspace="/ws/one")
+    out = "shared output across sessions\n"
+    r = await ctx.append(a, ctxlib.tool_exchange("a", out))
+    await ctx.append(b, [{"role": "user", "content": "b"}])
+    blob = r["blobs"][0]["id"]
+    (it,) = await ctx.retrieve(b, [blob])
+    assert it.get("text") == out, f"blob {blob} of session a not retrievable from session b of the same workspace: {it}"
+    assert (await ctx.req("ctx/assemble", {"sessionId": a}))["promptId"] == "p1"
+    assert (await ctx.req("ctx/assemble", {"sessionId": b}))["promptId"] == "p1"
+    assert (await ctx.req("ctx/assemble", {"sessionId": a}))["promptId"] == "p2"
+    (x,) = await ctx.retrieve(b, ["x1.1"])
+    assert x.get("text") == "b"
+
+
+async def test_housekeeping_header_is_capped(ctx):
+    sid = await ctx.open_session()
+    await ctx.append(sid, [{"role": "user", "content": "hi"}])
+    long = " ".join(f"word{i}" for i in range(60))
+    try:
+        await ctx.req("ctx/housekeeping", {"sessionId": sid, "exchangeId": "x1", "header": long, "summary": long * 10})
+    except ctxlib.JsonRpcException as e:  # refusing an over-long header is fine too
+        assert e.code == -32602 and "header" in e.message, (e.code, e.message)
+        return
+    h = await ctx.retrieve_one(sid, "x1", format="header")
+    s = await ctx.retrieve_one(sid, "x1", format="summary")
+    assert h["tokens"] <= 12 and s["tokens"] <= 120, (h["tokens"], s["tokens"])
