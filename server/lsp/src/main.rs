@@ -4,6 +4,7 @@ mod assemble;
 mod bench;
 mod config;
 mod format;
+mod frames;
 mod inspect;
 mod protocol;
 mod replay;

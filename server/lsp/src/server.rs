@@ -158,7 +158,6 @@ pub async fn serve(store_override: Option<PathBuf>) {
     .custom_method("ctx/listExchanges", Backend::list_exchanges)
     .custom_method("ctx/stats", Backend::stats)
     .finish();
-    Server::new(tokio::io::stdin(), tokio::io::stdout(), socket)
-        .serve(service)
-        .await;
+    let (input, output) = crate::frames::guard_stdio();
+    Server::new(input, output, socket).serve(service).await;
 }

@@ -503,7 +503,13 @@ fn retrieve_one(
             let item = r.message(session, m)?;
             let wire = WireMessage::from_core(&item.message);
             let mut extra = serde_json::to_value(&wire).expect("message serialises");
-            extra.as_object_mut().expect("object").remove("content");
+            let fields = extra.as_object_mut().expect("object");
+            fields.remove("content");
+            // The item's `kind` says what the item is; a user message's own
+            // kind (query or feedback) travels as `messageKind`.
+            if let Some(k) = fields.remove("kind") {
+                fields.insert("messageKind".into(), k);
+            }
             if let Some(b) = item.blob {
                 extra["blobId"] = json!(b.short_id());
             }
