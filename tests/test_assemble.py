@@ -2,9 +2,31 @@
 
 import json
 
+import bpe_openai
 import pytest
 
 import ctxlib
+
+ENCODINGS = {name: bpe_openai.get_encoding(name) for name in ("o200k_base", "cl100k_base")}
+
+
+def _content_tokens(result, encoding):
+    """Tokens of every string value of the returned messages, system and tools: a
+    lower bound of what the model is sent, counted independently of the server."""
+    enc = ENCODINGS[encoding]
+    return sum(len(enc.encode(s)) for part in ("messages", "system", "tools")
+               for s in _values(result.get(part)))
+
+
+def _values(v):
+    if isinstance(v, str):
+        yield v
+    elif isinstance(v, dict):
+        for x in v.values():
+            yield from _values(x)
+    elif isinstance(v, list):
+        for x in v:
+            yield from _values(x)
 
 FIXTURE = ctxlib.SESSIONS / "coding-strsim.jsonl"
 SYSTEM = "You are a careful Rust coding assistant."
@@ -40,6 +62,10 @@ async def test_budget_is_never_exceeded(ctx):
                 t = a["tokens"]
                 if t["total"] > budget:
                     problems.append(f"{enc} {order} {budget}: total {t['total']} over budget")
+                mine = _content_tokens(a, enc)
+                if mine > budget or mine > t["total"]:
+                    problems.append(f"{enc} {order} {budget}: the returned text alone is {mine} tokens "
+                                    f"(server says total {t['total']})")
                 if a.get("budget") != budget:
                     problems.append(f"{enc} {order} {budget}: result budget {a.get('budget')}")
                 if not LAYERS <= set(t["layers"]):
@@ -240,6 +266,8 @@ async def test_format_shapes(ctx, order):
         assert isinstance(t.get("text"), str) and SYSTEM in t["text"] and INPUT["content"] in t["text"]
         for r in (o, an, t):
             assert r["tokens"]["total"] <= budget
+            assert _content_tokens(r, "o200k_base") <= r["tokens"]["total"], \
+                f"{r['format'] if 'format' in r else ''}: returned text counts more tokens than tokens.total"
 
 
 async def test_budget_from_initialization_options(store):
