@@ -5,7 +5,9 @@
 //! would answer the second kind with -32601.
 
 use serde_json::{json, Value};
-use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt, BufReader, DuplexStream};
+use tokio::io::{
+    AsyncBufReadExt, AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt, BufReader, DuplexStream,
+};
 use tokio::sync::mpsc;
 
 /// One frame's body, or why there is none.
@@ -38,7 +40,9 @@ async fn read_frame<R: AsyncRead + Unpin>(r: &mut BufReader<R>) -> std::io::Resu
             }
         }
     }
-    let Some(length) = length else { return Ok(Frame::BadHeader("missing or invalid Content-Length".into())) };
+    let Some(length) = length else {
+        return Ok(Frame::BadHeader("missing or invalid Content-Length".into()));
+    };
     let mut body = vec![0; length];
     r.read_exact(&mut body).await?;
     Ok(Frame::Body(body))
@@ -51,12 +55,16 @@ fn frame(body: &[u8]) -> Vec<u8> {
 }
 
 fn error_response(id: Value, code: i64, message: &str) -> Vec<u8> {
-    json!({"jsonrpc": "2.0", "id": id, "error": {"code": code, "message": message}}).to_string().into_bytes()
+    json!({"jsonrpc": "2.0", "id": id, "error": {"code": code, "message": message}})
+        .to_string()
+        .into_bytes()
 }
 
 /// Why a JSON value is not a JSON-RPC 2.0 request, notification or response.
 fn invalid_reason(v: &Value) -> Option<&'static str> {
-    let Some(o) = v.as_object() else { return Some("a JSON-RPC message must be an object") };
+    let Some(o) = v.as_object() else {
+        return Some("a JSON-RPC message must be an object");
+    };
     if o.get("jsonrpc").and_then(Value::as_str) != Some("2.0") {
         return Some("jsonrpc: expected \"2.0\"");
     }
@@ -66,27 +74,45 @@ fn invalid_reason(v: &Value) -> Option<&'static str> {
             Some(_) => Some("params: expected an object or an array"),
         },
         Some(_) => Some("method: expected a string"),
-        None if o.contains_key("id") && (o.contains_key("result") || o.contains_key("error")) => None,
+        None if o.contains_key("id") && (o.contains_key("result") || o.contains_key("error")) => {
+            None
+        }
         None => Some("method: missing"),
     }
 }
 
 /// Reads `input`, answers malformed frames on `replies`, forwards the rest.
-async fn filter<R: AsyncRead + Unpin>(input: R, mut to_server: DuplexStream, replies: mpsc::UnboundedSender<Vec<u8>>) {
+async fn filter<R: AsyncRead + Unpin>(
+    input: R,
+    mut to_server: DuplexStream,
+    replies: mpsc::UnboundedSender<Vec<u8>>,
+) {
     let mut input = BufReader::new(input);
     loop {
         let body = match read_frame(&mut input).await {
             Ok(Frame::Body(b)) => b,
             Ok(Frame::BadHeader(why)) => {
-                let _ = replies.send(error_response(Value::Null, -32700, &format!("Parse error: {why}")));
+                let _ = replies.send(error_response(
+                    Value::Null,
+                    -32700,
+                    &format!("Parse error: {why}"),
+                ));
                 continue;
             }
             Ok(Frame::End) | Err(_) => break,
         };
         let reply = match serde_json::from_slice::<Value>(&body) {
-            Err(e) => Some(error_response(Value::Null, -32700, &format!("Parse error: {e}"))),
+            Err(e) => Some(error_response(
+                Value::Null,
+                -32700,
+                &format!("Parse error: {e}"),
+            )),
             Ok(v) => invalid_reason(&v).map(|why| {
-                let id = v.get("id").cloned().filter(|i| i.is_string() || i.is_number()).unwrap_or(Value::Null);
+                let id = v
+                    .get("id")
+                    .cloned()
+                    .filter(|i| i.is_string() || i.is_number())
+                    .unwrap_or(Value::Null);
                 error_response(id, -32600, &format!("Invalid Request: {why}"))
             }),
         };
@@ -106,7 +132,11 @@ async fn filter<R: AsyncRead + Unpin>(input: R, mut to_server: DuplexStream, rep
 
 /// Copies the server's frames and the guard's replies to `out`, a whole
 /// frame at a time so they never interleave.
-async fn merge<W: AsyncWrite + Unpin>(from_server: DuplexStream, mut replies: mpsc::UnboundedReceiver<Vec<u8>>, mut out: W) {
+async fn merge<W: AsyncWrite + Unpin>(
+    from_server: DuplexStream,
+    mut replies: mpsc::UnboundedReceiver<Vec<u8>>,
+    mut out: W,
+) {
     let mut from_server = BufReader::new(from_server);
     let mut server_open = true;
     loop {
@@ -150,13 +180,28 @@ mod tests {
     #[test]
     fn tells_requests_from_junk() {
         let check = |v: Value, expect: Option<&str>| assert_eq!(invalid_reason(&v), expect, "{v}");
-        check(json!({"jsonrpc": "2.0", "id": 1, "method": "ctx/stats", "params": {}}), None);
+        check(
+            json!({"jsonrpc": "2.0", "id": 1, "method": "ctx/stats", "params": {}}),
+            None,
+        );
         check(json!({"jsonrpc": "2.0", "method": "exit"}), None);
         check(json!({"jsonrpc": "2.0", "id": 1, "result": null}), None);
-        check(json!({"jsonrpc": "2.0", "id": null, "params": {}}), Some("method: missing"));
-        check(json!({"id": 1, "method": "x"}), Some("jsonrpc: expected \"2.0\""));
+        check(
+            json!({"jsonrpc": "2.0", "id": null, "params": {}}),
+            Some("method: missing"),
+        );
+        check(
+            json!({"id": 1, "method": "x"}),
+            Some("jsonrpc: expected \"2.0\""),
+        );
         check(json!([1, 2]), Some("a JSON-RPC message must be an object"));
-        check(json!({"jsonrpc": "2.0", "id": 1, "method": 3}), Some("method: expected a string"));
-        check(json!({"jsonrpc": "2.0", "id": 1, "method": "m", "params": 3}), Some("params: expected an object or an array"));
+        check(
+            json!({"jsonrpc": "2.0", "id": 1, "method": 3}),
+            Some("method: expected a string"),
+        );
+        check(
+            json!({"jsonrpc": "2.0", "id": 1, "method": "m", "params": 3}),
+            Some("params: expected an object or an array"),
+        );
     }
 }

@@ -363,7 +363,7 @@ impl Service {
             "id": h.exchange.to_string(),
             "sessionId": h.session,
             "header": h.header,
-            "score": (h.score * 1000.0).round() / 1000.0,
+            "score": h.score,
         })).collect::<Vec<_>>()}))
     }
 
