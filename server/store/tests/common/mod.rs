@@ -1,0 +1,105 @@
+//! Helpers shared by the store's integration tests: a store on a real SQLite
+//! file in a temp dir, and recorded sessions read into core messages.
+
+use std::path::Path;
+
+use ctxproxy_core::message::{Message, Role, ToolCall, UserKind};
+use ctxproxy_store::{IngestSettings, NewSession, Store};
+use serde_json::Value;
+
+pub struct TempStore {
+    pub store: Store,
+    pub dir: tempfile::TempDir,
+}
+
+pub fn open() -> TempStore {
+    let dir = tempfile::tempdir().unwrap();
+    let store = Store::open(&dir.path().join("store.db"), IngestSettings::default()).unwrap();
+    TempStore { store, dir }
+}
+
+pub fn write<T: Send + 'static>(
+    store: &Store,
+    f: impl FnOnce(&mut ctxproxy_store::Writer) -> ctxproxy_store::Result<T> + Send + 'static,
+) -> ctxproxy_store::Result<T> {
+    store.write(f).blocking_recv().expect("writer answers")
+}
+
+pub fn session(store: &Store) -> String {
+    write(store, |w| {
+        w.open_session(NewSession {
+            title: Some("test".into()),
+            ..Default::default()
+        })
+    })
+    .unwrap()
+}
+
+pub fn msg(role: Role, content: &str) -> Message {
+    Message::new(role, content)
+}
+
+pub fn call(id: &str, name: &str, args: &str) -> Message {
+    let mut m = Message::new(Role::Assistant, "");
+    m.tool_calls.push(ToolCall {
+        id: id.into(),
+        name: name.into(),
+        arguments: args.into(),
+    });
+    m
+}
+
+pub fn result(id: &str, name: &str, content: &str) -> Message {
+    let mut m = Message::new(Role::Tool, content);
+    m.tool_call_id = Some(id.into());
+    m.name = Some(name.into());
+    m
+}
+
+/// A recorded session (fixtures/README.md): one exchange's messages per line.
+pub fn recorded(path: &Path) -> Vec<Vec<Message>> {
+    std::fs::read_to_string(path)
+        .unwrap()
+        .lines()
+        .filter(|l| !l.trim().is_empty())
+        .map(|line| {
+            let v: Value = serde_json::from_str(line).unwrap();
+            v["messages"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(message)
+                .collect()
+        })
+        .collect()
+}
+
+fn message(v: &Value) -> Message {
+    let s = |k: &str| v[k].as_str().map(str::to_string);
+    Message {
+        role: Role::parse(v["role"].as_str().unwrap()).unwrap(),
+        content: s("content").unwrap_or_default(),
+        kind: v["kind"].as_str().and_then(UserKind::parse),
+        tool_calls: v["toolCalls"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .map(|c| ToolCall {
+                id: c["id"].as_str().unwrap().into(),
+                name: c["name"].as_str().unwrap().into(),
+                arguments: match &c["arguments"] {
+                    Value::String(s) => s.clone(),
+                    other => other.to_string(),
+                },
+            })
+            .collect(),
+        tool_call_id: s("toolCallId"),
+        name: s("name"),
+        agent: s("agent"),
+        at: s("at"),
+    }
+}
+
+pub fn fixtures_dir() -> std::path::PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fixtures")
+}

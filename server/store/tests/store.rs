@@ -1,0 +1,442 @@
+//! The store on real SQLite files: grouping, dedup, blob files and their
+//! verification, forks, housekeeping, search, prompts, and reopening.
+
+mod common;
+
+use common::{call, msg, result, write};
+use ctxproxy_core::context::Housekeeping;
+use ctxproxy_core::ids::{ExchangeId, MessageId};
+use ctxproxy_core::message::Role;
+use ctxproxy_store::{AssembledPrompt, IngestSettings, NewSession, Store, StoreError};
+
+fn x(n: u32) -> ExchangeId {
+    ExchangeId(n)
+}
+
+#[test]
+fn user_messages_open_exchanges_and_later_messages_continue_them() {
+    let t = common::open();
+    let s = common::session(&t.store);
+    let s2 = s.clone();
+    let out = write(&t.store, move |w| {
+        w.append(
+            &s2,
+            vec![
+                msg(Role::User, "first"),
+                msg(Role::Assistant, "a1"),
+                msg(Role::User, "second"),
+            ],
+        )
+    })
+    .unwrap();
+    assert_eq!(out.exchanges, vec![x(1), x(2)]);
+    let s2 = s.clone();
+    let out = write(&t.store, move |w| {
+        w.append(&s2, vec![msg(Role::Assistant, "a2")])
+    })
+    .unwrap();
+    assert_eq!(
+        out.exchanges,
+        vec![x(2)],
+        "an assistant message continues the open exchange"
+    );
+    let list = t.store.read_now(|r| r.exchanges(&s, 1, 10)).unwrap();
+    assert_eq!(list.len(), 2);
+    let m = t
+        .store
+        .read_now(|r| {
+            r.message(
+                &s,
+                MessageId {
+                    exchange: x(2),
+                    index: 2,
+                },
+            )
+        })
+        .unwrap();
+    assert_eq!(m.message.content, "a2");
+}
+
+#[test]
+fn identical_bytes_are_stored_once_and_reported_as_duplicates() {
+    let t = common::open();
+    let s = common::session(&t.store);
+    let output = "line\n".repeat(50);
+    let batch = |o: String| {
+        vec![
+            msg(Role::User, "read it"),
+            call("c1", "read_file", r#"{"path":"src/a.rs"}"#),
+            result("c1", "read_file", &o),
+        ]
+    };
+    let (s1, o1) = (s.clone(), output.clone());
+    let first = write(&t.store, move |w| w.append(&s1, batch(o1))).unwrap();
+    let (s1, o1) = (s.clone(), output.clone());
+    let second = write(&t.store, move |w| w.append(&s1, batch(o1))).unwrap();
+    assert_eq!(first.blobs[0].duplicate_of, None);
+    assert_eq!(second.blobs[0].duplicate_of.as_deref(), Some("x1.3"));
+    assert_eq!(first.blobs[0].hash, second.blobs[0].hash);
+    let stats = t.store.read_now(|r| r.stats()).unwrap();
+    assert_eq!((stats.blobs, stats.duplicate_hits), (1, 1));
+    assert_eq!(stats.appended_bytes, 2 * output.len() as u64);
+    let kept = t.store.read_now(|r| r.kept_messages(&s, x(2))).unwrap();
+    assert!(
+        kept[2]
+            .result
+            .as_ref()
+            .unwrap()
+            .headline
+            .contains("unchanged since x1"),
+        "{:?}",
+        kept[2].result
+    );
+}
+
+#[test]
+fn large_blobs_live_in_files_and_corruption_is_detected() {
+    let t = common::open();
+    let s = common::session(&t.store);
+    // Incompressible enough to stay over the inline limit after zstd.
+    let big: String = (0..40_000u32)
+        .map(|i| format!("{:08x}\n", i.wrapping_mul(2_654_435_761)))
+        .collect();
+    let (s1, b1) = (s.clone(), big.clone());
+    let out = write(&t.store, move |w| {
+        w.append(
+            &s1,
+            vec![
+                msg(Role::User, "run"),
+                call("c", "run_command", r#"{"command":"od"}"#),
+                result("c", "run_command", &b1),
+            ],
+        )
+    })
+    .unwrap();
+    let hash = out.blobs[0].hash;
+    let stats = t.store.read_now(|r| r.stats()).unwrap();
+    assert_eq!(stats.blob_files, 1);
+    assert_eq!(
+        t.store.read_now(|r| r.blob(&hash.to_hex())).unwrap().text,
+        big
+    );
+    let hex = hash.to_hex();
+    let file = t.dir.path().join("blobs").join(&hex[..2]).join(&hex);
+    let mut bytes = std::fs::read(&file).unwrap();
+    let mid = bytes.len() / 2;
+    bytes[mid] ^= 0xff;
+    std::fs::write(&file, bytes).unwrap();
+    let err = t.store.read_now(|r| r.blob(&hex[..10])).unwrap_err();
+    assert!(matches!(err, StoreError::BlobCorrupt { .. }), "{err}");
+}
+
+#[test]
+fn blob_prefixes_resolve_or_fail_clearly() {
+    let t = common::open();
+    let s = common::session(&t.store);
+    let s1 = s.clone();
+    let out = write(&t.store, move |w| {
+        w.append(
+            &s1,
+            vec![
+                msg(Role::User, "q"),
+                call("c", "grep", "{}"),
+                result("c", "grep", "src/a.rs:1:fn main"),
+            ],
+        )
+    })
+    .unwrap();
+    let hex = out.blobs[0].hash.to_hex();
+    assert_eq!(
+        t.store.read_now(|r| r.blob(&hex[..8])).unwrap().text,
+        "src/a.rs:1:fn main"
+    );
+    let missing = if hex.starts_with("0000") {
+        "ffffffff"
+    } else {
+        "00000000"
+    };
+    assert!(matches!(
+        t.store.read_now(|r| r.blob(missing)),
+        Err(StoreError::UnknownId(_))
+    ));
+}
+
+#[test]
+fn a_failed_append_stores_nothing() {
+    let t = common::open();
+    let s = common::session(&t.store);
+    let err = write(&t.store, |w| {
+        w.append("s-missing", vec![msg(Role::User, "x")])
+    })
+    .unwrap_err();
+    assert!(matches!(err, StoreError::UnknownSession(_)));
+    let stats = t.store.read_now(|r| r.stats()).unwrap();
+    assert_eq!(stats.exchanges, 0);
+    let _ = s;
+}
+
+#[test]
+fn forks_share_history_up_to_the_fork_point_then_diverge() {
+    let t = common::open();
+    let parent = common::session(&t.store);
+    let p1 = parent.clone();
+    write(&t.store, move |w| {
+        w.append(
+            &p1,
+            vec![
+                msg(Role::User, "one"),
+                msg(Role::User, "two"),
+                msg(Role::User, "three"),
+            ],
+        )
+    })
+    .unwrap();
+    let p1 = parent.clone();
+    let child = write(&t.store, move |w| {
+        w.open_session(NewSession {
+            parent: Some((p1, Some(2))),
+            ..Default::default()
+        })
+    })
+    .unwrap();
+    let c1 = child.clone();
+    write(&t.store, move |w| {
+        w.append(&c1, vec![msg(Role::User, "child three")])
+    })
+    .unwrap();
+    let text = |s: &str, n| {
+        t.store
+            .read_now(|r| {
+                r.message(
+                    s,
+                    MessageId {
+                        exchange: x(n),
+                        index: 1,
+                    },
+                )
+            })
+            .unwrap()
+            .message
+            .content
+    };
+    assert_eq!(text(&child, 1), "one");
+    assert_eq!(text(&child, 2), "two");
+    assert_eq!(text(&child, 3), "child three");
+    assert_eq!(text(&parent, 3), "three");
+    let listing = t.store.read_now(|r| r.session(&child)).unwrap();
+    assert_eq!(listing.parent, Some((parent.clone(), 2)));
+    let hits = t
+        .store
+        .read_now(|r| r.search(Some(&child), None, "two", 5))
+        .unwrap();
+    assert_eq!(
+        hits.iter().map(|h| h.exchange).collect::<Vec<_>>(),
+        vec![x(2)]
+    );
+    let p1 = parent.clone();
+    let err = write(&t.store, move |w| {
+        w.open_session(NewSession {
+            parent: Some((p1, Some(9))),
+            ..Default::default()
+        })
+    })
+    .unwrap_err();
+    assert!(matches!(err, StoreError::Invalid(_)), "{err}");
+}
+
+#[test]
+fn housekeeping_replaces_header_and_summary_and_survives_growth() {
+    let t = common::open();
+    let s = common::session(&t.store);
+    let s1 = s.clone();
+    write(&t.store, move |w| {
+        w.append(
+            &s1,
+            vec![
+                msg(Role::User, "fix the parser"),
+                msg(Role::Assistant, "done"),
+            ],
+        )
+    })
+    .unwrap();
+    let s1 = s.clone();
+    write(&t.store, move |w| {
+        w.housekeeping(
+            &s1,
+            Housekeeping {
+                exchange: x(1),
+                header: Some("parser fixed in src/parse.rs".into()),
+                summary: Some("Fixed the off-by-one in parse_line.".into()),
+                key_decisions: vec!["keep the old API".into()],
+                code_changes: vec![],
+                open_questions: vec![],
+                current_context: Some("Working on the parser.".into()),
+            },
+        )
+    })
+    .unwrap();
+    let s1 = s.clone();
+    write(&t.store, move |w| {
+        w.append(&s1, vec![msg(Role::Assistant, "one more thing")])
+    })
+    .unwrap();
+    let e = t.store.read_now(|r| r.exchange(&s, x(1))).unwrap();
+    assert_eq!(e.header, "parser fixed in src/parse.rs");
+    assert_eq!(e.summary_source, "model");
+    assert!(e.summary.contains("keep the old API"), "{}", e.summary);
+    let hits = t
+        .store
+        .read_now(|r| r.search(Some(&s), None, "parser", 5))
+        .unwrap();
+    assert_eq!(hits.len(), 1);
+    let s1 = s.clone();
+    let err = write(&t.store, move |w| {
+        w.housekeeping(
+            &s1,
+            Housekeeping {
+                exchange: x(7),
+                header: None,
+                summary: None,
+                key_decisions: vec![],
+                code_changes: vec![],
+                open_questions: vec![],
+                current_context: None,
+            },
+        )
+    })
+    .unwrap_err();
+    assert!(matches!(err, StoreError::UnknownId(_)));
+}
+
+#[test]
+fn prompts_are_numbered_and_recorded_and_refusals_record_nothing() {
+    let t = common::open();
+    let s = common::session(&t.store);
+    let s1 = s.clone();
+    write(&t.store, move |w| {
+        w.append(&s1, vec![msg(Role::User, "hello")])
+    })
+    .unwrap();
+    for expected in ["p1", "p2"] {
+        let s1 = s.clone();
+        let id = write(&t.store, move |w| {
+            w.assemble(&s1, Default::default(), 14, |id, view| {
+                assert_eq!(view.exchange_count, 1);
+                Ok::<_, ()>(AssembledPrompt {
+                    value: id,
+                    total_tokens: 10,
+                    record: format!("{{\"id\":\"{id}\"}}"),
+                })
+            })
+        })
+        .unwrap()
+        .unwrap();
+        assert_eq!(id.to_string(), expected);
+    }
+    let s1 = s.clone();
+    let refused = write(&t.store, move |w| {
+        w.assemble(&s1, Default::default(), 14, |_, _| {
+            Err::<AssembledPrompt<()>, _>("too small")
+        })
+    })
+    .unwrap();
+    assert_eq!(refused, Err("too small"));
+    let prompts = t.store.read_now(|r| r.prompts(&s)).unwrap();
+    assert_eq!(
+        prompts
+            .iter()
+            .map(|p| p.record.as_str())
+            .collect::<Vec<_>>(),
+        ["{\"id\":\"p1\"}", "{\"id\":\"p2\"}"]
+    );
+}
+
+#[test]
+fn everything_survives_reopening() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("nested").join("store.db");
+    let s = {
+        let store = Store::open(&path, IngestSettings::default()).unwrap();
+        let s = common::session(&store);
+        let s1 = s.clone();
+        write(&store, move |w| {
+            w.append(
+                &s1,
+                vec![
+                    msg(Role::User, "kept"),
+                    call("c", "ls", "{}"),
+                    result("c", "ls", "a\nb\n"),
+                ],
+            )
+        })
+        .unwrap();
+        s
+    };
+    let store = Store::open(&path, IngestSettings::default()).unwrap();
+    let m = store
+        .read_now(|r| {
+            r.message(
+                &s,
+                MessageId {
+                    exchange: x(1),
+                    index: 3,
+                },
+            )
+        })
+        .unwrap();
+    assert_eq!(m.message.content, "a\nb\n");
+    assert_eq!(store.read_now(|r| r.sessions(None)).unwrap().len(), 1);
+}
+
+#[test]
+fn secrets_are_masked_before_storage_unless_turned_off() {
+    let key = "AKIAIOSFODNN7EXAMPLE";
+    for redact in [true, false] {
+        let dir = tempfile::tempdir().unwrap();
+        let settings = IngestSettings {
+            redact_secrets: redact,
+            ..IngestSettings::default()
+        };
+        let store = Store::open(&dir.path().join("s.db"), settings).unwrap();
+        let s = common::session(&store);
+        let s1 = s.clone();
+        let text = format!("export AWS_ACCESS_KEY_ID={key}\n");
+        write(&store, move |w| {
+            w.append(
+                &s1,
+                vec![
+                    msg(Role::User, "env"),
+                    call("c", "run_command", "{}"),
+                    result("c", "run_command", &text),
+                ],
+            )
+        })
+        .unwrap();
+        let m = store
+            .read_now(|r| {
+                r.message(
+                    &s,
+                    MessageId {
+                        exchange: x(1),
+                        index: 3,
+                    },
+                )
+            })
+            .unwrap();
+        assert_eq!(
+            m.message.content.contains(key),
+            !redact,
+            "redact={redact}: {}",
+            m.message.content
+        );
+        let db = std::fs::read(dir.path().join("s.db")).unwrap();
+        let wal = std::fs::read(dir.path().join("s.db-wal")).unwrap_or_default();
+        let raw_hit = |b: &[u8]| b.windows(key.len()).any(|w| w == key.as_bytes());
+        if redact {
+            assert!(
+                !raw_hit(&db) && !raw_hit(&wal),
+                "the key reached the database file"
+            );
+        }
+    }
+}
