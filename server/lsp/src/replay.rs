@@ -37,6 +37,11 @@ pub struct Args {
     /// Print the turns and summary as JSON instead of tables.
     #[arg(long)]
     json: bool,
+    /// Any other setting, as the JSON editors send in initializationOptions,
+    /// e.g. '{"layers": {"recentFull": 3, "maxHeaders": 100}, "digest": {"inlineMaxTokens": 300}}'.
+    /// Applied before --budget, --encoding and --order.
+    #[arg(long, value_name = "JSON")]
+    config: Option<String>,
 }
 
 /// One line of a recorded session.
@@ -94,6 +99,12 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
         .clone()
         .unwrap_or_else(|| temp.path().join("store.db"));
     let mut config = ctxproxy_core::config::Config::default();
+    if let Some(text) = &args.config {
+        let value: Value = serde_json::from_str(text).context("--config is not JSON")?;
+        config = crate::config::apply(&config, value)
+            .map_err(|e| anyhow::anyhow!("--config: {e}"))?
+            .0;
+    }
     if let Some(b) = args.budget {
         config.budget = b;
     }
