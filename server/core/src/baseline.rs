@@ -389,6 +389,7 @@ impl MemorySession {
     pub fn view(&self) -> SessionView {
         let newest = |n: u32, len: usize| len.saturating_sub(n as usize);
         let window = newest(packer::window_len(&self.caps), self.exchanges.len());
+        let horizon = packer::references_horizon(self.len(), &self.exchanges[window..], &self.caps);
         SessionView {
             session_id: "memory".to_string(),
             exchange_count: self.len(),
@@ -398,7 +399,7 @@ impl MemorySession {
                 .references
                 .iter()
                 .rev()
-                .filter(|r| r.exchange <= packer::references_horizon(self.len(), &self.caps))
+                .filter(|r| r.exchange <= horizon)
                 .take(self.caps.max_references as usize)
                 .cloned()
                 .collect(),

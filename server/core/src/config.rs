@@ -9,6 +9,9 @@ pub struct LayerCaps {
     pub current_context_max: u32,
     /// L1: how many of the newest exchanges are offered in full.
     pub recent_full: u32,
+    /// L1: the recent exchanges grow up to this many tokens (in full)
+    /// before they are compacted into headers and summaries at once.
+    pub tail_tokens: u32,
     /// L3: how many exchanges after the recent ones are offered as summaries.
     pub summaries: u32,
     /// Cap of one exchange summary, in tokens.
@@ -26,6 +29,7 @@ impl Default for LayerCaps {
         LayerCaps {
             current_context_max: 300,
             recent_full: 5,
+            tail_tokens: 2_500,
             summaries: 5,
             summary_max: 120,
             header_max: 12,

@@ -8,10 +8,13 @@
 //! - recent (L1): exchanges after `B`, in full when they fit, demoted
 //!   full → digests → summary → header otherwise, newest first.
 //!
-//! `B` moves in steps of `recent_full`, and the first listed header in steps
-//! of a quarter of `max_headers`, so the stable part of the prompt (system,
-//! headers, summaries, references) changes once every few turns and a
-//! provider's prompt cache keeps hitting in between.
+//! `B` stays where it is while new exchanges append to the recent tail, so
+//! the prompt only grows at its end, as full history does, and a provider's
+//! prompt cache keeps hitting. When the tail passes `tail_tokens` (or a new
+//! block of `6 × recent_full` exchanges starts, which keeps `B` a function
+//! of the newest exchanges alone) the tail is compacted at once: `B` jumps
+//! to keep only the newest exchanges. The first listed header moves in
+//! steps of a quarter of `max_headers`.
 
 use std::collections::{HashMap, HashSet};
 
@@ -31,15 +34,30 @@ const REFERENCES_TITLE: &str =
 
 /// The store loads `SessionView::references` from exchanges up to this
 /// one: newer exchanges are recent, and show their blob ids themselves.
-pub fn references_horizon(exchange_count: u32, caps: &LayerCaps) -> ExchangeId {
-    ExchangeId(Regions::of(exchange_count, caps).boundary)
+/// `window` is the exchanges the store loaded for the view (oldest first).
+pub fn references_horizon(
+    exchange_count: u32,
+    window: &[ExchangeView],
+    caps: &LayerCaps,
+) -> ExchangeId {
+    ExchangeId(Regions::of(exchange_count, window, caps).boundary)
+}
+
+/// Exchanges per block: the tail is compacted at least once a block, at
+/// the block's first exchange, so the boundary is a function of the
+/// newest exchanges alone (no history before the block is needed).
+fn block_len(caps: &LayerCaps) -> u32 {
+    (6 * caps.recent_full).max(1)
 }
 
 /// How many of the newest exchanges the store loads with their messages
-/// into `SessionView::window`: the recent region (up to `2R - 1`) and the
-/// summaries before it.
+/// into `SessionView::window`: a block, the exchanges kept in full at its
+/// start, and the summaries before them.
 pub fn window_len(caps: &LayerCaps) -> u32 {
-    (2 * caps.recent_full).saturating_sub(1) + caps.summaries
+    match caps.recent_full {
+        0 => caps.summaries,
+        r => block_len(caps) + r + caps.summaries,
+    }
 }
 
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -194,12 +212,57 @@ struct Regions {
 }
 
 impl Regions {
-    fn of(count: u32, caps: &LayerCaps) -> Regions {
+    /// The boundary moves only when the recent tail grows past
+    /// `caps.tail_tokens` (or at the first exchange of a block): then it
+    /// jumps so that only the newest exchanges (at most `recent_full`, at
+    /// most a quarter of `tail_tokens` unless one is larger) stay recent.
+    /// In between, new exchanges append to the tail and everything before
+    /// them is the same prompt text, turn after turn.
+    fn of(count: u32, window: &[ExchangeView], caps: &LayerCaps) -> Regions {
         let r = caps.recent_full;
         let boundary = match r {
             0 => count,
-            _ if count <= r => 0,
-            _ => (count - r) / r * r,
+            _ => {
+                let full = |id: u32| -> u32 {
+                    window
+                        .iter()
+                        .find(|e| e.id.0 == id)
+                        .map_or(0, |e| e.tokens.full)
+                };
+                let oldest_loaded = window.first().map_or(count + 1, |e| e.id.0);
+                // Compaction at `n`: keep `n` and the newest before it.
+                let compact = |n: u32| -> u32 {
+                    let mut b = n - 1;
+                    let mut kept = full(n);
+                    while b >= 1
+                        && b >= oldest_loaded
+                        && n - b < r
+                        && kept + full(b) <= caps.tail_tokens / 4
+                    {
+                        kept += full(b);
+                        b -= 1;
+                    }
+                    b
+                };
+                let block = block_len(caps);
+                let start = match count {
+                    0 => 0,
+                    c => (c - 1) / block * block + 1,
+                };
+                let mut b = 0;
+                if start >= 1 {
+                    b = compact(start);
+                    let mut tail: u32 = (b + 1..=start).map(full).sum();
+                    for n in start + 1..=count {
+                        tail += full(n);
+                        if tail > caps.tail_tokens {
+                            b = compact(n);
+                            tail = (b + 1..=n).map(full).sum();
+                        }
+                    }
+                }
+                b
+            }
         };
         let summaries_from = boundary.saturating_sub(caps.summaries);
         let step = (caps.max_headers / 4).max(1);
@@ -313,7 +376,7 @@ pub fn pack(
     caps: &LayerCaps,
 ) -> Result<PackedPrompt, PackError> {
     let enc = req.encoding;
-    let regions = Regions::of(view.exchange_count, caps);
+    let regions = Regions::of(view.exchange_count, &view.window, caps);
     let headers: HashMap<ExchangeId, &HeaderItem> =
         view.headers.iter().map(|h| (h.id, h)).collect();
     let mut summarised: Vec<Placed> = Vec::new();
@@ -918,44 +981,46 @@ currentContext: currentContext
 recent: x1:full x2:full x3:full
 "#,
         );
+        // The tail grows past `tail_tokens` and is compacted at once,
+        // keeping the newest exchanges up to a quarter of it.
         check(
             12,
             100_000,
             r#"
 system: system
 currentContext: currentContext
-recent: x6:full x7:full x8:full x9:full x10:full x11:full x12:full
-summaries: x1:summary x2:summary x3:summary x4:summary x5:summary
-references: b3:04dc6ae58712:reference b3:6fca0f71386e:reference b3:8c85911aac4f:reference
+recent: x8:full x9:full x10:full x11:full x12:full
+headers: x1:header x2:header
+summaries: x3:summary x4:summary x5:summary x6:summary x7:summary
+references: b3:a7e0bdab8c0a:reference b3:0eba6f32ae45:reference b3:f1e01da88a6d:reference
 "#,
         );
         check(
             23,
-            2_500,
+            1_000,
             r#"
 system: system
 currentContext: currentContext
-recent: x16:header x17:header x18:digests x19:full x20:full x21:full x22:full x23:full
-headers: x9:header x10:header
-summaries: x11:header x12:header x13:header x14:header x15:header
-references: b3:d39efd00078c:reference
-trimmed x18 full→digests
-trimmed x17 full→header
-trimmed x16 full→header
-trimmed x15 summary→header
-trimmed x14 summary→header
-trimmed x13 summary→header
-trimmed x12 summary→header
-trimmed x11 summary→header
-trimmed b3:8d6e043ced7e reference→dropped
-trimmed b3:004d6f1807b6 reference→dropped
+recent: x22:digests x23:digests
+headers: x9:header x10:header x11:header x12:header x13:header x14:header x15:header x16:header
+summaries: x17:header x18:header x19:header x20:header x21:header
+references: b3:d770a6c09464:reference
+trimmed x23 full→digests
+trimmed x22 full→digests
+trimmed x21 summary→header
+trimmed x20 summary→header
+trimmed x19 summary→header
+trimmed x18 summary→header
+trimmed x17 summary→header
+trimmed b3:2040f62534d8 reference→dropped
+trimmed b3:c35376bbe6f9 reference→dropped
 "#,
         );
         check(
             23,
             500,
             r#"
-budget of 500 tokens is smaller than the 747 the system prompt, input, current context and headers need
+budget of 500 tokens is smaller than the 723 the system prompt, input, current context and headers need
 "#,
         );
     }
@@ -1056,7 +1121,7 @@ budget of 500 tokens is smaller than the 747 the system prompt, input, current c
     }
 
     #[test]
-    fn the_prefix_changes_only_when_the_batch_moves() {
+    fn the_prefix_changes_only_when_the_tail_is_compacted() {
         let caps = LayerCaps::default();
         let spec = Spec {
             ask: 8,
@@ -1079,15 +1144,12 @@ budget of 500 tokens is smaller than the 747 the system prompt, input, current c
             }
             prev = Some(p);
         }
-        // Between batch moves (every 5 exchanges from x10 on) everything but
-        // the current context and the input is reused; a move demotes five
-        // exchanges from full to summary and the old prefix ends there.
-        let between: Vec<u32> = (2..=30u32)
-            .zip(&reused)
-            .filter(|(i, _)| i % 5 != 0 && *i > 5)
-            .map(|(_, r)| *r)
-            .collect();
-        assert!(between.iter().all(|&r| r >= 70), "{reused:?}");
+        // Between compactions the prompt only grows at its end: everything
+        // but the current context and the input is reused. A compaction
+        // (the tail past `tail_tokens`, or a new block) moves the boundary
+        // and the old prefix ends at the summaries.
+        let moves = reused.iter().filter(|&&r| r < 70).count();
+        assert!(moves * 4 <= reused.len(), "{reused:?}");
         let mean = reused.iter().sum::<u32>() / reused.len() as u32;
         assert!(mean >= 65, "{reused:?}");
     }

@@ -8,7 +8,7 @@ use ctxproxy_core::digest::OutputKind;
 use ctxproxy_core::exchange::{Counted, KeptMessage, Level, Outcome, ToolResult};
 use ctxproxy_core::ids::{BlobHash, ExchangeId, MessageId, PromptId};
 use ctxproxy_core::message::{Message, Role, ToolCall, UserKind};
-use ctxproxy_core::render;
+use ctxproxy_core::{packer, render};
 use ctxproxy_core::summary::Trio;
 use ctxproxy_core::tokens::Encoding;
 use ctxproxy_core::view::{BlobRef, ExchangeView, HeaderItem, LevelTokens, SessionView};
@@ -565,11 +565,14 @@ pub(crate) fn session_view(
 
     let mut stmt = conn.prepare_cached(&format!(
         "SELECT blob_hash, seq, ref_line, {} FROM messages
-         WHERE session_id = ?1 AND blob_hash IS NOT NULL ORDER BY seq DESC, idx DESC LIMIT ?2",
+         WHERE session_id = ?1 AND blob_hash IS NOT NULL AND seq <= ?3
+         ORDER BY seq DESC, idx DESC LIMIT ?2",
         col("ref")
     ))?;
+    // Newer exchanges are recent and show their blob ids themselves.
+    let horizon = packer::references_horizon(count, &window_views, caps).0;
     let mut references: Vec<BlobRef> = Vec::new();
-    let candidates = stmt.query_map(params![session, caps.max_references * 4], |r| {
+    let candidates = stmt.query_map(params![session, caps.max_references * 4, horizon], |r| {
         let h: Vec<u8> = r.get(0)?;
         Ok(BlobRef {
             blob: BlobHash(h.try_into().unwrap_or([0; 32])),
