@@ -86,6 +86,14 @@ fn pieces(text: &str) -> impl Iterator<Item = &str> {
     })
 }
 
+/// Loads both tokenizers' tables (a few hundred ms) so the first count
+/// does not pay for it; servers call this on a background thread at start.
+pub fn warm_up() {
+    for e in Encoding::ALL {
+        e.bpe();
+    }
+}
+
 /// The number of tokens of `text` in `encoding` (special tokens as ordinary text).
 pub fn count(encoding: Encoding, text: &str) -> u32 {
     let bpe = encoding.bpe();

@@ -58,6 +58,9 @@ fn peak_rss_kib() -> Option<u64> {
 }
 
 pub async fn run(args: Args) -> anyhow::Result<()> {
+    // Steady state: the tokenizer tables load once per process, as `serve`
+    // does in the background at start (start-up is measured separately).
+    ctxproxy_core::tokens::warm_up();
     println!(
         "{:>9} {:>12} {:>11} {:>11} {:>11} {:>12}",
         "exchanges", "ingest x/s", "assemble p50", "p99", "max", "prompt tok"

@@ -88,6 +88,7 @@ fn main() -> anyhow::Result<()> {
         .build()?;
     match cli.command {
         Command::Serve { stdio: _, store } => {
+            std::thread::spawn(ctxproxy_core::tokens::warm_up);
             runtime.block_on(server::serve(store));
             Ok(())
         }

@@ -32,6 +32,8 @@ pub use classify::{classify, read_path};
 pub use fixture::fixture_call;
 pub use table::ratio_table;
 
+use std::borrow::Cow;
+
 use crate::config::DigestLimits;
 use crate::ids::ExchangeId;
 use crate::tokens::Encoding;
@@ -187,7 +189,11 @@ pub fn digest(
         OutputKind::Json => json::digest(&label, text, &mut draft),
         OutputKind::Generic => log::digest(&label, text, &mut draft),
     }
-    if kind != OutputKind::FileRead && !text.trim().is_empty() {
+    // The whole output can replace the digest only when it fits the cap;
+    // untouched by cleaning, its size is already known (`facts.tokens`), so
+    // a large output is not counted a second time.
+    let may_fit = matches!(content, Cow::Owned(_)) || facts.tokens <= limits.inline_max_tokens + 4;
+    if kind != OutputKind::FileRead && !text.trim().is_empty() && may_fit {
         draft.prefer_whole(text);
     }
     let (headline, text) = draft.finish();
