@@ -122,12 +122,22 @@ mod tests {
 
     #[test]
     fn user_messages_open_exchanges() {
-        let batch = [Role::Assistant, Role::Tool, Role::User, Role::Assistant, Role::User, Role::Tool]
-            .into_iter()
-            .map(|r| Message::new(r, "."))
-            .collect();
+        let batch = [
+            Role::Assistant,
+            Role::Tool,
+            Role::User,
+            Role::Assistant,
+            Role::User,
+            Role::Tool,
+        ]
+        .into_iter()
+        .map(|r| Message::new(r, "."))
+        .collect();
         let (cont, opened) = group(batch);
         assert_eq!(roles(&cont), "at");
-        assert_eq!(opened.iter().map(|o| roles(o)).collect::<Vec<_>>(), ["ua", "ut"]);
+        assert_eq!(
+            opened.iter().map(|o| roles(o)).collect::<Vec<_>>(),
+            ["ua", "ut"]
+        );
     }
 }

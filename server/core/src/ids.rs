@@ -107,7 +107,11 @@ impl ItemId {
             let hex = hex.to_ascii_lowercase();
             let ok = (BLOB_PREFIX_MIN_HEX..=64).contains(&hex.len())
                 && hex.bytes().all(|b| b.is_ascii_hexdigit());
-            return if ok { Ok(ItemId::Blob(hex)) } else { Err(malformed()) };
+            return if ok {
+                Ok(ItemId::Blob(hex))
+            } else {
+                Err(malformed())
+            };
         }
         let number = |t: &str| -> Result<u32, IdError> {
             if t.is_empty() || !t.bytes().all(|b| b.is_ascii_digit()) {
@@ -161,7 +165,10 @@ mod tests {
     #[test]
     fn parses_every_id_form() {
         check("x12", "Exchange(ExchangeId(12))");
-        check("x12.3", "Message(MessageId { exchange: ExchangeId(12), index: 3 })");
+        check(
+            "x12.3",
+            "Message(MessageId { exchange: ExchangeId(12), index: 3 })",
+        );
         check("p4", "Prompt(PromptId(4))");
         check("b3:1A2b3c4d", "Blob(\"1a2b3c4d\")");
         check(" x1 ", "Exchange(ExchangeId(1))");

@@ -52,12 +52,23 @@ pub fn grep(text: &str, pattern: &str) -> Result<String, SliceError> {
 
 /// `text` cut to at most `max_tokens`, with a note of what was cut.
 pub fn cap(text: String, max_tokens: Option<u32>, encoding: Encoding) -> Slice {
-    let Some(max) = max_tokens else { return Slice { text, truncated: false } };
+    let Some(max) = max_tokens else {
+        return Slice {
+            text,
+            truncated: false,
+        };
+    };
     if tokens::count(encoding, &text) <= max {
-        return Slice { text, truncated: false };
+        return Slice {
+            text,
+            truncated: false,
+        };
     }
     let kept = tokens::truncate(encoding, &text, max);
-    Slice { text: kept.to_string(), truncated: true }
+    Slice {
+        text: kept.to_string(),
+        truncated: true,
+    }
 }
 
 #[cfg(test)]
@@ -84,7 +95,11 @@ mod tests {
 
     #[test]
     fn cap_marks_truncation() {
-        let s = cap("one two three four five".into(), Some(2), Encoding::O200kBase);
+        let s = cap(
+            "one two three four five".into(),
+            Some(2),
+            Encoding::O200kBase,
+        );
         assert!(s.truncated);
         assert_eq!(s.text, "one two");
         assert!(!cap("one".into(), Some(5), Encoding::O200kBase).truncated);
