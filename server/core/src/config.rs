@@ -47,7 +47,9 @@ pub struct DigestLimits {
 
 impl Default for DigestLimits {
     fn default() -> Self {
-        DigestLimits { inline_max_tokens: 400 }
+        DigestLimits {
+            inline_max_tokens: 400,
+        }
     }
 }
 

@@ -1001,17 +1001,16 @@ references: b3:a7e0bdab8c0a:reference b3:0eba6f32ae45:reference b3:f1e01da88a6d:
             r#"
 system: system
 currentContext: currentContext
-recent: x22:digests x23:digests
+recent: x22:header x23:full
 headers: x9:header x10:header x11:header x12:header x13:header x14:header x15:header x16:header
 summaries: x17:header x18:header x19:header x20:header x21:header
-references: b3:d770a6c09464:reference
-trimmed x23 full→digests
-trimmed x22 full→digests
+trimmed x22 full→header
 trimmed x21 summary→header
 trimmed x20 summary→header
 trimmed x19 summary→header
 trimmed x18 summary→header
 trimmed x17 summary→header
+trimmed b3:d770a6c09464 reference→dropped
 trimmed b3:2040f62534d8 reference→dropped
 trimmed b3:c35376bbe6f9 reference→dropped
 "#,
@@ -1020,7 +1019,7 @@ trimmed b3:c35376bbe6f9 reference→dropped
             23,
             500,
             r#"
-budget of 500 tokens is smaller than the 723 the system prompt, input, current context and headers need
+budget of 500 tokens is smaller than the 663 the system prompt, input, current context and headers need
 "#,
         );
     }

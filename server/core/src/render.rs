@@ -133,47 +133,27 @@ pub fn exchange_tokens(messages: &[KeptMessage], encoding: Encoding) -> LevelTok
     }
 }
 
-/// The L2 line of an exchange: `x12 10:02 fix E0308 in src/a.rs — completed`.
-pub fn header_line(id: ExchangeId, at: Option<&str>, header: &str) -> String {
-    match at.and_then(clock) {
-        Some(time) => format!("{id} {time} {}\n", one_line(header)),
-        None => format!("{id} {}\n", one_line(header)),
-    }
+/// The L2 line of an exchange: `x12 fix E0308 in src/a.rs`. No clock time:
+/// it costs tokens on every line and rarely points at anything.
+/// The outcome is shown only when it is an error: " — completed" on every
+/// line costs tokens and says nothing.
+pub fn header_line(id: ExchangeId, _at: Option<&str>, header: &str) -> String {
+    let header = one_line(header);
+    let header = header
+        .strip_suffix(" — completed")
+        .or_else(|| header.strip_suffix(" — ongoing"))
+        .unwrap_or(&header);
+    format!("{id} {header}\n")
 }
 
-/// The L4 line of a stored tool output: `b3:… src/a.rs, file, 2.1 kB, from x4`.
+/// The L4 line of a stored tool output: `b3:… x4 src/a.rs`, or its
+/// headline when it has no path. Size and kind are in the blob itself.
 pub fn reference_line(result: &ToolResult, exchange: ExchangeId) -> String {
     let what = match &result.path {
         Some(path) => path.clone(),
-        None => clip_chars(&one_line(&result.headline), 80),
+        None => clip_chars(&one_line(&result.headline), 60),
     };
-    format!(
-        "{} {what}, {}, {}, {} tok, from {exchange}\n",
-        result.blob.short_id(),
-        result.kind.as_str(),
-        human_bytes(result.bytes),
-        result.tokens
-    )
-}
-
-/// `HH:MM` of an RFC 3339 time, the form headers show.
-fn clock(at: &str) -> Option<&str> {
-    let time = at.split_once('T')?.1;
-    let hhmm = time.get(..5)?;
-    let b = hhmm.as_bytes();
-    (b[2] == b':'
-        && b.iter()
-            .enumerate()
-            .all(|(i, c)| i == 2 || c.is_ascii_digit()))
-    .then_some(hhmm)
-}
-
-fn human_bytes(bytes: u64) -> String {
-    match bytes {
-        b if b < 1_000 => format!("{b} B"),
-        b if b < 1_000_000 => format!("{:.1} kB", b as f64 / 1e3),
-        b => format!("{:.1} MB", b as f64 / 1e6),
-    }
+    format!("{} {exchange} {what}\n", result.blob.short_id())
 }
 
 /// `text` on one line, whitespace runs collapsed.
@@ -345,18 +325,22 @@ mod tests {
             Some("2026-11-21T10:02:33Z"),
             "fix E0308\n in a.rs — completed",
         );
-        assert_eq!(line, "x12 10:02 fix E0308 in a.rs — completed\n");
+        assert_eq!(line, "x12 fix E0308 in a.rs\n");
+        assert_eq!(
+            header_line(ExchangeId(6), None, "cargo test E0425 — error"),
+            "x6 cargo test E0425 — error\n"
+        );
         assert_eq!(
             header_line(ExchangeId(3), Some("yesterday"), "ask"),
             "x3 ask\n"
         );
         assert_eq!(
             reference_line(&result(Some("src/a.rs")), ExchangeId(4)),
-            "b3:d4d4d19bd64b src/a.rs, file, 2.0 kB, 600 tok, from x4\n"
+            "b3:d4d4d19bd64b x4 src/a.rs\n"
         );
         assert_eq!(
             reference_line(&result(None), ExchangeId(4)),
-            "b3:d4d4d19bd64b src/a.rs: 80 lines, output, 2.0 kB, 600 tok, from x4\n"
+            "b3:d4d4d19bd64b x4 src/a.rs: 80 lines\n"
         );
     }
 

@@ -8,10 +8,10 @@ use ctxproxy_core::digest::OutputKind;
 use ctxproxy_core::exchange::{Counted, KeptMessage, Level, Outcome, ToolResult};
 use ctxproxy_core::ids::{BlobHash, ExchangeId, MessageId, PromptId};
 use ctxproxy_core::message::{Message, Role, ToolCall, UserKind};
-use ctxproxy_core::{packer, render};
 use ctxproxy_core::summary::Trio;
 use ctxproxy_core::tokens::Encoding;
 use ctxproxy_core::view::{BlobRef, ExchangeView, HeaderItem, LevelTokens, SessionView};
+use ctxproxy_core::{packer, render};
 use rusqlite::{params, Connection, OptionalExtension, Row};
 
 use crate::blobs;
