@@ -27,7 +27,7 @@ pub struct LayerCaps {
 impl Default for LayerCaps {
     fn default() -> Self {
         LayerCaps {
-            current_context_max: 300,
+            current_context_max: 150,
             recent_full: 5,
             tail_tokens: 2_500,
             summaries: 5,

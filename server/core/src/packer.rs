@@ -1019,7 +1019,7 @@ trimmed b3:c35376bbe6f9 reference→dropped
             23,
             500,
             r#"
-budget of 500 tokens is smaller than the 663 the system prompt, input, current context and headers need
+budget of 500 tokens is smaller than the 646 the system prompt, input, current context and headers need
 "#,
         );
     }
