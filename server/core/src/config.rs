@@ -30,7 +30,7 @@ impl Default for LayerCaps {
             current_context_max: 150,
             recent_full: 5,
             tail_tokens: 2_500,
-            summaries: 5,
+            summaries: 3,
             summary_max: 120,
             header_max: 12,
             max_headers: 200,

@@ -33,14 +33,15 @@ const REFERENCES_TITLE: &str =
     "## Stored tool outputs (context_retrieve a b3: id for lines or grep)\n";
 
 /// The store loads `SessionView::references` from exchanges up to this
-/// one: newer exchanges are recent, and show their blob ids themselves.
+/// one: newer exchanges are summarised or recent, and show their blob ids
+/// themselves (a summary's `Refs:`, a digest's id).
 /// `window` is the exchanges the store loaded for the view (oldest first).
 pub fn references_horizon(
     exchange_count: u32,
     window: &[ExchangeView],
     caps: &LayerCaps,
 ) -> ExchangeId {
-    ExchangeId(Regions::of(exchange_count, window, caps).boundary)
+    ExchangeId(Regions::of(exchange_count, window, caps).summaries_from)
 }
 
 /// Exchanges per block: the tail is compacted at least once a block, at
@@ -990,9 +991,9 @@ recent: x1:full x2:full x3:full
 system: system
 currentContext: currentContext
 recent: x8:full x9:full x10:full x11:full x12:full
-headers: x1:header x2:header
-summaries: x3:summary x4:summary x5:summary x6:summary x7:summary
-references: b3:a7e0bdab8c0a:reference b3:0eba6f32ae45:reference b3:f1e01da88a6d:reference
+headers: x1:header x2:header x3:header x4:header
+summaries: x5:summary x6:summary x7:summary
+references: b3:6b5e5e2401fa:reference b3:04dc6ae58712:reference b3:37d24d79d3cb:reference
 "#,
         );
         check(
@@ -1002,17 +1003,15 @@ references: b3:a7e0bdab8c0a:reference b3:0eba6f32ae45:reference b3:f1e01da88a6d:
 system: system
 currentContext: currentContext
 recent: x22:header x23:full
-headers: x9:header x10:header x11:header x12:header x13:header x14:header x15:header x16:header
-summaries: x17:header x18:header x19:header x20:header x21:header
+headers: x9:header x10:header x11:header x12:header x13:header x14:header x15:header x16:header x17:header x18:header
+summaries: x19:header x20:header x21:header
 trimmed x22 full→header
 trimmed x21 summary→header
 trimmed x20 summary→header
 trimmed x19 summary→header
-trimmed x18 summary→header
-trimmed x17 summary→header
-trimmed b3:d770a6c09464 reference→dropped
-trimmed b3:2040f62534d8 reference→dropped
-trimmed b3:c35376bbe6f9 reference→dropped
+trimmed b3:e3f9dcf571b4 reference→dropped
+trimmed b3:262379a1284b reference→dropped
+trimmed b3:064c66118cbb reference→dropped
 "#,
         );
         check(
