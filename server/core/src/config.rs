@@ -34,7 +34,7 @@ impl Default for LayerCaps {
             summary_max: 120,
             header_max: 12,
             max_headers: 200,
-            max_references: 40,
+            max_references: 30,
         }
     }
 }
