@@ -171,14 +171,22 @@ async def start(store: pathlib.Path, options: dict | None = None, *, initialize:
 
 
 async def stop(ctx: Ctx, *, graceful: bool = True) -> int | None:
-    """shutdown + exit if the server is alive, then reap it; returns its exit code."""
+    """shutdown + exit if the server is alive; then, if it is still running, close its
+    stdin, and at last kill it. Returns its exit code. (Whether `exit` alone ends the
+    server is checked by test_lifecycle.py, not here, so one bug does not slow every test.)"""
     proc = ctx.proc
     if graceful and proc.returncode is None and ctx.client.capabilities is not None:
         with contextlib.suppress(Exception):
-            await asyncio.wait_for(ctx.client.shutdown_session(), 10)
-    if graceful and proc.returncode is None:
+            await asyncio.wait_for(ctx.client.protocol.send_request_async("shutdown", None), 5)
+        with contextlib.suppress(Exception):
+            ctx.client.exit(None)
         with contextlib.suppress(asyncio.TimeoutError):
-            await asyncio.wait_for(proc.wait(), 5)
+            await asyncio.wait_for(proc.wait(), 1)
+    if proc.returncode is None:
+        with contextlib.suppress(Exception):
+            proc.stdin.close()
+        with contextlib.suppress(asyncio.TimeoutError):
+            await asyncio.wait_for(proc.wait(), 2)
     if proc.returncode is None:
         with contextlib.suppress(ProcessLookupError):
             proc.kill()

@@ -87,6 +87,7 @@ async def test_session_round_trip(ctx, path):
             "name": (m.get("name"), it.get("name")),
             "agent": (m.get("agent"), it.get("agent")),
             "at": (m.get("at"), it.get("at")),
+            "messageKind": (m.get("kind"), it.get("messageKind")),  # a user message's query|feedback
         }
         for field, (want, got) in checks.items():
             if not _same(want, got):

@@ -24,9 +24,18 @@ async def test_initialize_reports_server_and_shutdown_exits_cleanly(store):
     info = ctx.init_result.server_info
     assert info is not None and info.name == "ctxproxy"
     assert (await ctx.req("ctx/stats", {}))["sessions"] == 0
-    code = await ctxlib.stop(ctx)
-    assert code == 0, f"server exited with {code} after shutdown/exit"
     assert store.exists(), "store file not created at --store path"
+    try:
+        assert await ctx.req("shutdown", None) is None
+        ctx.client.exit(None)
+        # stdin stays open: the `exit` notification alone must end the process.
+        try:
+            await asyncio.wait_for(ctx.proc.wait(), 5)
+        except asyncio.TimeoutError:
+            raise AssertionError("server still running 5s after shutdown + exit (stdin still open)") from None
+        assert ctx.proc.returncode == 0, f"server exited with {ctx.proc.returncode} after shutdown/exit"
+    finally:
+        await ctxlib.stop(ctx, graceful=False)
 
 
 async def test_every_method_round_trip(ctx):
@@ -152,6 +161,8 @@ async def test_message_item_kind(ctx):
     items = await ctx.retrieve(sid, ["x1.1", "x1.2", "x2.1"])
     assert [i["kind"] for i in items] == ["message", "message", "message"], \
         [{k: i.get(k) for k in ("id", "kind", "role")} for i in items]
+    # The message's own kind travels as messageKind.
+    assert [i.get("messageKind") for i in items] == ["query", None, "feedback"], items
 
 
 async def test_did_change_configuration(ctx):

@@ -87,7 +87,7 @@ local function run()
   results.sessions = call("ctx/listSessions", {})
   vim.wait(200) -- let trailing ctx/event notifications arrive
   client.stop()
-  vim.wait(5000, function() return exited end, 10)
+  vim.wait(3000, function() return exited end, 10)
 end
 
 local ok, err = pcall(run)
