@@ -20,22 +20,25 @@ LAYERS = {"system", "currentContext", "recent", "headers", "summaries", "referen
 
 
 async def test_initialize_reports_server_and_shutdown_exits_cleanly(store):
-    ctx = await ctxlib.start(store)
-    info = ctx.init_result.server_info
-    assert info is not None and info.name == "ctxproxy"
-    assert (await ctx.req("ctx/stats", {}))["sessions"] == 0
-    assert store.exists(), "store file not created at --store path"
-    try:
-        assert await ctx.req("shutdown", None) is None
-        ctx.client.exit(None)
-        # stdin stays open: the `exit` notification alone must end the process.
+    # Three times: a server that only sometimes exits is caught more surely.
+    for attempt in range(3):
+        ctx = await ctxlib.start(store)
+        info = ctx.init_result.server_info
+        assert info is not None and info.name == "ctxproxy"
+        assert "sessions" in await ctx.req("ctx/stats", {})
+        assert store.exists(), "store file not created at --store path"
         try:
-            await asyncio.wait_for(ctx.proc.wait(), 5)
-        except asyncio.TimeoutError:
-            raise AssertionError("server still running 5s after shutdown + exit (stdin still open)") from None
-        assert ctx.proc.returncode == 0, f"server exited with {ctx.proc.returncode} after shutdown/exit"
-    finally:
-        await ctxlib.stop(ctx, graceful=False)
+            assert await ctx.req("shutdown", None) is None
+            ctx.client.exit(None)
+            # stdin stays open: the `exit` notification alone must end the process.
+            try:
+                await asyncio.wait_for(ctx.proc.wait(), 3)
+            except asyncio.TimeoutError:
+                raise AssertionError(f"run {attempt + 1}: server still running 3s after shutdown + exit "
+                                     "(stdin still open)") from None
+            assert ctx.proc.returncode == 0, f"server exited with {ctx.proc.returncode} after shutdown/exit"
+        finally:
+            await ctxlib.stop(ctx, graceful=False)
 
 
 async def test_every_method_round_trip(ctx):
