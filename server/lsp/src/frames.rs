@@ -131,45 +131,48 @@ async fn filter<R: AsyncRead + Unpin>(
 }
 
 /// Copies the server's frames and the guard's replies to `out`, a whole
-/// frame at a time so they never interleave.
+/// frame at a time so they never interleave. Ends when the server's output
+/// does (after `exit`), with the guard's pending replies written first.
 async fn merge<W: AsyncWrite + Unpin>(
     from_server: DuplexStream,
     mut replies: mpsc::UnboundedReceiver<Vec<u8>>,
     mut out: W,
 ) {
     let mut from_server = BufReader::new(from_server);
-    let mut server_open = true;
     loop {
         let body = tokio::select! {
-            f = read_frame(&mut from_server), if server_open => match f {
+            f = read_frame(&mut from_server) => match f {
                 Ok(Frame::Body(b)) => b,
-                _ => { server_open = false; continue; }
+                _ => break,
             },
-            r = replies.recv() => match r {
-                Some(b) => b,
-                None if server_open => { continue; }
-                None => break,
-            },
-            else => break,
+            Some(r) = replies.recv() => r,
         };
         if out.write_all(&frame(&body)).await.is_err() || out.flush().await.is_err() {
-            break;
-        }
-        if !server_open && replies.is_empty() && replies.is_closed() {
-            break;
+            return;
         }
     }
+    while let Ok(r) = replies.try_recv() {
+        let _ = out.write_all(&frame(&r)).await;
+    }
+    let _ = out.flush().await;
 }
 
-/// Wraps stdin and stdout: returns the streams to hand tower-lsp's `Server`.
-pub fn guard_stdio() -> (DuplexStream, DuplexStream) {
+/// Wraps stdin and stdout: returns the streams to hand tower-lsp's `Server`,
+/// and a future that resolves once everything the server wrote is on stdout.
+pub fn guard_stdio() -> (
+    DuplexStream,
+    DuplexStream,
+    impl std::future::Future<Output = ()>,
+) {
     const PIPE: usize = 1 << 20;
     let (server_in, filter_out) = tokio::io::duplex(PIPE);
     let (server_out, merge_in) = tokio::io::duplex(PIPE);
     let (tx, rx) = mpsc::unbounded_channel();
     tokio::spawn(filter(tokio::io::stdin(), filter_out, tx));
-    tokio::spawn(merge(merge_in, rx, tokio::io::stdout()));
-    (server_in, server_out)
+    let merged = tokio::spawn(merge(merge_in, rx, tokio::io::stdout()));
+    (server_in, server_out, async move {
+        let _ = merged.await;
+    })
 }
 
 #[cfg(test)]

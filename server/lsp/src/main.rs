@@ -89,8 +89,10 @@ fn main() -> anyhow::Result<()> {
     match cli.command {
         Command::Serve { stdio: _, store } => {
             std::thread::spawn(ctxproxy_core::tokens::warm_up);
-            runtime.block_on(server::serve(store));
-            Ok(())
+            let code = runtime.block_on(server::serve(store));
+            // stdin is read on a blocking thread that would keep the runtime
+            // (and the process) alive: leave at once, as LSP's `exit` asks.
+            std::process::exit(code)
         }
         Command::Replay(args) => runtime.block_on(replay::run(args)),
         Command::Inspect {

@@ -2,6 +2,7 @@
 //! each a thin call into `Service`.
 
 use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, OnceLock};
 
 use ctxproxy_core::config::Config;
@@ -27,6 +28,8 @@ pub struct Backend {
     client: Client,
     /// `--store` from the command line; wins over initializationOptions.
     store_override: Option<PathBuf>,
+    /// Set by `shutdown`: the exit code is 0 only after it (LSP).
+    shut_down: Arc<AtomicBool>,
     service: OnceLock<Arc<Service>>,
 }
 
@@ -137,14 +140,20 @@ impl LanguageServer for Backend {
     }
 
     async fn shutdown(&self) -> Result<()> {
+        self.shut_down.store(true, Ordering::SeqCst);
         Ok(())
     }
 }
 
-pub async fn serve(store_override: Option<PathBuf>) {
-    let (service, socket) = LspService::build(|client| Backend {
+/// Serves LSP on stdio until `exit` or the end of input; returns the exit
+/// code LSP asks for: 0 after `shutdown`, 1 otherwise.
+pub async fn serve(store_override: Option<PathBuf>) -> i32 {
+    let shut_down = Arc::new(AtomicBool::new(false));
+    let flag = shut_down.clone();
+    let (service, socket) = LspService::build(move |client| Backend {
         client,
         store_override,
+        shut_down: flag,
         service: OnceLock::new(),
     })
     .custom_method("ctx/openSession", Backend::open_session)
@@ -158,6 +167,13 @@ pub async fn serve(store_override: Option<PathBuf>) {
     .custom_method("ctx/listExchanges", Backend::list_exchanges)
     .custom_method("ctx/stats", Backend::stats)
     .finish();
-    let (input, output) = crate::frames::guard_stdio();
+    let (input, output, flushed) = crate::frames::guard_stdio();
     Server::new(input, output, socket).serve(service).await;
+    // Let the last replies reach stdout before the process ends.
+    let _ = tokio::time::timeout(std::time::Duration::from_secs(2), flushed).await;
+    if shut_down.load(Ordering::SeqCst) {
+        0
+    } else {
+        1
+    }
 }

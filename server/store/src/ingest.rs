@@ -16,7 +16,7 @@ use rusqlite::{params, Connection, OptionalExtension};
 
 use crate::blobs;
 use crate::error::StoreError;
-use crate::read::{self, session_exists};
+use crate::read::{self, session_exists, Reader};
 use crate::time::now_rfc3339;
 use crate::Result;
 
@@ -119,6 +119,15 @@ impl Writer {
                 Err(e)
             }
         }
+    }
+
+    /// Runs a read on the writer's connection, in one deferred transaction
+    /// so that it sees one state even if another process writes meanwhile.
+    pub(crate) fn read<T>(&mut self, f: impl FnOnce(&Reader) -> Result<T>) -> Result<T> {
+        self.conn.execute_batch("BEGIN DEFERRED")?;
+        let out = f(&Reader::new(&self.conn, &self.blob_dir));
+        let _ = self.conn.execute_batch("COMMIT");
+        out
     }
 
     pub fn settings(&self) -> &IngestSettings {

@@ -1,9 +1,10 @@
 //! ctxproxy's persistence: the only code that touches SQLite and blob files.
 //!
-//! One writer thread owns the write connection and applies jobs strictly in
-//! the order they were submitted. A read is ticketed at submission: it waits
-//! until every write submitted before it has been applied, then runs on a
-//! connection of its own, so reads see their writes and still run in parallel.
+//! One writer thread owns the connection and runs jobs strictly in the order
+//! they were submitted, reads included: a read sees every write submitted
+//! before it and none submitted after it, so a pipelining client observes the
+//! store exactly in the order of its requests. Other processes (the CLI, a
+//! second editor window) read through connections of their own (WAL).
 
 mod blobs;
 mod error;
@@ -17,7 +18,7 @@ use std::sync::{mpsc, Arc, Mutex};
 use std::thread;
 
 use rusqlite::{Connection, OpenFlags};
-use tokio::sync::{oneshot, watch};
+use tokio::sync::oneshot;
 
 pub use error::StoreError;
 pub use ingest::{
@@ -40,10 +41,8 @@ pub struct Store {
 struct Inner {
     db_path: PathBuf,
     blob_dir: PathBuf,
-    /// The number of the last submitted write, and the queue it went to;
-    /// locked together so numbers and queue order agree.
-    queue: Mutex<(u64, mpsc::Sender<(u64, Job)>)>,
-    applied: watch::Receiver<u64>,
+    queue: Mutex<mpsc::Sender<Job>>,
+    /// Read-only connections for `read_now`.
     readers: Mutex<Vec<Connection>>,
 }
 
@@ -61,23 +60,20 @@ impl Store {
         std::fs::create_dir_all(&blob_dir)?;
         let mut conn = open_connection(db_path, false)?;
         schema::migrate(&mut conn)?;
-        let (tx, rx) = mpsc::channel::<(u64, Job)>();
-        let (applied_tx, applied_rx) = watch::channel(0u64);
+        let (tx, rx) = mpsc::channel::<Job>();
         let mut writer = Writer::new(conn, blob_dir.clone(), settings);
         thread::Builder::new()
             .name("ctxproxy-store-writer".into())
             .spawn(move || {
-                for (seq, job) in rx {
+                for job in rx {
                     job(&mut writer);
-                    let _ = applied_tx.send(seq);
                 }
             })?;
         Ok(Store {
             inner: Arc::new(Inner {
                 db_path: db_path.to_path_buf(),
                 blob_dir,
-                queue: Mutex::new((0, tx)),
-                applied: applied_rx,
+                queue: Mutex::new(tx),
                 readers: Mutex::new(Vec::new()),
             }),
         })
@@ -87,64 +83,48 @@ impl Store {
         &self.inner.db_path
     }
 
-    /// Queues a state change. It is ordered at this call, before any
-    /// `.await`: callers must submit synchronously in arrival order.
+    /// Queues a state change, run in one transaction. It is ordered at this
+    /// call, before any `.await`: callers must submit in arrival order.
     pub fn write<T, F>(&self, f: F) -> Pending<T>
     where
         T: Send + 'static,
         F: FnOnce(&mut Writer) -> Result<T> + Send + 'static,
     {
-        let (tx, rx) = oneshot::channel();
-        let job: Job = Box::new(move |w: &mut Writer| {
-            let _ = tx.send(w.transaction(f));
-        });
-        let mut queue = self.inner.queue.lock().expect("queue lock");
-        queue.0 += 1;
-        let seq = queue.0;
-        // A send error means the writer is gone; the dropped reply says so.
-        let _ = queue.1.send((seq, job));
-        rx
+        self.submit(move |w| w.transaction(f))
     }
 
-    /// Runs a read once every write submitted before this call is applied.
+    /// Queues a read, ordered with the writes around it, like `write`.
     pub fn read<T, F>(&self, f: F) -> impl std::future::Future<Output = Result<T>> + Send + 'static
     where
         T: Send + 'static,
         F: FnOnce(&Reader) -> Result<T> + Send + 'static,
     {
-        let ticket = self.inner.queue.lock().expect("queue lock").0;
-        let inner = self.inner.clone();
-        async move {
-            let mut applied = inner.applied.clone();
-            applied
-                .wait_for(|a| *a >= ticket)
-                .await
-                .map_err(|_| StoreError::Closed)?;
-            tokio::task::spawn_blocking(move || inner.with_reader(f))
-                .await
-                .map_err(|e| StoreError::Unavailable(format!("read task failed: {e}")))?
-        }
+        settle(self.submit(move |w| w.read(f)))
     }
 
-    /// Runs a read now, on the calling thread (for the CLI).
+    fn submit<T: Send + 'static>(
+        &self,
+        run: impl FnOnce(&mut Writer) -> Result<T> + Send + 'static,
+    ) -> Pending<T> {
+        let (tx, rx) = oneshot::channel();
+        let job: Job = Box::new(move |w: &mut Writer| {
+            let _ = tx.send(run(w));
+        });
+        // A send error means the writer is gone; the dropped reply says so.
+        let _ = self.inner.queue.lock().expect("queue lock").send(job);
+        rx
+    }
+
+    /// Runs a read now on a read-only connection of the calling thread (the
+    /// CLI); it sees what is committed.
     pub fn read_now<T>(&self, f: impl FnOnce(&Reader) -> Result<T>) -> Result<T> {
-        self.inner.with_reader(f)
-    }
-}
-
-impl Inner {
-    fn with_reader<T>(&self, f: impl FnOnce(&Reader) -> Result<T>) -> Result<T> {
-        let conn = self.readers.lock().expect("readers lock").pop();
-        let conn = match conn {
+        let pooled = self.inner.readers.lock().expect("readers lock").pop();
+        let conn = match pooled {
             Some(c) => c,
-            None => open_connection(&self.db_path, true)?,
+            None => open_connection(&self.inner.db_path, true)?,
         };
-        let reader = Reader::new(conn, &self.blob_dir);
-        let out = f(&reader);
-        self.readers
-            .lock()
-            .expect("readers lock")
-            .push(reader.into_connection());
+        let out = f(&Reader::new(&conn, &self.inner.blob_dir));
+        self.inner.readers.lock().expect("readers lock").push(conn);
         out
     }
 }

@@ -1,7 +1,7 @@
 //! Queries: the row loaders the writer shares, the session view the packer
 //! consumes, and everything a client reads back by id.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use ctxproxy_core::config::LayerCaps;
 use ctxproxy_core::digest::OutputKind;
@@ -18,10 +18,11 @@ use crate::blobs;
 use crate::error::StoreError;
 use crate::Result;
 
-/// A read-only connection and the blob directory.
-pub struct Reader {
-    conn: Connection,
-    blob_dir: PathBuf,
+/// Read access to a connection and the blob directory: the writer's own
+/// connection for reads ordered with writes, or a read-only one (CLI).
+pub struct Reader<'a> {
+    conn: &'a Connection,
+    blob_dir: &'a Path,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -101,16 +102,9 @@ pub struct Stats {
     pub database_bytes: u64,
 }
 
-impl Reader {
-    pub(crate) fn new(conn: Connection, blob_dir: &Path) -> Reader {
-        Reader {
-            conn,
-            blob_dir: blob_dir.to_path_buf(),
-        }
-    }
-
-    pub(crate) fn into_connection(self) -> Connection {
-        self.conn
+impl<'a> Reader<'a> {
+    pub(crate) fn new(conn: &'a Connection, blob_dir: &'a Path) -> Reader<'a> {
+        Reader { conn, blob_dir }
     }
 
     pub fn session(&self, id: &str) -> Result<SessionListing> {
@@ -163,7 +157,7 @@ impl Reader {
 
     /// The exchange's messages rendered in full, as the model sees them.
     pub fn exchange_full_text(&self, session: &str, id: ExchangeId) -> Result<String> {
-        let kept = load_messages(&self.conn, session, id.0)?;
+        let kept = load_messages(self.conn, session, id.0)?;
         if kept.is_empty() {
             return Err(StoreError::UnknownId(id.to_string()));
         }
@@ -175,7 +169,7 @@ impl Reader {
 
     /// The exchange's messages as stored (tool results as digests).
     pub fn kept_messages(&self, session: &str, id: ExchangeId) -> Result<Vec<KeptMessage>> {
-        let kept = load_messages(&self.conn, session, id.0)?;
+        let kept = load_messages(self.conn, session, id.0)?;
         if kept.is_empty() {
             return Err(StoreError::UnknownId(id.to_string()));
         }
@@ -185,7 +179,7 @@ impl Reader {
     /// One message exactly as appended (secrets masked when redaction is on).
     pub fn message(&self, session: &str, id: MessageId) -> Result<MessageItem> {
         self.session(session)?;
-        let kept = load_messages(&self.conn, session, id.exchange.0)?;
+        let kept = load_messages(self.conn, session, id.exchange.0)?;
         let k = kept
             .into_iter()
             .find(|k| k.id == id)
@@ -194,8 +188,7 @@ impl Reader {
         let blob = k.result.map(|r| r.blob);
         if let Some(hash) = &blob {
             message.content =
-                String::from_utf8_lossy(&blob_bytes(&self.conn, &self.blob_dir, hash)?)
-                    .into_owned();
+                String::from_utf8_lossy(&blob_bytes(self.conn, self.blob_dir, hash)?).into_owned();
         }
         Ok(MessageItem { id, message, blob })
     }
@@ -209,7 +202,7 @@ impl Reader {
             |r| Ok((r.get(0)?, r.get(1)?)),
         )?;
         let bytes = bytes as u64;
-        let raw = blob_bytes(&self.conn, &self.blob_dir, &hash)?;
+        let raw = blob_bytes(self.conn, self.blob_dir, &hash)?;
         Ok(BlobText {
             hash,
             text: String::from_utf8_lossy(&raw).into_owned(),
@@ -327,7 +320,7 @@ impl Reader {
         caps: &LayerCaps,
         window: u32,
     ) -> Result<SessionView> {
-        session_view(&self.conn, session, encoding, caps, window)
+        session_view(self.conn, session, encoding, caps, window)
     }
 }
 
