@@ -36,24 +36,25 @@ pub fn encode(raw: &[u8]) -> Vec<u8> {
 
 /// Decodes stored bytes and checks that they hash to `hash`.
 pub fn decode(hash: &BlobHash, stored: &[u8], raw_len: usize) -> Result<Vec<u8>, StoreError> {
-    let corrupt = |why: &str| StoreError::BlobCorrupt {
+    let corrupt = |why: String| StoreError::BlobCorrupt {
         id: hash.short_id(),
-        why: why.to_string(),
+        why,
     };
-    let (&tag, payload) = stored
-        .split_first()
-        .ok_or_else(|| corrupt("empty record"))?;
-    let raw = match tag {
-        CODEC_RAW => payload.to_vec(),
-        CODEC_ZSTD => {
-            zstd::bulk::decompress(payload, raw_len).map_err(|e| corrupt(&e.to_string()))?
-        }
-        other => return Err(corrupt(&format!("unknown codec tag {other}"))),
-    };
+    let raw = unpack(stored, raw_len).map_err(corrupt)?;
     if BlobHash::of(&raw) != *hash {
-        return Err(corrupt("hash mismatch"));
+        return Err(corrupt("hash mismatch".into()));
     }
     Ok(raw)
+}
+
+/// Decodes bytes written by `encode`, at most `max_len` of them.
+pub fn unpack(stored: &[u8], max_len: usize) -> Result<Vec<u8>, String> {
+    let (&tag, payload) = stored.split_first().ok_or("empty record")?;
+    match tag {
+        CODEC_RAW => Ok(payload.to_vec()),
+        CODEC_ZSTD => zstd::bulk::decompress(payload, max_len).map_err(|e| e.to_string()),
+        other => Err(format!("unknown codec tag {other}")),
+    }
 }
 
 /// Where a file blob lives: `blobs/ab/abcdef…`.

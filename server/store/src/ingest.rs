@@ -806,7 +806,13 @@ impl Writer {
         };
         self.conn.execute(
             "INSERT INTO prompts (session_id, seq, created_at, total_tokens, record) VALUES (?1, ?2, ?3, ?4, ?5)",
-            params![session, id.0, now_rfc3339(), assembled.total_tokens, assembled.record],
+            params![
+                session,
+                id.0,
+                now_rfc3339(),
+                assembled.total_tokens,
+                blobs::encode(assembled.record.as_bytes())
+            ],
         )?;
         self.conn.execute(
             "UPDATE sessions SET prompt_count = ?2 WHERE id = ?1",

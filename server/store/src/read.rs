@@ -268,7 +268,7 @@ impl<'a> Reader<'a> {
             .query_row(
                 "SELECT seq, created_at, total_tokens, record FROM prompts WHERE session_id = ?1 AND seq = ?2",
                 params![session, id.0],
-                |r| Ok(PromptRecord { id: PromptId(r.get(0)?), created_at: r.get(1)?, total_tokens: r.get(2)?, record: r.get(3)? }),
+                prompt_row,
             )
             .optional()?
             .ok_or_else(|| StoreError::UnknownId(id.to_string()))
@@ -279,14 +279,7 @@ impl<'a> Reader<'a> {
         let mut stmt = self.conn.prepare(
             "SELECT seq, created_at, total_tokens, record FROM prompts WHERE session_id = ?1 ORDER BY seq",
         )?;
-        let rows = stmt.query_map([session], |r| {
-            Ok(PromptRecord {
-                id: PromptId(r.get(0)?),
-                created_at: r.get(1)?,
-                total_tokens: r.get(2)?,
-                record: r.get(3)?,
-            })
-        })?;
+        let rows = stmt.query_map([session], prompt_row)?;
         Ok(rows.collect::<std::result::Result<_, _>>()?)
     }
 
@@ -323,6 +316,22 @@ impl<'a> Reader<'a> {
         session_view(self.conn, session, encoding, caps, window)
     }
 }
+
+/// Records are kept as `blobs::encode` makes them (zstd: they repeat a lot).
+fn prompt_row(r: &Row) -> rusqlite::Result<PromptRecord> {
+    let stored: Vec<u8> = r.get(3)?;
+    let record = blobs::unpack(&stored, PROMPT_RECORD_MAX_BYTES).map_err(|e| {
+        rusqlite::Error::FromSqlConversionFailure(3, rusqlite::types::Type::Blob, e.into())
+    })?;
+    Ok(PromptRecord {
+        id: PromptId(r.get(0)?),
+        created_at: r.get(1)?,
+        total_tokens: r.get(2)?,
+        record: String::from_utf8_lossy(&record).into_owned(),
+    })
+}
+
+const PROMPT_RECORD_MAX_BYTES: usize = 256 * 1024 * 1024;
 
 const SESSION_COLUMNS: &str =
     "SELECT id, title, workspace, exchange_count, prompt_count, created_at, updated_at, parent_id, fork_at FROM sessions";
