@@ -14,6 +14,7 @@ const LAYER_KEYS = [
   "headerMax",
   "maxHeaders",
   "maxReferences",
+  "tailTokens",
 ];
 
 export function serverConfig(read: SettingReader): Record<string, unknown> {

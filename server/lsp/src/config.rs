@@ -22,6 +22,7 @@ struct WireLayers {
     header_max: Option<u32>,
     max_headers: Option<u32>,
     max_references: Option<u32>,
+    tail_tokens: Option<u32>,
 }
 
 #[derive(Debug, Deserialize, Default)]
@@ -97,6 +98,9 @@ pub fn apply(base: &Config, value: Value) -> Result<(Config, Option<PathBuf>), S
     }
     if let Some(v) = w.layers.max_references {
         l.max_references = v;
+    }
+    if let Some(v) = w.layers.tail_tokens {
+        l.tail_tokens = v;
     }
     if let Some(v) = w.digest.inline_max_tokens {
         if v < 40 {
