@@ -3,9 +3,7 @@
 //! digests must name every error and failing test with its location.
 
 use ctxproxy_core::config::DigestLimits;
-use ctxproxy_core::digest::{self, BlobFacts, PriorRead, ToolOutput};
-use ctxproxy_core::ids::{BlobHash, ExchangeId};
-use ctxproxy_core::secrets;
+use ctxproxy_core::digest;
 use ctxproxy_core::tokens::{self, Encoding};
 use regex::Regex;
 use std::collections::BTreeSet;
@@ -49,38 +47,17 @@ fn load(path: &Path) -> Fixture {
         .to_string_lossy()
         .trim_end_matches(".out")
         .to_string();
-    let mut raw = std::fs::read_to_string(path).unwrap();
-    // The store masks before it digests; secrets fixtures show that path.
-    if kind == "secrets" {
-        raw = secrets::mask(&raw).text.into_owned();
-    }
+    let raw = std::fs::read_to_string(path).unwrap();
     let cmd =
         std::fs::read_to_string(path.with_file_name(format!("{name}.cmd"))).unwrap_or_default();
-    let (tool, arguments) = digest::fixture_call(&cmd);
-    let prior = cmd
-        .lines()
-        .find_map(|l| l.strip_prefix("prior:"))
-        .map(|file| {
-            let before = std::fs::read_to_string(path.with_file_name(file.trim())).unwrap();
-            PriorRead {
-                exchange: ExchangeId(3),
-                changed_from: (before != raw).then_some(before),
-            }
-        });
-    let output = ToolOutput {
-        tool: tool.as_deref(),
-        arguments: arguments.as_deref(),
-        content: &raw,
-    };
-    let facts = BlobFacts {
-        id: BlobHash::of(raw.as_bytes()).short_id(),
-        bytes: raw.len() as u64,
-        tokens: tokens::count(Encoding::O200kBase, &raw),
-    };
-    let digest = digest::digest(
-        &output,
-        &facts,
-        prior.as_ref(),
+    let prior = digest::fixture_prior(&cmd)
+        .map(|file| std::fs::read_to_string(path.with_file_name(file)).unwrap());
+    // The store masks before it digests; secrets fixtures show that path.
+    let (raw, digest) = digest::digest_fixture(
+        &kind,
+        &raw,
+        &cmd,
+        prior.as_deref(),
         &DigestLimits::default(),
         Encoding::O200kBase,
     );

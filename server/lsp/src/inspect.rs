@@ -5,9 +5,8 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{bail, Context};
 use ctxproxy_core::config::DigestLimits;
-use ctxproxy_core::digest::{self, BlobFacts, PriorRead, ToolOutput};
-use ctxproxy_core::ids::{BlobHash, ExchangeId, ItemId};
-use ctxproxy_core::secrets;
+use ctxproxy_core::digest;
+use ctxproxy_core::ids::ItemId;
 use ctxproxy_core::tokens::{self, Encoding};
 use ctxproxy_store::{Store, StoreError};
 use serde_json::Value;
@@ -180,7 +179,7 @@ pub fn digest(a: DigestArgs) -> anyhow::Result<()> {
     let text = String::from_utf8_lossy(&raw);
     println!(
         "{}",
-        digest_text(
+        digest::digest_standalone(
             &text,
             a.tool.as_deref(),
             a.args.as_deref(),
@@ -188,6 +187,7 @@ pub fn digest(a: DigestArgs) -> anyhow::Result<()> {
             &limits,
             encoding
         )
+        .text
     );
     Ok(())
 }
@@ -211,31 +211,20 @@ fn digest_table(dir: &Path, limits: &DigestLimits, encoding: Encoding) -> anyhow
     let read = |p: &Path| std::fs::read(p).map(|b| String::from_utf8_lossy(&b).into_owned());
     let mut rows = Vec::new();
     for out in outs {
-        let mut text = read(&out)?;
-        if out
+        let kind = out
             .parent()
             .and_then(|p| p.file_name())
-            .is_some_and(|n| n == "secrets")
-        {
-            text = secrets::mask(&text).text.into_owned();
-        }
+            .map(|n| n.to_string_lossy().into_owned());
         let cmd = read(&out.with_extension("cmd")).unwrap_or_default();
-        let (tool, args) = digest::fixture_call(&cmd);
-        let prior = cmd
-            .lines()
-            .find_map(|l| l.strip_prefix("prior:"))
-            .map(|name| {
-                let before = read(&out.with_file_name(name.trim())).unwrap_or_default();
-                PriorRead {
-                    exchange: ExchangeId(3),
-                    changed_from: (before != text).then_some(before),
-                }
-            });
-        let digest = digest_text(
-            &text,
-            tool.as_deref(),
-            args.as_deref(),
-            prior.as_ref(),
+        let prior = match digest::fixture_prior(&cmd) {
+            Some(name) => Some(read(&out.with_file_name(name))?),
+            None => None,
+        };
+        let (text, d) = digest::digest_fixture(
+            kind.as_deref().unwrap_or(""),
+            &read(&out)?,
+            &cmd,
+            prior.as_deref(),
             limits,
             encoding,
         );
@@ -248,29 +237,8 @@ fn digest_table(dir: &Path, limits: &DigestLimits, encoding: Encoding) -> anyhow
         rows.push((
             name,
             tokens::count(encoding, &text),
-            tokens::count(encoding, &digest),
+            tokens::count(encoding, &d.text),
         ));
     }
     Ok(digest::ratio_table(&rows))
-}
-
-fn digest_text(
-    text: &str,
-    tool: Option<&str>,
-    args: Option<&str>,
-    prior: Option<&PriorRead>,
-    limits: &DigestLimits,
-    encoding: Encoding,
-) -> String {
-    let output = ToolOutput {
-        tool,
-        arguments: args,
-        content: text,
-    };
-    let facts = BlobFacts {
-        id: BlobHash::of(text.as_bytes()).short_id(),
-        bytes: text.len() as u64,
-        tokens: tokens::count(encoding, text),
-    };
-    digest::digest(&output, &facts, prior, limits, encoding).text
 }

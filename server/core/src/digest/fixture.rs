@@ -3,6 +3,12 @@
 //! and `args:` its arguments as one line of JSON. Other lines (`prior:`,
 //! notes) are for the readers and tests that know them.
 
+use crate::config::DigestLimits;
+use crate::digest::{digest, BlobFacts, Digest, PriorRead, ToolOutput};
+use crate::ids::{BlobHash, ExchangeId};
+use crate::secrets;
+use crate::tokens::{self, Encoding};
+
 /// The tool name and the arguments JSON of a fixture's `.cmd` text.
 pub fn fixture_call(cmd_file_text: &str) -> (Option<String>, Option<String>) {
     let value = |key: &str| {
@@ -13,4 +19,69 @@ pub fn fixture_call(cmd_file_text: &str) -> (Option<String>, Option<String>) {
             .filter(|v| !v.is_empty())
     };
     (value("tool:"), value("args:"))
+}
+
+/// The file name a fixture's `prior:` line gives: an earlier read of the
+/// same path, digested as the read before this one.
+pub fn fixture_prior(cmd_file_text: &str) -> Option<&str> {
+    cmd_file_text
+        .lines()
+        .find_map(|l| l.strip_prefix("prior:"))
+        .map(str::trim)
+        .filter(|v| !v.is_empty())
+}
+
+/// Digests `content` with no store behind it: the blob facts are computed
+/// here (the store passes the ones it counted at ingest instead).
+pub fn digest_standalone(
+    content: &str,
+    tool: Option<&str>,
+    arguments: Option<&str>,
+    prior: Option<&PriorRead>,
+    limits: &DigestLimits,
+    encoding: Encoding,
+) -> Digest {
+    let output = ToolOutput {
+        tool,
+        arguments,
+        content,
+    };
+    let facts = BlobFacts {
+        id: BlobHash::of(content.as_bytes()).short_id(),
+        bytes: content.len() as u64,
+        tokens: tokens::count(encoding, content),
+    };
+    digest(&output, &facts, prior, limits, encoding)
+}
+
+/// A fixture's digest as the store would make it: outputs of the `secrets`
+/// kind are masked first, and `prior_text` (the file `fixture_prior` names)
+/// is the read before this one, in exchange x3. Returns the text digested.
+pub fn digest_fixture(
+    kind: &str,
+    raw: &str,
+    cmd_file_text: &str,
+    prior_text: Option<&str>,
+    limits: &DigestLimits,
+    encoding: Encoding,
+) -> (String, Digest) {
+    let text = if kind == "secrets" {
+        secrets::mask(raw).text.into_owned()
+    } else {
+        raw.to_string()
+    };
+    let (tool, arguments) = fixture_call(cmd_file_text);
+    let prior = prior_text.map(|before| PriorRead {
+        exchange: ExchangeId(3),
+        changed_from: (before != text).then(|| before.to_string()),
+    });
+    let d = digest_standalone(
+        &text,
+        tool.as_deref(),
+        arguments.as_deref(),
+        prior.as_ref(),
+        limits,
+        encoding,
+    );
+    (text, d)
 }

@@ -29,7 +29,7 @@ mod test_run;
 mod tests_output;
 
 pub use classify::{classify, read_path};
-pub use fixture::fixture_call;
+pub use fixture::{digest_fixture, digest_standalone, fixture_call, fixture_prior};
 pub use table::ratio_table;
 
 use std::borrow::Cow;
