@@ -2,7 +2,7 @@
 //! blob, and the header / summary / full trio.
 
 use crate::digest::OutputKind;
-use crate::ids::{BlobHash, ExchangeId, MessageId};
+use crate::ids::{BlobHash, MessageId};
 use crate::message::Message;
 
 /// A tool result as kept: the raw bytes live in a blob, the prompt shows the digest.
@@ -104,11 +104,6 @@ pub fn group(messages: Vec<Message>) -> (Vec<Message>, Vec<Vec<Message>>) {
         }
     }
     (continuing, opened)
-}
-
-/// The exchange id a message id belongs to.
-pub fn exchange_of(id: MessageId) -> ExchangeId {
-    id.exchange
 }
 
 #[cfg(test)]

@@ -130,10 +130,6 @@ impl Writer {
         out
     }
 
-    pub fn settings(&self) -> &IngestSettings {
-        &self.settings
-    }
-
     pub fn configure(&mut self, settings: IngestSettings) -> Result<()> {
         self.settings = settings;
         Ok(())

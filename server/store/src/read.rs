@@ -305,16 +305,6 @@ impl<'a> Reader<'a> {
             database_bytes: page_count * page_size,
         })
     }
-
-    pub fn session_view(
-        &self,
-        session: &str,
-        encoding: Encoding,
-        caps: &LayerCaps,
-        window: u32,
-    ) -> Result<SessionView> {
-        session_view(self.conn, session, encoding, caps, window)
-    }
 }
 
 /// Records are kept as `blobs::encode` makes them (zstd: they repeat a lot).
