@@ -85,6 +85,24 @@ pub struct Housekeeping {
     pub current_context: Option<String>,
 }
 
+impl Housekeeping {
+    /// The exchange summary the model wrote: its summary, then its decisions,
+    /// changes and open questions; `None` when it wrote none of them.
+    pub fn summary_text(&self) -> Option<String> {
+        let mut parts: Vec<String> = self.summary.iter().cloned().collect();
+        for (label, items) in [
+            ("Decisions", &self.key_decisions),
+            ("Changes", &self.code_changes),
+            ("Open", &self.open_questions),
+        ] {
+            if !items.is_empty() {
+                parts.push(format!("{label}: {}.", items.join("; ")));
+            }
+        }
+        (!parts.is_empty()).then(|| parts.join(" "))
+    }
+}
+
 #[derive(Debug, thiserror::Error)]
 pub enum ContextError {
     #[error("current context is not JSON: {0}")]

@@ -572,15 +572,12 @@ impl Writer {
             None if is_new => Some(now_rfc3339()),
             None => None,
         };
-        let raw_tokens: u32 = kept
-            .iter()
-            .map(|k| k.result.as_ref().map_or(0, |r| r.tokens))
-            .sum::<u32>()
-            + kept
-                .iter()
-                .filter(|k| k.result.is_none())
-                .map(|k| tokens::count(self.settings.encoding, &k.message.content))
-                .sum::<u32>();
+        // Every message's raw tokens were counted once, when it was kept.
+        let raw_tokens: u32 = self.conn.query_row(
+            "SELECT coalesce(sum(tokens), 0) FROM messages WHERE session_id = ?1 AND seq = ?2",
+            params![session, seq],
+            |r| r.get(0),
+        )?;
         let [o, c] = Encoding::ALL.map(|e| render::exchange_tokens(kept, e));
         let entities = trio.entities.join("\n");
         if is_new {
@@ -743,7 +740,7 @@ impl Writer {
                 ],
             )?;
         }
-        let summary_text = housekeeping_summary(&hk);
+        let summary_text = hk.summary_text();
         if let Some(s) = summary_text {
             let s = summary::fit_summary(&s, &caps, enc);
             self.conn.execute(
@@ -830,23 +827,6 @@ const FTS_BLOB_MAX_BYTES: usize = 256 * 1024;
 
 fn count(encoding: Encoding, text: &str) -> u32 {
     tokens::count(encoding, text)
-}
-
-fn housekeeping_summary(hk: &Housekeeping) -> Option<String> {
-    let mut parts = Vec::new();
-    if let Some(s) = &hk.summary {
-        parts.push(s.clone());
-    }
-    for (label, items) in [
-        ("Decisions", &hk.key_decisions),
-        ("Changes", &hk.code_changes),
-        ("Open", &hk.open_questions),
-    ] {
-        if !items.is_empty() {
-            parts.push(format!("{label}: {}.", items.join("; ")));
-        }
-    }
-    (!parts.is_empty()).then(|| parts.join(" "))
 }
 
 /// Masks secrets in everything a message carries before it is stored.
