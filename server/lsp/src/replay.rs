@@ -64,6 +64,8 @@ pub struct Need {
 pub struct Turn {
     pub seq: u32,
     pub prompt: Value,
+    /// The blob ids the store reported for the exchange's tool results.
+    pub blobs: Vec<String>,
 }
 
 pub fn read_session(path: &PathBuf) -> anyhow::Result<Vec<RecordedExchange>> {
@@ -134,13 +136,20 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
             .assemble(json!({"sessionId": session, "input": x.messages[0], "format": "text"}))
             .await
             .with_context(|| format!("assembling the prompt before exchange x{}", i + 1))?;
-        service
+        let appended = service
             .append(json!({"sessionId": session, "messages": x.messages}))
             .await
             .with_context(|| format!("appending exchange x{}", i + 1))?;
+        let blobs = appended["blobs"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(|b| b["id"].as_str().map(str::to_string))
+            .collect();
         turns.push(Turn {
             seq: i as u32 + 1,
             prompt,
+            blobs,
         });
     }
     let stats = service.stats().await?;

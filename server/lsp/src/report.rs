@@ -8,9 +8,8 @@ use std::fmt::Write;
 
 use ctxproxy_core::baseline::{self, FactStatus, RawPrompt, RunCost, Strategy};
 use ctxproxy_core::config::Config;
-use ctxproxy_core::ids::{BlobHash, ExchangeId};
-use ctxproxy_core::message::{Message, Role};
-use ctxproxy_core::secrets;
+use ctxproxy_core::ids::ExchangeId;
+use ctxproxy_core::message::Message;
 use serde_json::{json, Value};
 
 use crate::replay::{RecordedExchange, Turn};
@@ -48,21 +47,6 @@ pub struct Report {
     strategies: Vec<&'static str>,
     turns: Vec<TurnRow>,
     facts: Vec<FactRow>,
-}
-
-fn blob_ids(exchange: &[Message], redact: bool) -> Vec<String> {
-    exchange
-        .iter()
-        .filter(|m| m.role == Role::Tool)
-        .map(|m| {
-            let stored = if redact {
-                secrets::mask(&m.content).text.into_owned()
-            } else {
-                m.content.clone()
-            };
-            BlobHash::of(stored.as_bytes()).short_id()
-        })
-        .collect()
 }
 
 impl Report {
@@ -124,9 +108,9 @@ impl Report {
             let text = p["text"].as_str().unwrap_or_default();
             for need in &session[i].needs {
                 let from = ExchangeId(need.from);
-                let blobs = exchanges
+                let blobs = turns
                     .get(need.from as usize - 1)
-                    .map(|x| blob_ids(x, config.redact_secrets))
+                    .map(|t| t.blobs.clone())
                     .unwrap_or_default();
                 let mut status = vec![baseline::fact_status(
                     &need.fact, &need.cues, from, &blobs, text,
