@@ -23,8 +23,7 @@ fn recorded_sessions_snapshot_and_round_trip() {
         let session = common::session(&t.store);
         let exchanges = common::recorded(&path);
         for x in exchanges.clone() {
-            let s = session.clone();
-            common::write(&t.store, move |w| w.append(&s, x)).unwrap();
+            common::append(&t.store, &session, x).unwrap();
         }
         let mut snapshot = String::new();
         t.store

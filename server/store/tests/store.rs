@@ -17,24 +17,18 @@ fn x(n: u32) -> ExchangeId {
 fn user_messages_open_exchanges_and_later_messages_continue_them() {
     let t = common::open();
     let s = common::session(&t.store);
-    let s2 = s.clone();
-    let out = write(&t.store, move |w| {
-        w.append(
-            &s2,
-            vec![
-                msg(Role::User, "first"),
-                msg(Role::Assistant, "a1"),
-                msg(Role::User, "second"),
-            ],
-        )
-    })
+    let out = common::append(
+        &t.store,
+        &s,
+        vec![
+            msg(Role::User, "first"),
+            msg(Role::Assistant, "a1"),
+            msg(Role::User, "second"),
+        ],
+    )
     .unwrap();
     assert_eq!(out.exchanges, vec![x(1), x(2)]);
-    let s2 = s.clone();
-    let out = write(&t.store, move |w| {
-        w.append(&s2, vec![msg(Role::Assistant, "a2")])
-    })
-    .unwrap();
+    let out = common::append(&t.store, &s, vec![msg(Role::Assistant, "a2")]).unwrap();
     assert_eq!(
         out.exchanges,
         vec![x(2)],
@@ -133,17 +127,15 @@ fn large_blobs_live_in_files_and_corruption_is_detected() {
 fn blob_prefixes_resolve_or_fail_clearly() {
     let t = common::open();
     let s = common::session(&t.store);
-    let s1 = s.clone();
-    let out = write(&t.store, move |w| {
-        w.append(
-            &s1,
-            vec![
-                msg(Role::User, "q"),
-                call("c", "grep", "{}"),
-                result("c", "grep", "src/a.rs:1:fn main"),
-            ],
-        )
-    })
+    let out = common::append(
+        &t.store,
+        &s,
+        vec![
+            msg(Role::User, "q"),
+            call("c", "grep", "{}"),
+            result("c", "grep", "src/a.rs:1:fn main"),
+        ],
+    )
     .unwrap();
     let hex = out.blobs[0].hash.to_hex();
     assert_eq!(
@@ -179,17 +171,15 @@ fn a_failed_append_stores_nothing() {
 fn forks_share_history_up_to_the_fork_point_then_diverge() {
     let t = common::open();
     let parent = common::session(&t.store);
-    let p1 = parent.clone();
-    write(&t.store, move |w| {
-        w.append(
-            &p1,
-            vec![
-                msg(Role::User, "one"),
-                msg(Role::User, "two"),
-                msg(Role::User, "three"),
-            ],
-        )
-    })
+    common::append(
+        &t.store,
+        &parent,
+        vec![
+            msg(Role::User, "one"),
+            msg(Role::User, "two"),
+            msg(Role::User, "three"),
+        ],
+    )
     .unwrap();
     let p1 = parent.clone();
     let child = write(&t.store, move |w| {
@@ -199,11 +189,7 @@ fn forks_share_history_up_to_the_fork_point_then_diverge() {
         })
     })
     .unwrap();
-    let c1 = child.clone();
-    write(&t.store, move |w| {
-        w.append(&c1, vec![msg(Role::User, "child three")])
-    })
-    .unwrap();
+    common::append(&t.store, &child, vec![msg(Role::User, "child three")]).unwrap();
     let text = |s: &str, n| {
         t.store
             .read_now(|r| {
@@ -248,16 +234,14 @@ fn forks_share_history_up_to_the_fork_point_then_diverge() {
 fn housekeeping_replaces_header_and_summary_and_survives_growth() {
     let t = common::open();
     let s = common::session(&t.store);
-    let s1 = s.clone();
-    write(&t.store, move |w| {
-        w.append(
-            &s1,
-            vec![
-                msg(Role::User, "fix the parser"),
-                msg(Role::Assistant, "done"),
-            ],
-        )
-    })
+    common::append(
+        &t.store,
+        &s,
+        vec![
+            msg(Role::User, "fix the parser"),
+            msg(Role::Assistant, "done"),
+        ],
+    )
     .unwrap();
     let s1 = s.clone();
     write(&t.store, move |w| {
@@ -275,11 +259,7 @@ fn housekeeping_replaces_header_and_summary_and_survives_growth() {
         )
     })
     .unwrap();
-    let s1 = s.clone();
-    write(&t.store, move |w| {
-        w.append(&s1, vec![msg(Role::Assistant, "one more thing")])
-    })
-    .unwrap();
+    common::append(&t.store, &s, vec![msg(Role::Assistant, "one more thing")]).unwrap();
     let e = t.store.read_now(|r| r.exchange(&s, x(1))).unwrap();
     assert_eq!(e.header, "parser fixed in src/parse.rs");
     assert_eq!(e.summary_source, "model");
@@ -312,11 +292,7 @@ fn housekeeping_replaces_header_and_summary_and_survives_growth() {
 fn prompts_are_numbered_and_recorded_and_refusals_record_nothing() {
     let t = common::open();
     let s = common::session(&t.store);
-    let s1 = s.clone();
-    write(&t.store, move |w| {
-        w.append(&s1, vec![msg(Role::User, "hello")])
-    })
-    .unwrap();
+    common::append(&t.store, &s, vec![msg(Role::User, "hello")]).unwrap();
     for expected in ["p1", "p2"] {
         let s1 = s.clone();
         let id = write(&t.store, move |w| {
@@ -358,17 +334,15 @@ fn everything_survives_reopening() {
     let s = {
         let store = Store::open(&path, IngestSettings::default()).unwrap();
         let s = common::session(&store);
-        let s1 = s.clone();
-        write(&store, move |w| {
-            w.append(
-                &s1,
-                vec![
-                    msg(Role::User, "kept"),
-                    call("c", "ls", "{}"),
-                    result("c", "ls", "a\nb\n"),
-                ],
-            )
-        })
+        common::append(
+            &store,
+            &s,
+            vec![
+                msg(Role::User, "kept"),
+                call("c", "ls", "{}"),
+                result("c", "ls", "a\nb\n"),
+            ],
+        )
         .unwrap();
         s
     };

@@ -1,6 +1,9 @@
 //! Helpers shared by the store's integration tests: a store on a real SQLite
 //! file in a temp dir, and recorded sessions read into core messages.
 
+// Each test binary uses part of these helpers.
+#![allow(dead_code)]
+
 use std::path::Path;
 
 use ctxproxy_core::message::{Message, Role, ToolCall, UserKind};
@@ -23,6 +26,16 @@ pub fn write<T: Send + 'static>(
     f: impl FnOnce(&mut ctxproxy_store::Writer) -> ctxproxy_store::Result<T> + Send + 'static,
 ) -> ctxproxy_store::Result<T> {
     store.write(f).blocking_recv().expect("writer answers")
+}
+
+/// Appends `messages` to `session` through the writer and waits.
+pub fn append(
+    store: &Store,
+    session: &str,
+    messages: Vec<Message>,
+) -> ctxproxy_store::Result<ctxproxy_store::AppendOutcome> {
+    let session = session.to_string();
+    write(store, move |w| w.append(&session, messages))
 }
 
 pub fn session(store: &Store) -> String {
