@@ -1,6 +1,6 @@
 //! The packer: the only code that trims, demotes or orders what a prompt
-//! shows. It sums counts made at ingest; the only text it counts is its own
-//! three layer titles.
+//! shows. It sums counts made at ingest; its own three layer titles are
+//! counted once per encoding per process.
 //!
 //! Regions, oldest to newest (`B` is the batch boundary, `S` = `summaries`):
 //! - headers (L2): exchanges up to `B - S`, one line each, guaranteed;
@@ -17,6 +17,7 @@
 //! steps of a quarter of `max_headers`.
 
 use std::collections::{HashMap, HashSet};
+use std::sync::OnceLock;
 
 use crate::config::{LayerCaps, LayerOrder};
 use crate::exchange::{Counted, KeptMessage, Level};
@@ -31,6 +32,38 @@ const HEADERS_TITLE: &str =
 const SUMMARIES_TITLE: &str = "## Summaries of the exchanges before the recent ones\n";
 const REFERENCES_TITLE: &str =
     "## Stored tool outputs (context_retrieve a b3: id for lines or grep)\n";
+
+/// Tokens of a layer title: the titles never change, so each is counted
+/// once per encoding, not on every assemble.
+fn title_tokens(title: &'static str, encoding: Encoding) -> u32 {
+    const TITLES: [&str; 3] = [HEADERS_TITLE, SUMMARIES_TITLE, REFERENCES_TITLE];
+    static COUNTS: OnceLock<[[u32; 3]; 2]> = OnceLock::new();
+    let counts = COUNTS.get_or_init(|| Encoding::ALL.map(|e| TITLES.map(|t| tokens::count(e, t))));
+    let e = Encoding::ALL
+        .iter()
+        .position(|e| *e == encoding)
+        .expect("known encoding");
+    let t = TITLES
+        .iter()
+        .position(|t| *t == title)
+        .expect("a layer title");
+    counts[e][t]
+}
+
+/// A layer shown as one user message: its title, then each entry's pieces.
+fn titled_layer(
+    title: &'static str,
+    encoding: Encoding,
+    entries: impl IntoIterator<Item = (Vec<(String, u32)>, LayerItem)>,
+) -> (Vec<PromptMessage>, Vec<LayerItem>) {
+    let mut pieces = vec![(title.to_string(), title_tokens(title, encoding))];
+    let mut items = Vec::new();
+    for (entry, item) in entries {
+        pieces.extend(entry);
+        items.push(item);
+    }
+    (vec![layer_message(Role::User, pieces)], items)
+}
 
 /// The store loads `SessionView::references` from exchanges up to this
 /// one: newer exchanges are summarised or recent, and show their blob ids
@@ -407,7 +440,7 @@ pub fn pack(
 
     // The guaranteed part: system, input, L0, the header list, and every
     // exchange of the summaries and recent regions at least as its header.
-    let title = |t: &str| tokens::count(enc, t);
+    let title = |t: &'static str| title_tokens(t, enc);
     let system_cost = req
         .system
         .as_ref()
@@ -575,60 +608,40 @@ pub fn pack(
         );
     }
     if !listed.is_empty() {
-        let mut pieces = vec![(HEADERS_TITLE.to_string(), title(HEADERS_TITLE))];
-        pieces.extend(listed.iter().map(|h| (h.line.text.clone(), h.line.tokens)));
-        let items = listed
-            .iter()
-            .map(|h| LayerItem {
+        let entries = listed.iter().map(|h| {
+            let item = LayerItem {
                 id: h.id.to_string(),
                 format: Format::Level(Level::Header),
                 tokens: h.line.tokens,
-            })
-            .collect();
-        put(
-            Layer::Headers,
-            vec![layer_message(Role::User, pieces)],
-            items,
-        );
+            };
+            (vec![(h.line.text.clone(), h.line.tokens)], item)
+        });
+        let (messages, items) = titled_layer(HEADERS_TITLE, enc, entries);
+        put(Layer::Headers, messages, items);
     }
     if !summarised.is_empty() {
-        let mut pieces = vec![(SUMMARIES_TITLE.to_string(), title(SUMMARIES_TITLE))];
-        let mut items = Vec::new();
-        for p in &summarised {
-            pieces.extend(p.pieces());
-            let tokens = p.cost(p.level, false);
-            items.push(LayerItem {
+        let entries = summarised.iter().map(|p| {
+            let item = LayerItem {
                 id: p.exchange.id.to_string(),
                 format: Format::Level(p.level),
-                tokens,
-            });
-        }
-        put(
-            Layer::Summaries,
-            vec![layer_message(Role::User, pieces)],
-            items,
-        );
+                tokens: p.cost(p.level, false),
+            };
+            (p.pieces(), item)
+        });
+        let (messages, items) = titled_layer(SUMMARIES_TITLE, enc, entries);
+        put(Layer::Summaries, messages, items);
     }
     if !references.is_empty() {
-        let mut pieces = vec![(REFERENCES_TITLE.to_string(), title(REFERENCES_TITLE))];
-        pieces.extend(
-            references
-                .iter()
-                .map(|r| (r.line.text.clone(), r.line.tokens)),
-        );
-        let items = references
-            .iter()
-            .map(|r| LayerItem {
+        let entries = references.iter().map(|r| {
+            let item = LayerItem {
                 id: r.blob.short_id(),
                 format: Format::Reference,
                 tokens: r.line.tokens,
-            })
-            .collect();
-        put(
-            Layer::References,
-            vec![layer_message(Role::User, pieces)],
-            items,
-        );
+            };
+            (vec![(r.line.text.clone(), r.line.tokens)], item)
+        });
+        let (messages, items) = titled_layer(REFERENCES_TITLE, enc, entries);
+        put(Layer::References, messages, items);
     }
     for p in &recent {
         let messages = match p.level {
