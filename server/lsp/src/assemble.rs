@@ -71,10 +71,6 @@ impl Request {
     }
 }
 
-pub fn window_len(caps: &LayerCaps) -> u32 {
-    packer::window_len(caps)
-}
-
 /// Packs and formats one prompt; runs on the store's writer thread.
 pub fn run(
     id: PromptId,

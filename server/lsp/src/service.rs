@@ -227,13 +227,12 @@ impl Service {
         }
         let session = p.session_id.clone();
         let last = self.last_prompts.clone();
-        let caps = self.config().layers;
-        let window = assemble::window_len(&caps);
         let encoding = request.encoding;
+        // The caps are the writer's: configuration changes reach it in order.
         let reply = assemble::flatten(
             settle(self.store.write(move |w| {
-                w.assemble(&session, encoding, window, move |id, view| {
-                    assemble::run(id, view, &request, &caps, &last)
+                w.assemble(&session, encoding, move |id, view, caps| {
+                    assemble::run(id, view, &request, caps, &last)
                 })
             }))
             .await,

@@ -11,7 +11,7 @@ use ctxproxy_core::ids::{BlobHash, ExchangeId, MessageId, PromptId};
 use ctxproxy_core::message::{Message, Role};
 use ctxproxy_core::tokens::{self, Encoding};
 use ctxproxy_core::view::SessionView;
-use ctxproxy_core::{render, secrets, summary};
+use ctxproxy_core::{packer, render, secrets, summary};
 use rusqlite::{params, Connection, OptionalExtension};
 
 use crate::blobs;
@@ -782,10 +782,14 @@ impl Writer {
         &mut self,
         session: &str,
         encoding: Encoding,
-        window: u32,
-        pack: impl FnOnce(PromptId, &SessionView) -> std::result::Result<AssembledPrompt<T>, E>,
+        pack: impl FnOnce(
+            PromptId,
+            &SessionView,
+            &LayerCaps,
+        ) -> std::result::Result<AssembledPrompt<T>, E>,
     ) -> Result<std::result::Result<T, E>> {
         let caps = self.settings.caps.clone();
+        let window = packer::window_len(&caps);
         let view = read::session_view(&self.conn, session, encoding, &caps, window)?;
         let prompt_count: u32 = self.conn.query_row(
             "SELECT prompt_count FROM sessions WHERE id = ?1",
@@ -793,7 +797,7 @@ impl Writer {
             |r| r.get(0),
         )?;
         let id = PromptId(prompt_count + 1);
-        let assembled = match pack(id, &view) {
+        let assembled = match pack(id, &view, &caps) {
             Ok(a) => a,
             Err(e) => return Ok(Err(e)),
         };

@@ -296,7 +296,7 @@ fn prompts_are_numbered_and_recorded_and_refusals_record_nothing() {
     for expected in ["p1", "p2"] {
         let s1 = s.clone();
         let id = write(&t.store, move |w| {
-            w.assemble(&s1, Default::default(), 14, |id, view| {
+            w.assemble(&s1, Default::default(), |id, view, _| {
                 assert_eq!(view.exchange_count, 1);
                 Ok::<_, ()>(AssembledPrompt {
                     value: id,
@@ -311,7 +311,7 @@ fn prompts_are_numbered_and_recorded_and_refusals_record_nothing() {
     }
     let s1 = s.clone();
     let refused = write(&t.store, move |w| {
-        w.assemble(&s1, Default::default(), 14, |_, _| {
+        w.assemble(&s1, Default::default(), |_, _, _| {
             Err::<AssembledPrompt<()>, _>("too small")
         })
     })
