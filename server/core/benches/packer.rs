@@ -68,6 +68,7 @@ fn exchange(id: u32) -> Vec<KeptMessage> {
                 tokens: 1_000,
                 headline: message.content.lines().next().unwrap_or("").to_string(),
                 digest: message.content.clone(),
+                whole: false,
             });
             KeptMessage {
                 id: MessageId {

@@ -236,6 +236,20 @@ fn words(text: &str) -> impl Iterator<Item = String> + '_ {
         .filter(|w| w.chars().count() >= 3)
 }
 
+/// The words of `text` in order, without the punctuation and quoting that
+/// differ between forms of one fact (`"key": "v"` in JSON, `key "v"` in a
+/// reply), padded with spaces so that a match is whole words.
+fn spelled(text: &str) -> String {
+    let kept: String = text
+        .chars()
+        .map(|c| match c.is_alphanumeric() || matches!(c, '_' | '.' | '/') {
+            true => c,
+            false => ' ',
+        })
+        .collect();
+    format!(" {} ", render::one_line(&kept))
+}
+
 /// `fact` from exchange `from` (whose tool outputs are stored as `blobs`,
 /// `b3:…` ids) against the text of a prompt. `cues` are words of the
 /// question that needs the fact.
@@ -246,8 +260,7 @@ pub fn fact_status(
     blobs: &[String],
     prompt_text: &str,
 ) -> FactStatus {
-    let squeeze = |t: &str| render::one_line(t);
-    if prompt_text.contains(fact) || squeeze(prompt_text).contains(&squeeze(fact)) {
+    if prompt_text.contains(fact) || spelled(prompt_text).contains(&spelled(fact)) {
         return FactStatus::InPrompt;
     }
     let stop = |w: &String| {
@@ -362,7 +375,11 @@ impl MemorySession {
                 text: line,
             },
         });
-        for r in messages.iter().filter_map(|m| m.result.as_ref()) {
+        for r in messages
+            .iter()
+            .filter_map(|m| m.result.as_ref())
+            .filter(|r| !r.whole)
+        {
             let line = render::reference_line(r, id);
             self.references.push(BlobRef {
                 blob: r.blob,

@@ -12,7 +12,9 @@ pub struct LayerCaps {
     /// L1: the recent exchanges grow up to this many tokens (in full)
     /// before they are compacted into headers and summaries at once.
     pub tail_tokens: u32,
-    /// L3: how many exchanges after the recent ones are offered as summaries.
+    /// L3: at most this many exchanges before the recent ones are offered
+    /// as summaries. Frozen: the exchanges that leave the tail append to
+    /// them, and they become headers together, in batches of this many.
     pub summaries: u32,
     /// Cap of one exchange summary, in tokens.
     pub summary_max: u32,
@@ -27,10 +29,10 @@ pub struct LayerCaps {
 impl Default for LayerCaps {
     fn default() -> Self {
         LayerCaps {
-            current_context_max: 150,
+            current_context_max: 100,
             recent_full: 5,
-            tail_tokens: 2_500,
-            summaries: 3,
+            tail_tokens: 3_000,
+            summaries: 10,
             summary_max: 120,
             header_max: 12,
             max_headers: 200,

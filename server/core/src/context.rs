@@ -11,7 +11,7 @@ use crate::config::LayerCaps;
 use crate::exchange::{Counted, KeptMessage, Outcome};
 use crate::ids::ExchangeId;
 use crate::render::{clip_chars, one_line};
-use crate::summary::{fit_points, ExchangeFacts, Point, ToolClass, Trio};
+use crate::summary::{fit_points, looks_like_path, ExchangeFacts, Point, ToolClass, Trio};
 use crate::tokens::Encoding;
 
 /// Where in its work the conversation is (seed 001's phases).
@@ -52,6 +52,9 @@ impl Phase {
 /// How many entries each list keeps; newest first, so the oldest fall off.
 const NARRATIVE_MAX: usize = 6;
 const LIST_MAX: usize = 8;
+/// Story lines L0 shows: the prompt shows the newest exchanges themselves,
+/// so a long story repeats them.
+const STORY_SHOWN: usize = 3;
 
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct CurrentContext {
@@ -221,9 +224,8 @@ pub fn advance(
         .collect();
     let (mut files, mut functions, mut concepts) = (edited, Vec::new(), Vec::new());
     for e in &trio.entities {
-        let bucket = if e.contains('/')
-            || e.rsplit_once('.')
-                .is_some_and(|(_, x)| x.chars().all(char::is_alphanumeric))
+        // A path, or a directory; not a date such as 12/2028.
+        let bucket = if looks_like_path(e) || e.contains('/') && e.chars().any(char::is_alphabetic)
         {
             &mut files
         } else if e.ends_with("()")
@@ -319,8 +321,17 @@ pub fn render(ctx: &CurrentContext, caps: &LayerCaps, encoding: Encoding) -> Cou
     };
     add(0, std::slice::from_ref(&ctx.objective), 100, 0);
     add(1, ctx.model_note.as_slice(), 99, 0);
-    add(2, &ctx.narrative, 90, 8);
-    add(3, &ctx.achievements, 70, 8);
+    // The story's newest exchanges; "Done" adds older achievements, not the
+    // ones the story already tells.
+    let story = &ctx.narrative[..ctx.narrative.len().min(STORY_SHOWN)];
+    let done: Vec<String> = ctx
+        .achievements
+        .iter()
+        .filter(|a| !story.contains(a))
+        .cloned()
+        .collect();
+    add(2, story, 90, 8);
+    add(3, &done, 70, 8);
     add(4, &ctx.files, 85, 6);
     add(5, &ctx.functions, 75, 6);
     add(6, &ctx.concepts, 50, 6);

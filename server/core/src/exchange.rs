@@ -17,8 +17,10 @@ pub struct ToolResult {
     pub tokens: u32,
     /// The digest's first line.
     pub headline: String,
-    /// The whole digest, footer included.
+    /// The whole digest, footer included; the output itself when `whole`.
     pub digest: String,
+    /// The digest is the output: no reference line, nothing to retrieve.
+    pub whole: bool,
 }
 
 /// How much of an exchange a prompt shows, from most to least.

@@ -271,7 +271,7 @@ impl Regions {
                     while b >= 1
                         && b >= oldest_loaded
                         && n - b < r
-                        && kept + full(b) <= caps.tail_tokens / 4
+                        && kept + full(b) <= caps.tail_tokens / 8
                     {
                         kept += full(b);
                         b -= 1;
@@ -298,7 +298,13 @@ impl Regions {
                 b
             }
         };
-        let summaries_from = boundary.saturating_sub(caps.summaries);
+        // Summaries are frozen: the exchanges that leave the tail append to
+        // them, and they are demoted to headers in a batch when they would
+        // pass `summaries` (the region restarts at a multiple of it).
+        let summaries_from = match caps.summaries {
+            0 => boundary,
+            s => boundary.saturating_sub(1) / s * s,
+        };
         let step = (caps.max_headers / 4).max(1);
         let oldest = count.saturating_sub(caps.max_headers);
         let headers_from = oldest.div_ceil(step) * step;
@@ -713,8 +719,8 @@ impl Layer {
     const ALL_CACHE_STABLE: [Layer; 7] = [
         Layer::System,
         Layer::Headers,
-        Layer::Summaries,
         Layer::References,
+        Layer::Summaries,
         Layer::Recent,
         Layer::CurrentContext,
         Layer::Input,
@@ -722,8 +728,8 @@ impl Layer {
     const ALL_CACHE_STABLE_TOOL_INPUT: [Layer; 7] = [
         Layer::System,
         Layer::Headers,
-        Layer::Summaries,
         Layer::References,
+        Layer::Summaries,
         Layer::CurrentContext,
         Layer::Recent,
         Layer::Input,
@@ -894,6 +900,7 @@ mod tests {
                     tokens: message.content.len() as u32,
                     headline: message.content.lines().next().unwrap_or("").to_string(),
                     digest: message.content.clone(),
+                    whole: false,
                 });
                 KeptMessage {
                     id: MessageId {
@@ -965,6 +972,8 @@ mod tests {
         let caps = LayerCaps {
             max_headers: 16,
             max_references: 3,
+            summaries: 3,
+            tail_tokens: 2_500,
             ..LayerCaps::default()
         };
         let spec = Spec {
@@ -996,7 +1005,8 @@ recent: x1:full x2:full x3:full
 "#,
         );
         // The tail grows past `tail_tokens` and is compacted at once,
-        // keeping the newest exchanges up to a quarter of it.
+        // keeping the newest exchanges up to an eighth of it; the summaries
+        // restart at a multiple of `summaries` (x7 only, x1-x6 are headers).
         check(
             12,
             100_000,
@@ -1004,9 +1014,9 @@ recent: x1:full x2:full x3:full
 system: system
 currentContext: currentContext
 recent: x8:full x9:full x10:full x11:full x12:full
-headers: x1:header x2:header x3:header x4:header
-summaries: x5:summary x6:summary x7:summary
-references: b3:6b5e5e2401fa:reference b3:04dc6ae58712:reference b3:37d24d79d3cb:reference
+headers: x1:header x2:header x3:header x4:header x5:header x6:header
+summaries: x7:summary
+references: b3:6fca0f71386e:reference b3:a7e0bdab8c0a:reference b3:ade1bc4bc809:reference
 "#,
         );
         check(
@@ -1018,12 +1028,11 @@ currentContext: currentContext
 recent: x22:header x23:full
 headers: x9:header x10:header x11:header x12:header x13:header x14:header x15:header x16:header x17:header x18:header
 summaries: x19:header x20:header x21:header
+references: b3:e3f9dcf571b4:reference b3:262379a1284b:reference
 trimmed x22 full→header
 trimmed x21 summary→header
 trimmed x20 summary→header
 trimmed x19 summary→header
-trimmed b3:e3f9dcf571b4 reference→dropped
-trimmed b3:262379a1284b reference→dropped
 trimmed b3:064c66118cbb reference→dropped
 "#,
         );
@@ -1031,7 +1040,7 @@ trimmed b3:064c66118cbb reference→dropped
             23,
             500,
             r#"
-budget of 500 tokens is smaller than the 646 the system prompt, input, current context and headers need
+budget of 500 tokens is smaller than the 601 the system prompt, input, current context and headers need
 "#,
         );
     }

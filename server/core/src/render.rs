@@ -263,6 +263,7 @@ mod tests {
             tokens: 600,
             headline: "src/a.rs: 80 lines".to_string(),
             digest: "src/a.rs: 80 lines\nfn main() {}\n[footer]".to_string(),
+            whole: false,
         }
     }
 

@@ -12,6 +12,7 @@ use std::sync::LazyLock;
 use regex::Regex;
 
 use crate::config::LayerCaps;
+use crate::digest::OutputKind;
 use crate::exchange::{Counted, KeptMessage, Outcome};
 use crate::ids::ExchangeId;
 use crate::message::{Role, UserKind};
@@ -110,6 +111,11 @@ static SYMBOL: LazyLock<Regex> = LazyLock::new(|| {
 static CODE: LazyLock<Regex> =
     LazyLock::new(|| Regex::new(r"\b(?:E\d{4}|TS\d{4,5}|[A-Z]{1,4}\d{3,5})\b").unwrap());
 static TICKED: LazyLock<Regex> = LazyLock::new(|| Regex::new(r"`([^`\n]{2,60})`").unwrap());
+/// An error key with a value: a non-empty string, an object, a non-empty
+/// list, `true` or a code (not `null`, `false`, `""` or `[]`).
+static JSON_ERROR: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r#"(?i)"(error|errors|exception)"\s*:\s*("[^"]|\{|\[\s*[^\]\s]|true|\d)"#).unwrap()
+});
 static BOLD: LazyLock<Regex> = LazyLock::new(|| Regex::new(r"\*\*([^*\n]{2,60})\*\*").unwrap());
 static FAILURE: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(r#"(?i)\b(error|errors|failed|failure|failing|panicked|exception|traceback|denied|not found|no such|invalid|cannot|unable)\b|"error"\s*:"#)
@@ -173,11 +179,22 @@ impl ExchangeFacts {
                         .result
                         .as_ref()
                         .map_or(msg.content.as_str(), |r| r.headline.as_str());
-                    let failed = FAILURE.is_match(&clip_chars(&msg.content, 400))
-                        && !NO_FAILURE.is_match(text);
-                    let blob = m.result.as_ref().map(|r| r.blob.short_id());
-                    let headline =
-                        clip_chars(&one_line(msg.content.lines().next().unwrap_or("")), 100);
+                    // JSON says it failed with an error key; its values are
+                    // data ("Error encountered…" in a ticket's description).
+                    let failed = match m.result.as_ref().map(|r| r.kind) {
+                        Some(OutputKind::Json) => JSON_ERROR.is_match(&msg.content),
+                        _ => {
+                            FAILURE.is_match(&clip_chars(&msg.content, 400))
+                                && !NO_FAILURE.is_match(text)
+                        }
+                    };
+                    // A whole output has no id worth citing: it is all there.
+                    let blob = m
+                        .result
+                        .as_ref()
+                        .filter(|r| !r.whole)
+                        .map(|r| r.blob.short_id());
+                    let headline = clip_chars(&one_line(text.lines().next().unwrap_or("")), 100);
                     if failed {
                         facts
                             .errors
@@ -474,7 +491,7 @@ pub fn entities_of(text: &str) -> Vec<String> {
     list.ranked()
 }
 
-fn looks_like_path(s: &str) -> bool {
+pub(crate) fn looks_like_path(s: &str) -> bool {
     if NOT_PATHS.iter().any(|n| s.eq_ignore_ascii_case(n)) || s.contains("://") || s.contains(' ') {
         return false;
     }
@@ -639,7 +656,8 @@ fn header(facts: &ExchangeFacts, cap: u32, encoding: Encoding) -> Counted {
             )
         });
         let starts = std::mem::replace(&mut sentence_start, raw.ends_with(['.', '!', '?']));
-        if w.is_empty() || STOPWORDS.contains(&w.to_lowercase().as_str()) {
+        if !w.chars().any(char::is_alphanumeric) || STOPWORDS.contains(&w.to_lowercase().as_str())
+        {
             continue;
         }
         let named = w
@@ -691,7 +709,27 @@ fn header(facts: &ExchangeFacts, cap: u32, encoding: Encoding) -> Counted {
         .filter(|e| !in_topic(e))
         .take(2)
         .collect();
-    // Fill in priority order, keep the display order (tools, ask, entities).
+    // A question's header also says what the answer found: its values
+    // (versions, numbers, ids) are what a later question points back at.
+    let answer_values: Vec<String> = match facts.ask.contains('?') {
+        false => Vec::new(),
+        true => facts
+            .conclusions
+            .iter()
+            .flat_map(|c| c.split_whitespace())
+            .map(|w| w.trim_matches(|c: char| !c.is_alphanumeric()))
+            // Not a bare small number ("line 5"): too common to point.
+            .filter(|w| w.chars().any(|c| c.is_ascii_digit()) && (3..=24).contains(&w.len()))
+            .filter(|w| !in_topic(w))
+            .fold(Vec::new(), |mut out: Vec<String>, w| {
+                if out.len() < 2 && !out.iter().any(|o| o == w) {
+                    out.push(w.to_string());
+                }
+                out
+            }),
+    };
+    // Fill in priority order, keep the display order (tools, ask, answer,
+    // entities).
     let numbered = || {
         topic
             .iter()
@@ -707,6 +745,12 @@ fn header(facts: &ExchangeFacts, cap: u32, encoding: Encoding) -> Counted {
                 .skip(1)
                 .filter(|(.., named)| *named)
                 .map(|(i, t, _)| (i, t)),
+        )
+        .chain(
+            answer_values
+                .iter()
+                .enumerate()
+                .map(|(i, v)| (90 + i, v.clone())),
         )
         .chain(tools.iter().skip(1).take(1).map(|t| (1, t.to_string())))
         .chain(
@@ -734,6 +778,9 @@ fn header(facts: &ExchangeFacts, cap: u32, encoding: Encoding) -> Counted {
         format!("{body}{suffix}")
     };
     for c in candidates {
+        if chosen.iter().any(|(_, w)| w.eq_ignore_ascii_case(&c.1)) {
+            continue;
+        }
         chosen.push(c);
         if tokens::count(encoding, &render(&chosen)) > cap {
             chosen.pop();
@@ -909,7 +956,6 @@ pub fn fit_summary(text: &str, caps: &LayerCaps, encoding: Encoding) -> Counted 
 /// (`\n` in a tool line stands for a line break).
 #[cfg(test)]
 pub(crate) fn parse_exchange(id: u32, fixture: &str) -> Vec<KeptMessage> {
-    use crate::digest::OutputKind;
     use crate::exchange::ToolResult;
     use crate::ids::{BlobHash, MessageId};
     use crate::message::{Message, ToolCall};
@@ -962,6 +1008,7 @@ pub(crate) fn parse_exchange(id: u32, fixture: &str) -> Vec<KeptMessage> {
             tokens: m.content.len() as u32 / 4,
             headline: m.content.lines().next().unwrap_or("").to_string(),
             digest: m.content.clone(),
+            whole: false,
         });
         out.push(KeptMessage {
             id: MessageId {

@@ -119,6 +119,7 @@ fn keep(id: u32, messages: &[Message]) -> Vec<KeptMessage> {
                 tokens: facts.tokens,
                 headline: d.headline,
                 digest: d.text,
+                whole: d.whole,
             }
         });
         out.push(KeptMessage {

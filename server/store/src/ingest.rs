@@ -377,6 +377,7 @@ impl Writer {
             tokens,
             headline: d.headline,
             digest: d.text.clone(),
+            whole: d.whole,
         };
         let digest_tokens = tokens::count(enc, &d.text);
         out.blobs.push(BlobOutcome {
@@ -397,14 +398,15 @@ impl Writer {
             content: d.text,
             ..m
         };
-        let reference = render::reference_line(&result, id.exchange);
+        // A whole output has no reference line: nothing more to retrieve.
+        let reference = (!result.whole).then(|| render::reference_line(&result, id.exchange));
         self.insert_message(
             session,
             id,
             &kept_message,
             tokens,
             Some(&result),
-            Some(&reference),
+            reference.as_deref(),
         )?;
         Ok(KeptMessage {
             id,

@@ -387,7 +387,8 @@ pub(crate) fn load_messages(
 ) -> Result<Vec<KeptMessage>> {
     let mut stmt = conn.prepare_cached(
         "SELECT m.idx, m.role, m.kind, m.content, m.tool_calls, m.tool_call_id, m.name, m.agent, m.at,
-                m.tokens, m.blob_hash, m.result_kind, m.result_path, m.headline, b.bytes
+                m.tokens, m.blob_hash, m.result_kind, m.result_path, m.headline, b.bytes,
+                m.ref_line IS NULL
          FROM messages m LEFT JOIN blobs b ON b.hash = m.blob_hash
          WHERE m.session_id = ?1 AND m.seq = ?2 ORDER BY m.idx",
     )?;
@@ -406,6 +407,7 @@ pub(crate) fn load_messages(
                 tokens: r.get(9)?,
                 headline: r.get(13)?,
                 digest: content.clone(),
+                whole: r.get(15)?,
             }),
             None => None,
         };
@@ -557,7 +559,7 @@ pub(crate) fn session_view(
 
     let mut stmt = conn.prepare_cached(&format!(
         "SELECT blob_hash, seq, ref_line, {} FROM messages
-         WHERE session_id = ?1 AND blob_hash IS NOT NULL AND seq <= ?3
+         WHERE session_id = ?1 AND ref_line IS NOT NULL AND seq <= ?3
          ORDER BY seq DESC, idx DESC LIMIT ?2",
         col("ref")
     ))?;

@@ -110,19 +110,21 @@ impl<'f> Draft<'f> {
         }
     }
 
-    /// The headline and the whole text; optional lines are dropped from the
-    /// end while the exact count of the joined text is over the cap.
-    pub(crate) fn finish(mut self) -> (String, String) {
+    /// The headline, the whole text and its tokens; optional lines are
+    /// dropped from the end while the exact count of the joined text is
+    /// over the cap.
+    pub(crate) fn finish(mut self) -> (String, String, u32) {
         loop {
             let text = self.join();
-            if tokens::count(self.encoding, &text) <= self.cap {
-                return (self.headline, text);
+            let tokens = tokens::count(self.encoding, &text);
+            if tokens <= self.cap {
+                return (self.headline, text, tokens);
             }
             match self.lines.iter().rposition(|(_, required)| !required) {
                 Some(i) => {
                     self.lines.remove(i);
                 }
-                None => return (self.headline, text),
+                None => return (self.headline, text, tokens),
             }
         }
     }

@@ -144,7 +144,11 @@ pub struct Digest {
     /// One line that says what the output is and how it ended.
     pub headline: String,
     /// The whole digest, headline first, footer last; within the limit.
+    /// Or, when `whole`, the output itself.
     pub text: String,
+    /// The output costs no more than its digest, so `text` is the output,
+    /// without headline or footer: there is nothing more to retrieve.
+    pub whole: bool,
 }
 
 pub fn footer(facts: &BlobFacts) -> String {
@@ -196,10 +200,16 @@ pub fn digest(
     if kind != OutputKind::FileRead && !text.trim().is_empty() && may_fit {
         draft.prefer_whole(text);
     }
-    let (headline, text) = draft.finish();
+    let (headline, digest, digest_tokens) = draft.finish();
+    let whole = !text.trim().is_empty() && facts.tokens <= digest_tokens;
     Digest {
         kind,
         headline,
-        text,
+        text: if whole {
+            text.trim_end().to_string()
+        } else {
+            digest
+        },
+        whole,
     }
 }
