@@ -242,10 +242,12 @@ fn words(text: &str) -> impl Iterator<Item = String> + '_ {
 fn spelled(text: &str) -> String {
     let kept: String = text
         .chars()
-        .map(|c| match c.is_alphanumeric() || matches!(c, '_' | '.' | '/') {
-            true => c,
-            false => ' ',
-        })
+        .map(
+            |c| match c.is_alphanumeric() || matches!(c, '_' | '.' | '/') {
+                true => c,
+                false => ' ',
+            },
+        )
         .collect();
     format!(" {} ", render::one_line(&kept))
 }

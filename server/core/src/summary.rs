@@ -656,8 +656,7 @@ fn header(facts: &ExchangeFacts, cap: u32, encoding: Encoding) -> Counted {
             )
         });
         let starts = std::mem::replace(&mut sentence_start, raw.ends_with(['.', '!', '?']));
-        if !w.chars().any(char::is_alphanumeric) || STOPWORDS.contains(&w.to_lowercase().as_str())
-        {
+        if !w.chars().any(char::is_alphanumeric) || STOPWORDS.contains(&w.to_lowercase().as_str()) {
             continue;
         }
         let named = w
