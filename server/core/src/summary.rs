@@ -1001,7 +1001,11 @@ pub(crate) fn parse_exchange(id: u32, fixture: &str) -> Vec<KeptMessage> {
         let index = out.len() as u32 + 1;
         let result = (m.role == Role::Tool).then(|| ToolResult {
             blob: BlobHash::of(m.content.as_bytes()),
-            kind: OutputKind::Generic,
+            kind: crate::digest::classify(&crate::digest::ToolOutput {
+                tool: m.name.as_deref(),
+                arguments: None,
+                content: &m.content,
+            }),
             path: None,
             bytes: m.content.len() as u64,
             tokens: m.content.len() as u32 / 4,
@@ -1046,6 +1050,57 @@ mod tests {
             trio.entities.join(" | ")
         );
         assert_eq!(got.trim(), expect.trim(), "\n--- got ---\n{got}\n");
+    }
+
+    fn header_of(fixture: &str) -> String {
+        let messages = parse_exchange(1, fixture);
+        let trio = summarise(
+            ExchangeId(1),
+            &messages,
+            &LayerCaps::default(),
+            Encoding::O200kBase,
+        );
+        trio.header.text
+    }
+
+    #[test]
+    fn a_question_header_keeps_the_values_its_answer_found() {
+        let header = header_of(
+            r#"
+            user: What MSRV does the crate pin — and which edition?
+            assistant: -> read_file {"path":"Cargo.toml"}
+            tool: [package]\nname = "strsim"\nrust-version = "1.56"
+            assistant: It pins rust-version 1.56 and sets no edition, so 2015. See line 3.
+            "#,
+        );
+        assert!(
+            header.contains("1.56") && header.contains("2015"),
+            "{header}"
+        );
+        let words = header.trim_end().trim_end_matches(" — completed");
+        assert!(!words.contains(" 3 ") && !words.contains('—'), "{header}");
+    }
+
+    #[test]
+    fn json_fails_on_an_error_key_not_on_a_value() {
+        let ticket = header_of(
+            r#"
+            user: Open a ticket saying the cancellation failed.
+            assistant: -> create_ticket {"title":"Cancellation"}
+            tool: {"id": 2, "description": "Error encountered during cancellation."}
+            assistant: Ticket 2 is open.
+            "#,
+        );
+        assert!(ticket.ends_with("— completed"), "{ticket}");
+        let failed = header_of(
+            r#"
+            user: Cancel booking 7.
+            assistant: -> cancel_booking {"booking_id":"7"}
+            tool: {"error": "No booking with id 7", "cancel_status": false}
+            assistant: There is no booking 7.
+            "#,
+        );
+        assert!(failed.ends_with("— error"), "{failed}");
     }
 
     #[test]
