@@ -1,5 +1,7 @@
 //! Every cap and limit, in one place. Values arrive from initializationOptions,
-//! `workspace/didChangeConfiguration` or the CLI; the defaults are seed 003's.
+//! `workspace/didChangeConfiguration` or the CLI. The defaults are seed 003's
+//! caps except where a measured reason changed them (docs/ASSEMBLY.md): L0
+//! 100 tokens (it is new on every turn), summaries 10 (frozen, in batches).
 
 use crate::tokens::Encoding;
 

@@ -2,9 +2,13 @@
 //! shows. It sums counts made at ingest; its own three layer titles are
 //! counted once per encoding per process.
 //!
-//! Regions, oldest to newest (`B` is the batch boundary, `S` = `summaries`):
-//! - headers (L2): exchanges up to `B - S`, one line each, guaranteed;
-//! - summaries (L3): exchanges `B - S + 1 ..= B`, as summaries when they fit;
+//! Regions, oldest to newest (`B` is the tail boundary, `S` = `summaries`,
+//! `H` the largest multiple of `S` below `B`):
+//! - headers (L2): exchanges up to `H`, one line each, guaranteed, and the
+//!   references (L4) of their stored outputs;
+//! - summaries (L3): exchanges `H + 1 ..= B`, as summaries when they fit;
+//!   frozen: a compaction appends to them, and every `S` exchanges they
+//!   become headers together;
 //! - recent (L1): exchanges after `B`, in full when they fit, demoted
 //!   full → digests → summary → header otherwise, newest first.
 //!
@@ -249,7 +253,7 @@ impl Regions {
     /// The boundary moves only when the recent tail grows past
     /// `caps.tail_tokens` (or at the first exchange of a block): then it
     /// jumps so that only the newest exchanges (at most `recent_full`, at
-    /// most a quarter of `tail_tokens` unless one is larger) stay recent.
+    /// most an eighth of `tail_tokens` unless one is larger) stay recent.
     /// In between, new exchanges append to the tail and everything before
     /// them is the same prompt text, turn after turn.
     fn of(count: u32, window: &[ExchangeView], caps: &LayerCaps) -> Regions {

@@ -710,23 +710,25 @@ fn header(facts: &ExchangeFacts, cap: u32, encoding: Encoding) -> Counted {
         .collect();
     // A question's header also says what the answer found: its values
     // (versions, numbers, ids) are what a later question points back at.
-    let answer_values: Vec<String> = match facts.ask.contains('?') {
-        false => Vec::new(),
-        true => facts
+    let mut answer_values: Vec<String> = Vec::new();
+    if facts.ask.contains('?') {
+        let words = facts
             .conclusions
             .iter()
             .flat_map(|c| c.split_whitespace())
             .map(|w| w.trim_matches(|c: char| !c.is_alphanumeric()))
             // Not a bare small number ("line 5"): too common to point.
             .filter(|w| w.chars().any(|c| c.is_ascii_digit()) && (3..=24).contains(&w.len()))
-            .filter(|w| !in_topic(w))
-            .fold(Vec::new(), |mut out: Vec<String>, w| {
-                if out.len() < 2 && !out.iter().any(|o| o == w) {
-                    out.push(w.to_string());
-                }
-                out
-            }),
-    };
+            .filter(|w| !in_topic(w));
+        for w in words {
+            if answer_values.len() == 2 {
+                break;
+            }
+            if !answer_values.iter().any(|v| v == w) {
+                answer_values.push(w.to_string());
+            }
+        }
+    }
     // Fill in priority order, keep the display order (tools, ask, answer,
     // entities).
     let numbered = || {
@@ -1029,14 +1031,19 @@ pub(crate) fn parse_exchange(id: u32, fixture: &str) -> Vec<KeptMessage> {
 mod tests {
     use super::*;
 
+    fn trio_of(fixture: &str) -> Trio {
+        let messages = parse_exchange(1, fixture);
+        summarise(
+            ExchangeId(1),
+            &messages,
+            &LayerCaps::default(),
+            Encoding::O200kBase,
+        )
+    }
+
     fn check(fixture: &str, expect: &str) {
         let caps = LayerCaps::default();
-        let trio = summarise(
-            ExchangeId(1),
-            &parse_exchange(1, fixture),
-            &caps,
-            Encoding::O200kBase,
-        );
+        let trio = trio_of(fixture);
         assert!(trio.header.tokens <= caps.header_max, "{trio:?}");
         assert!(trio.summary.tokens <= caps.summary_max, "{trio:?}");
         assert_eq!(
@@ -1053,14 +1060,7 @@ mod tests {
     }
 
     fn header_of(fixture: &str) -> String {
-        let messages = parse_exchange(1, fixture);
-        let trio = summarise(
-            ExchangeId(1),
-            &messages,
-            &LayerCaps::default(),
-            Encoding::O200kBase,
-        );
-        trio.header.text
+        trio_of(fixture).header.text
     }
 
     #[test]
