@@ -422,7 +422,7 @@ impl MemorySession {
                 .take(self.caps.max_references as usize)
                 .cloned()
                 .collect(),
-            current_context: context::render(&self.context, &self.caps, self.encoding),
+            current_context: self.context.clone(),
         }
     }
 }

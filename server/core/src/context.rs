@@ -9,7 +9,7 @@ use serde_json::{json, Value};
 
 use crate::config::LayerCaps;
 use crate::exchange::{Counted, KeptMessage, Outcome};
-use crate::ids::ExchangeId;
+use crate::ids::{ExchangeId, ItemId};
 use crate::render::{clip_chars, one_line};
 use crate::summary::{fit_points, looks_like_path, ExchangeFacts, Point, ToolClass, Trio};
 use crate::tokens::Encoding;
@@ -63,6 +63,8 @@ pub struct CurrentContext {
     pub last: Option<ExchangeId>,
     pub phase: Phase,
     pub objective: String,
+    /// The exchange whose ask the objective is.
+    pub objective_from: Option<ExchangeId>,
     /// One line per recent exchange, newest first.
     pub narrative: Vec<String>,
     pub achievements: Vec<String>,
@@ -202,6 +204,7 @@ pub fn advance(
     next.phase = phase_of(&facts, prev.phase);
     if !facts.feedback && !facts.ask.is_empty() || prev.objective.is_empty() {
         next.objective = clip_chars(&facts.ask, 200);
+        next.objective_from = Some(id);
     }
     next.narrative = merged(
         [format!("{id} {}", trio.header.text)],
@@ -289,9 +292,35 @@ pub fn apply_housekeeping(prev: &CurrentContext, hk: &Housekeeping) -> CurrentCo
     next
 }
 
+/// The exchange a story or achievement line tells of: its leading id.
+fn told_of(line: &str) -> Option<ExchangeId> {
+    match ItemId::parse(line.split(' ').next()?) {
+        Ok(ItemId::Exchange(id)) => Some(id),
+        _ => None,
+    }
+}
+
+/// What the prompt shows in full besides L0: the recent exchanges.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Shown<'a> {
+    /// The oldest exchange shown in full; every newer one is shown too.
+    pub from: Option<ExchangeId>,
+    /// Their text, as the prompt shows it.
+    pub text: &'a str,
+}
+
+impl Shown<'_> {
+    fn exchange(&self, id: Option<ExchangeId>) -> bool {
+        self.from.is_some_and(|from| id.is_some_and(|i| i >= from))
+    }
+}
+
 /// L0 as placed in the prompt: a titled block within `current_context_max`,
-/// ending in `"\n"`.
-pub fn render(ctx: &CurrentContext, caps: &LayerCaps, encoding: Encoding) -> Counted {
+/// ending in `"\n"`. It leaves out what the prompt already shows: the
+/// objective, story and achievements of the exchanges shown in full, and the
+/// files, symbols, topics and next steps their text names. L0 is sent
+/// uncached on every turn, so a repeat costs its tokens every time.
+pub fn render(ctx: &CurrentContext, caps: &LayerCaps, encoding: Encoding, shown: Shown) -> Counted {
     const LABELS: [&str; 9] = [
         "Objective",
         "Model notes",
@@ -310,7 +339,8 @@ pub fn render(ctx: &CurrentContext, caps: &LayerCaps, encoding: Encoding) -> Cou
     );
     let mut points = Vec::new();
     let mut add = |section: usize, items: &[String], top: u32, step: u32| {
-        for (i, text) in items.iter().enumerate() {
+        let unseen = items.iter().filter(|t| !shown.text.contains(t.as_str()));
+        for (i, text) in unseen.enumerate() {
             let weight = top.saturating_sub(step * i as u32);
             points.push(Point {
                 section,
@@ -319,18 +349,27 @@ pub fn render(ctx: &CurrentContext, caps: &LayerCaps, encoding: Encoding) -> Cou
             });
         }
     };
-    add(0, std::slice::from_ref(&ctx.objective), 100, 0);
+    if !shown.exchange(ctx.objective_from) {
+        add(0, std::slice::from_ref(&ctx.objective), 100, 0);
+    }
     add(1, ctx.model_note.as_slice(), 99, 0);
-    // The story's newest exchanges; "Done" adds older achievements, not the
-    // ones the story already tells.
-    let story = &ctx.narrative[..ctx.narrative.len().min(STORY_SHOWN)];
+    // The story's newest exchanges not shown; "Done" adds older
+    // achievements, not the ones the story already tells.
+    let story: Vec<String> = ctx
+        .narrative
+        .iter()
+        .filter(|l| !shown.exchange(told_of(l)))
+        .take(STORY_SHOWN)
+        .cloned()
+        .collect();
+    // "Done" says they completed.
     let done: Vec<String> = ctx
         .achievements
         .iter()
-        .filter(|a| !story.contains(a))
-        .cloned()
+        .filter(|a| !story.contains(a) && !shown.exchange(told_of(a)))
+        .map(|a| a.strip_suffix(" — completed").unwrap_or(a).to_string())
         .collect();
-    add(2, story, 90, 8);
+    add(2, &story, 90, 8);
     add(3, &done, 70, 8);
     add(4, &ctx.files, 85, 6);
     add(5, &ctx.functions, 75, 6);
@@ -366,6 +405,7 @@ impl CurrentContext {
             "last": self.last.map(|x| x.0),
             "phase": self.phase.as_str(),
             "objective": self.objective,
+            "objectiveFrom": self.objective_from.map(|x| x.0),
             "narrative": self.narrative,
             "achievements": self.achievements,
             "files": self.files,
@@ -406,6 +446,8 @@ impl CurrentContext {
             last: number("last").map(ExchangeId),
             phase: Phase::parse(&text("phase")?).ok_or(ContextError::Field("phase"))?,
             objective: text("objective")?,
+            // Absent in contexts stored before it was kept.
+            objective_from: number("objectiveFrom").map(ExchangeId),
             narrative: list("narrative")?,
             achievements: list("achievements")?,
             files: list("files")?,
@@ -443,7 +485,7 @@ mod tests {
     fn check(exchanges: &[&str], expect: &str) {
         let ctx = run(exchanges);
         let caps = LayerCaps::default();
-        let block = render(&ctx, &caps, Encoding::O200kBase);
+        let block = render(&ctx, &caps, Encoding::O200kBase, Shown::default());
         assert!(block.tokens <= caps.current_context_max);
         assert_eq!(
             crate::tokens::count(Encoding::O200kBase, &block.text),

@@ -24,6 +24,7 @@ use std::collections::{HashMap, HashSet};
 use std::sync::OnceLock;
 
 use crate::config::{LayerCaps, LayerOrder};
+use crate::context;
 use crate::exchange::{Counted, KeptMessage, Level};
 use crate::ids::ExchangeId;
 use crate::message::Role;
@@ -456,10 +457,20 @@ pub fn pack(
         .as_ref()
         .map_or(0, |s| s.tokens + MESSAGE_OVERHEAD);
     let input_cost = req.input.as_ref().map_or(0, |_| req.input_tokens);
-    let context_cost = match view.current_context.text.is_empty() {
-        true => 0,
-        false => view.current_context.tokens + MESSAGE_OVERHEAD,
+    // L0 leaves out what the recent region shows (it is never dropped,
+    // only demoted); a session without exchanges has no context yet.
+    let shown_text: String = recent
+        .iter()
+        .flat_map(|p| &p.exchange.messages)
+        .map(|m| render::message_text(m, Level::Full))
+        .collect();
+    let shown = context::Shown {
+        from: recent.first().map(|p| p.exchange.id),
+        text: &shown_text,
     };
+    let l0 = (view.current_context.turn > 0)
+        .then(|| context::render(&view.current_context, caps, enc, shown));
+    let context_cost = l0.as_ref().map_or(0, |c| c.tokens + MESSAGE_OVERHEAD);
     let listed_cost = match listed.is_empty() {
         true => 0,
         false => {
@@ -520,7 +531,23 @@ pub fn pack(
         left -= extra(p, p.level);
     }
     for p in summarised.iter_mut().rev() {
-        let extra = i64::from(p.cost(Level::Summary, false) - p.cost(Level::Header, false));
+        // A summary that does not halve its exchange is not worth its
+        // tokens on every turn: the header points at the exchange, one
+        // retrieve away. Small exchanges (a call and a short answer) end so.
+        let summary = p.cost(Level::Summary, false);
+        if 2 * summary > p.exchange.tokens.full {
+            trimmed.push(Trim {
+                id: p.exchange.id.to_string(),
+                from: Format::Level(Level::Summary),
+                to: Format::Level(Level::Header),
+                reason: format!(
+                    "summary saves too little: {summary} tokens of {} in full",
+                    p.exchange.tokens.full
+                ),
+            });
+            continue;
+        }
+        let extra = i64::from(summary - p.cost(Level::Header, false));
         if extra <= left {
             left -= extra;
             p.level = Level::Summary;
@@ -604,8 +631,7 @@ pub fn pack(
             vec![item],
         );
     }
-    if context_cost > 0 {
-        let c = &view.current_context;
+    if let Some(c) = &l0 {
         let item = LayerItem {
             id: "currentContext".into(),
             format: Format::Text,
@@ -680,14 +706,8 @@ pub fn pack(
         put(Layer::Input, vec![message], vec![item]);
     }
 
-    let input_answers_a_call = req
-        .input
-        .as_ref()
-        .is_some_and(|m| m.message.role == Role::Tool);
     let order: &[Layer] = match req.order {
         LayerOrder::Seed003 => &Layer::ALL_SEED003,
-        // A tool result as input must follow its call: L0 moves up.
-        LayerOrder::CacheStable if input_answers_a_call => &Layer::ALL_CACHE_STABLE_TOOL_INPUT,
         LayerOrder::CacheStable => &Layer::ALL_CACHE_STABLE,
     };
     let mut messages: Vec<PromptMessage> = order
@@ -720,23 +740,17 @@ impl Layer {
         Layer::Recent,
         Layer::Input,
     ];
+    /// The input comes before L0: the next prompt shows it again as the
+    /// start of the newest exchange, so in this place it stays in the
+    /// cached prefix; and a tool result as input stays right after its call.
     const ALL_CACHE_STABLE: [Layer; 7] = [
         Layer::System,
         Layer::Headers,
         Layer::References,
         Layer::Summaries,
         Layer::Recent,
-        Layer::CurrentContext,
         Layer::Input,
-    ];
-    const ALL_CACHE_STABLE_TOOL_INPUT: [Layer; 7] = [
-        Layer::System,
-        Layer::Headers,
-        Layer::References,
-        Layer::Summaries,
         Layer::CurrentContext,
-        Layer::Recent,
-        Layer::Input,
     ];
 }
 
@@ -796,6 +810,11 @@ fn as_user_text(m: &mut PromptMessage) {
 /// Tokens at the start of `next` that are identical in `prev`: tools, then
 /// whole equal messages, then equal leading pieces of the first message
 /// that differs. What a provider's prompt cache can reuse, at most.
+///
+/// Equal messages may be charged differently: the input is charged alone,
+/// and the next prompt shows it again as the first message of an exchange,
+/// whose messages are charged together on its last. Everything before
+/// matched, so either charge covers only matched messages.
 pub fn shared_prefix_tokens(prev: &PackedPrompt, next: &PackedPrompt) -> u32 {
     let mut shared = if prev.tools_tokens == next.tools_tokens {
         next.tools_tokens
@@ -803,8 +822,8 @@ pub fn shared_prefix_tokens(prev: &PackedPrompt, next: &PackedPrompt) -> u32 {
         return 0;
     };
     for (a, b) in prev.messages.iter().zip(&next.messages) {
-        if a == b {
-            shared += b.charged;
+        if a.role == b.role && a.blocks == b.blocks {
+            shared += if b.charged > 0 { b.charged } else { a.charged };
             continue;
         }
         if a.role == b.role && !b.block_tokens.is_empty() {
@@ -1029,14 +1048,15 @@ references: b3:6fca0f71386e:reference b3:a7e0bdab8c0a:reference b3:ade1bc4bc809:
             r#"
 system: system
 currentContext: currentContext
-recent: x22:header x23:full
+recent: x22:digests x23:full
 headers: x9:header x10:header x11:header x12:header x13:header x14:header x15:header x16:header x17:header x18:header
 summaries: x19:header x20:header x21:header
-references: b3:e3f9dcf571b4:reference b3:262379a1284b:reference
-trimmed x22 full→header
+trimmed x22 full→digests
 trimmed x21 summary→header
 trimmed x20 summary→header
 trimmed x19 summary→header
+trimmed b3:e3f9dcf571b4 reference→dropped
+trimmed b3:262379a1284b reference→dropped
 trimmed b3:064c66118cbb reference→dropped
 "#,
         );
@@ -1044,7 +1064,7 @@ trimmed b3:064c66118cbb reference→dropped
             23,
             500,
             r#"
-budget of 500 tokens is smaller than the 601 the system prompt, input, current context and headers need
+budget of 500 tokens is smaller than the 563 the system prompt, input, current context and headers need
 "#,
         );
     }

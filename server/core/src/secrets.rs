@@ -133,6 +133,11 @@ static RULES: LazyLock<Vec<Rule>> = LazyLock::new(|| {
 
 const MARK_PREFIX: &str = "[secret:";
 
+/// Whether `text` holds a mask put in place of a secret.
+pub fn is_masked(text: &str) -> bool {
+    text.contains(MARK_PREFIX)
+}
+
 /// `text` with every secret replaced by `[secret:KIND]`.
 pub fn mask(text: &str) -> Masked<'_> {
     let mut current: Cow<str> = Cow::Borrowed(text);

@@ -415,7 +415,8 @@ impl EntityList {
         } else {
             e.to_string()
         };
-        if e.chars().count() < 2 || e.chars().count() > 80 {
+        // A mask names no entity: every masked secret reads the same.
+        if e.chars().count() < 2 || e.chars().count() > 80 || crate::secrets::is_masked(&e) {
             return;
         }
         match self.seen.iter_mut().find(|(s, ..)| *s == e) {

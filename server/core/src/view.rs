@@ -1,6 +1,7 @@
 //! What the store hands the packer for one `ctx/assemble`: plain data, every
 //! text already counted at ingest, so assembling never re-counts or re-reads.
 
+use crate::context::CurrentContext;
 use crate::exchange::{Counted, KeptMessage};
 use crate::ids::{BlobHash, ExchangeId};
 
@@ -50,6 +51,7 @@ pub struct SessionView {
     pub window: Vec<ExchangeView>,
     /// Blob references, newest first, at most `max_references`.
     pub references: Vec<BlobRef>,
-    /// The rendered current-context block (L0), within its cap.
-    pub current_context: Counted,
+    /// The current context (L0); the packer renders it, leaving out what
+    /// the prompt shows in full.
+    pub current_context: CurrentContext,
 }

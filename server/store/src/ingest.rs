@@ -16,7 +16,7 @@ use rusqlite::{params, Connection, OptionalExtension};
 
 use crate::blobs;
 use crate::error::StoreError;
-use crate::read::{self, session_exists, Reader};
+use crate::read::{self, session_exists, stored_context, Reader};
 use crate::time::now_rfc3339;
 use crate::Result;
 
@@ -676,14 +676,7 @@ impl Writer {
             )
             .optional()?
             .ok_or_else(|| StoreError::UnknownSession(session.to_string()))?;
-        let decode = |s: &str| -> Result<CurrentContext> {
-            if s.is_empty() {
-                return Ok(CurrentContext::default());
-            }
-            CurrentContext::decode(s)
-                .map_err(|e| StoreError::Invalid(format!("stored context unreadable: {e}")))
-        };
-        Ok((count, decode(&base)?, decode(&current)?))
+        Ok((count, stored_context(&base)?, stored_context(&current)?))
     }
 
     fn save_context(
@@ -692,18 +685,9 @@ impl Writer {
         base: &CurrentContext,
         current: &CurrentContext,
     ) -> Result<()> {
-        let l0 = context::render(current, &self.settings.caps, self.settings.encoding);
         self.conn.execute(
-            "UPDATE sessions SET context_base = ?2, context_current = ?3, l0_text = ?4, l0_o200k = ?5, l0_cl100k = ?6
-             WHERE id = ?1",
-            params![
-                session,
-                base.encode(),
-                current.encode(),
-                l0.text,
-                count(Encoding::O200kBase, &l0.text),
-                count(Encoding::Cl100kBase, &l0.text)
-            ],
+            "UPDATE sessions SET context_base = ?2, context_current = ?3 WHERE id = ?1",
+            params![session, base.encode(), current.encode()],
         )?;
         Ok(())
     }

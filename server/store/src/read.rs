@@ -4,6 +4,7 @@
 use std::path::Path;
 
 use ctxproxy_core::config::LayerCaps;
+use ctxproxy_core::context::CurrentContext;
 use ctxproxy_core::digest::OutputKind;
 use ctxproxy_core::exchange::{Counted, KeptMessage, Level, Outcome, ToolResult};
 use ctxproxy_core::ids::{BlobHash, ExchangeId, MessageId, PromptId};
@@ -485,14 +486,11 @@ pub(crate) fn session_view(
         Encoding::O200kBase => format!("{name}_o200k"),
         Encoding::Cl100kBase => format!("{name}_cl100k"),
     };
-    let (count, l0_text, l0_tokens): (u32, String, u32) = conn
+    let (count, context): (u32, String) = conn
         .query_row(
-            &format!(
-                "SELECT exchange_count, l0_text, {} FROM sessions WHERE id = ?1",
-                col("l0")
-            ),
+            "SELECT exchange_count, context_current FROM sessions WHERE id = ?1",
             [session],
-            |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)),
+            |r| Ok((r.get(0)?, r.get(1)?)),
         )
         .optional()?
         .ok_or_else(|| StoreError::UnknownSession(session.to_string()))?;
@@ -592,9 +590,16 @@ pub(crate) fn session_view(
         headers,
         window: window_views,
         references,
-        current_context: Counted {
-            text: l0_text,
-            tokens: l0_tokens,
-        },
+        current_context: stored_context(&context)?,
     })
+}
+
+/// A current context as the sessions table keeps it; empty before the
+/// first exchange.
+pub(crate) fn stored_context(s: &str) -> Result<CurrentContext> {
+    if s.is_empty() {
+        return Ok(CurrentContext::default());
+    }
+    CurrentContext::decode(s)
+        .map_err(|e| StoreError::Invalid(format!("stored context unreadable: {e}")))
 }

@@ -4,8 +4,9 @@
 use rusqlite::Connection;
 use rusqlite_migration::{Migrations, M};
 
-const MIGRATIONS: &[M<'static>] = &[M::up(
-    r#"
+const MIGRATIONS: &[M<'static>] = &[
+    M::up(
+        r#"
 CREATE TABLE sessions (
     id            TEXT PRIMARY KEY,
     workspace     TEXT NOT NULL DEFAULT '',
@@ -106,7 +107,16 @@ CREATE TABLE prompts (
 -- Full-text index over each exchange: rowid = exchanges.id.
 CREATE VIRTUAL TABLE exchange_text USING fts5(header, summary, body, tokenize = 'unicode61');
 "#,
-)];
+    ),
+    // L0 is rendered at assemble, leaving out what the prompt shows in full.
+    M::up(
+        r#"
+ALTER TABLE sessions DROP COLUMN l0_text;
+ALTER TABLE sessions DROP COLUMN l0_o200k;
+ALTER TABLE sessions DROP COLUMN l0_cl100k;
+"#,
+    ),
+];
 
 pub fn migrate(conn: &mut Connection) -> Result<(), rusqlite_migration::Error> {
     Migrations::from_slice(MIGRATIONS).to_latest(conn)
