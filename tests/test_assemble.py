@@ -249,7 +249,12 @@ async def test_format_shapes(ctx, order):
         problems, n_tool = _check_openai(o)
         assert not problems, f"openai @{budget}:\n" + "\n".join(problems[:20])
         assert o["messages"][0]["role"] == "system" and SYSTEM in o["messages"][0]["content"]
-        assert INPUT["content"] in o["messages"][-1]["content"] and o["messages"][-1]["role"] == "user"
+        # Cache-stable: the input, then L0 last (the input stays in the next
+        # prompt's cached prefix). seed003: L0 first, the input last.
+        at = -2 if order == "cache-stable" else -1
+        assert INPUT["content"] in o["messages"][at]["content"] and o["messages"][at]["role"] == "user"
+        if order == "cache-stable":
+            assert o["messages"][-1]["content"].startswith("## Current context"), o["messages"][-1]
         if budget >= 32000:
             assert n_tool >= 1, "no tool message in the openai prompt although the last exchange has one"
 

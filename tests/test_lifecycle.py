@@ -104,7 +104,9 @@ async def test_every_method_round_trip(ctx):
     names = {t.get("function", t).get("name") for t in a["tools"]}
     assert {"context_retrieve", "context_search"} <= names, a["tools"]
     assert isinstance(a["trimmed"], list)
-    assert "and where is it called?" in str(a["messages"][-1]), "prompt does not end with the input"
+    # The input, then the current context (L0) last.
+    assert "and where is it called?" in str(a["messages"][-2]), "the input is not before L0"
+    assert "## Current context" in str(a["messages"][-1]), "prompt does not end with L0"
     ev = await ctx.wait_event(lambda e: e.get("kind") == "contextAssembled")
     assert ev["sessionId"] == sid and ev.get("promptId") == "p1", ev
 

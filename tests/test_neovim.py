@@ -34,7 +34,8 @@ def test_neovim_drives_ctxproxy(tmp_path):
 
     a = r["assemble"]
     assert a["promptId"] == "p1" and a["tokens"]["total"] <= 8000
-    assert a["messages"][-1]["role"] == "user" and "And what does it print?" in a["messages"][-1]["content"]
+    assert a["messages"][-2]["role"] == "user" and "And what does it print?" in a["messages"][-2]["content"]
+    assert a["messages"][-1]["content"].startswith("## Current context")
 
     items = {i["id"]: i for i in r["retrieve"]["items"]}
     assert items["x1.2"]["toolCalls"] == [{"id": "call_1", "name": "read_file", "arguments": {"path": "src/a.rs"}}]

@@ -116,8 +116,10 @@ test("the chat loop retrieves through the sidecar, answers, and appends the whol
   assert.equal(turn.toolRounds, 1);
   assert.deepEqual(model.requests[0].tools.map((t) => t.name).sort(), [CONTEXT_RETRIEVE, CONTEXT_SEARCH]);
   const firstPrompt = model.requests[0].messages;
-  const lastPart = firstPrompt[firstPrompt.length - 1].parts[0];
-  assert.ok(lastPart.type === "text" && lastPart.value.trim() === "What did I ask first?", "the prompt ends with the input");
+  // The input, then the current context (L0) last.
+  const [inputPart, contextPart] = firstPrompt.slice(-2).map((m) => m.parts[0]);
+  assert.ok(inputPart.type === "text" && inputPart.value.trim() === "What did I ask first?", "the input comes before L0");
+  assert.ok(contextPart.type === "text" && contextPart.value.startsWith("## Current context"), "the prompt ends with L0");
   const toolResult = model.requests[1].messages[model.requests[1].messages.length - 1].parts[0];
   assert.equal(toolResult.type, "toolResult");
   assert.ok(toolResult.type === "toolResult" && toolResult.text.includes(question.slice(0, 30)), "the model got x1");
