@@ -546,6 +546,42 @@ Already explained (do not re-introduce): let statements; parse_let(); Diagnostic
     }
 
     #[test]
+    fn leaves_out_what_the_prompt_shows() {
+        let ctx = run(&[READ, FAIL]);
+        let caps = LayerCaps::default();
+        let fail = parse_exchange(2, FAIL);
+        let fail_text: String = fail
+            .iter()
+            .map(|m| crate::render::message_text(m, crate::exchange::Level::Full))
+            .collect();
+        // x2 shown in full: its ask (the objective), its story line and
+        // the names its text holds (tests/let.rs, `cargo test let`) are not
+        // repeated; x1's remain.
+        let shown = Shown {
+            from: Some(ExchangeId(2)),
+            text: &fail_text,
+        };
+        let block = render(&ctx, &caps, Encoding::O200kBase, shown);
+        assert_eq!(
+            block.text.trim(),
+            r#"
+## Current context (turn 2, phase: debugging)
+Story so far: x1 parser handle let statements Diagnostic — completed
+Active files: src/parser.rs
+Active symbols: parse_let(); Diagnostic
+Already explained (do not re-introduce): let statements; parse_let(); Diagnostic
+"#
+            .trim(),
+            "\n--- got ---\n{}",
+            block.text
+        );
+        assert_eq!(
+            crate::tokens::count(Encoding::O200kBase, &block.text),
+            block.tokens
+        );
+    }
+
+    #[test]
     fn housekeeping_overlays_model_notes() {
         let ctx = run(&[READ, FAIL]);
         let hk = Housekeeping {

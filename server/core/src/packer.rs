@@ -1165,6 +1165,79 @@ budget of 500 tokens is smaller than the 563 the system prompt, input, current c
     }
 
     #[test]
+    fn the_input_stays_in_the_next_prompts_prefix() {
+        let caps = LayerCaps::default();
+        let spec = Spec {
+            ask: 8,
+            calls: vec![(0, 5, false)],
+            answer: 6,
+        };
+        let mut s = session(&vec![spec.clone(); 3], &caps);
+        let ask = messages(4, &spec).remove(0);
+        let first = pack(
+            &s.view(),
+            &request(20_000, LayerOrder::CacheStable, Some(ask)),
+            &caps,
+        )
+        .unwrap();
+        // The input, then L0, end the prompt.
+        let n = first.messages.len();
+        assert_eq!(
+            first.messages[n - 2].text(),
+            messages(4, &spec)[0].message.content.clone() + "\n"
+        );
+        assert!(first.messages[n - 1]
+            .text()
+            .starts_with("## Current context"));
+        // The exchange the input opened is appended: everything but L0 and
+        // the reply primer is still a prefix of the next prompt.
+        s.push(None, messages(4, &spec));
+        let next = pack(
+            &s.view(),
+            &request(20_000, LayerOrder::CacheStable, None),
+            &caps,
+        )
+        .unwrap();
+        let l0 = first.messages[n - 1].charged;
+        assert_eq!(
+            shared_prefix_tokens(&first, &next),
+            first.total - l0 - REPLY_PRIMER
+        );
+    }
+
+    #[test]
+    fn a_summary_that_does_not_halve_its_exchange_gives_way_to_the_header() {
+        let caps = LayerCaps {
+            summaries: 3,
+            tail_tokens: 200,
+            ..LayerCaps::default()
+        };
+        // A question and a one-line answer: the summary repeats most of it.
+        let small = Spec {
+            ask: 12,
+            calls: vec![],
+            answer: 12,
+        };
+        let s = session(&vec![small; 20], &caps);
+        let p = pack(
+            &s.view(),
+            &request(20_000, LayerOrder::CacheStable, None),
+            &caps,
+        )
+        .unwrap();
+        let summaries = p.layer(Layer::Summaries);
+        assert!(!summaries.items.is_empty());
+        assert!(summaries
+            .items
+            .iter()
+            .all(|i| i.format == Format::Level(Level::Header)));
+        assert!(p
+            .trimmed
+            .iter()
+            .any(|t| t.reason.starts_with("summary saves too little")));
+    }
+
+    #[test]
     fn the_prefix_changes_only_when_the_tail_is_compacted() {
         let caps = LayerCaps::default();
         let spec = Spec {

@@ -124,10 +124,40 @@ pub fn migrate(conn: &mut Connection) -> Result<(), rusqlite_migration::Error> {
 
 #[cfg(test)]
 mod tests {
+    use rusqlite::Connection;
+    use rusqlite_migration::Migrations;
+
     #[test]
     fn migrations_are_valid() {
-        rusqlite_migration::Migrations::from_slice(super::MIGRATIONS)
+        Migrations::from_slice(super::MIGRATIONS)
             .validate()
             .unwrap();
+    }
+
+    #[test]
+    fn a_store_of_the_first_schema_upgrades_and_keeps_its_sessions() {
+        let mut conn = Connection::open_in_memory().unwrap();
+        Migrations::from_slice(&super::MIGRATIONS[..1])
+            .to_latest(&mut conn)
+            .unwrap();
+        conn.execute(
+            "INSERT INTO sessions (id, created_at, updated_at, context_current, l0_text)
+             VALUES ('s-1', 'now', 'now', '{}', '## Current context')",
+            [],
+        )
+        .unwrap();
+        super::migrate(&mut conn).unwrap();
+        let context: String = conn
+            .query_row(
+                "SELECT context_current FROM sessions WHERE id = 's-1'",
+                [],
+                |r| r.get(0),
+            )
+            .unwrap();
+        assert_eq!(context, "{}");
+        let l0 = conn.query_row("SELECT l0_text FROM sessions", [], |r| {
+            r.get::<_, String>(0)
+        });
+        assert!(l0.is_err(), "the rendered L0 column is gone");
     }
 }
