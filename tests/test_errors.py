@@ -63,6 +63,14 @@ BAD_PARAMS = [
                                                       {"role": "assistant", "content": "", "toolCalls": [{"name": "x"}]}]},
      "messages[1].toolCalls[0].id"),
     ("ctx/append", {"sessionId": "{SID}", "messages": [{"role": "user", "content": "x", "kind": "shout"}]}, "messages[0].kind"),
+    # OpenAI's spellings are refused, not dropped: the calls would be lost.
+    ("ctx/append", {"sessionId": "{SID}", "messages": [{"role": "user", "content": "ok"},
+                                                      {"role": "assistant", "content": "", "tool_calls": []}]},
+     "messages[1].tool_calls"),
+    ("ctx/append", {"sessionId": "{SID}", "messages": [{"role": "user", "content": "ok"},
+                                                      {"role": "assistant", "content": "", "toolCalls": [
+                                                          {"id": "c1", "function": {"name": "x"}}]}]},
+     "messages[1].toolCalls[0].function"),
     ("ctx/append", {"sessionId": 42, "messages": []}, "sessionId"),
     ("ctx/openSession", {"title": 3}, "title"),
     ("ctx/openSession", {"parent": {"atExchange": 1}}, "parent.sessionId"),

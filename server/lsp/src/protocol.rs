@@ -33,8 +33,10 @@ pub fn parse<P: DeserializeOwned>(params: Value) -> Result<P, ServiceError> {
     })
 }
 
+/// Unknown fields are refused, not dropped: a client that spells a field
+/// the OpenAI way (`tool_calls`, `function`) would otherwise lose it silently.
 #[derive(Debug, Deserialize, Serialize, Clone, PartialEq)]
-#[serde(rename_all = "camelCase")]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct WireToolCall {
     pub id: String,
     pub name: String,
@@ -43,9 +45,10 @@ pub struct WireToolCall {
 }
 
 /// A chat message as clients send it. `content` may be a string, null, or a
-/// list of `{type: "text", text}` parts.
+/// list of `{type: "text", text}` parts. Unknown fields are refused, as in
+/// `WireToolCall`.
 #[derive(Debug, Deserialize, Serialize, Clone, PartialEq)]
-#[serde(rename_all = "camelCase")]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct WireMessage {
     pub role: String,
     #[serde(default)]
