@@ -59,6 +59,18 @@ pub(crate) fn plural(n: usize, what: &str) -> String {
     }
 }
 
+/// A checker's digest: `label: ok` or `label: N errors, M warnings`, then
+/// the groups (`render`).
+pub(crate) fn headline_and_render(label: &str, diagnostics: &[Diagnostic], draft: &mut Draft) {
+    let outcome = if diagnostics.is_empty() {
+        "ok".to_string()
+    } else {
+        counts(diagnostics)
+    };
+    draft.headline(format!("{label}: {outcome}"));
+    render(diagnostics, draft);
+}
+
 /// Writes every error group as a required line and warnings while room lasts.
 pub(crate) fn render(diagnostics: &[Diagnostic], draft: &mut Draft) {
     let groups = group(diagnostics);

@@ -38,13 +38,7 @@ pub(crate) fn tsc(label: &str, text: &str, draft: &mut Draft) {
             }
         })
         .collect();
-    let outcome = if found.is_empty() {
-        "ok".to_string()
-    } else {
-        diagnostics::counts(&found)
-    };
-    draft.headline(format!("{label}: {outcome}"));
-    diagnostics::render(&found, draft);
+    diagnostics::headline_and_render(label, &found, draft);
 }
 
 static ESLINT_FINDING: LazyLock<Regex> =
@@ -73,13 +67,7 @@ pub(crate) fn eslint(label: &str, text: &str, draft: &mut Draft) {
             file = line.trim().to_string();
         }
     }
-    let outcome = if found.is_empty() {
-        "ok".to_string()
-    } else {
-        diagnostics::counts(&found)
-    };
-    draft.headline(format!("{label}: {outcome}"));
-    diagnostics::render(&found, draft);
+    diagnostics::headline_and_render(label, &found, draft);
 }
 
 static JEST_HEADER: LazyLock<Regex> = LazyLock::new(|| re(r"^  ● (.+)$"));
