@@ -305,13 +305,26 @@ fn told_of(line: &str) -> Option<ExchangeId> {
 pub struct Shown<'a> {
     /// The oldest exchange shown in full; every newer one is shown too.
     pub from: Option<ExchangeId>,
-    /// Their text, as the prompt shows it.
-    pub text: &'a str,
+    /// Their messages.
+    pub messages: &'a [&'a KeptMessage],
 }
 
 impl Shown<'_> {
     fn exchange(&self, id: Option<ExchangeId>) -> bool {
         self.from.is_some_and(|from| id.is_some_and(|i| i >= from))
+    }
+
+    /// Whether a shown message names `text`: in its content (a tool
+    /// result's digest) or a tool call's name or arguments. Looked up in
+    /// the stored text, not rendered again, on every assemble.
+    fn names(&self, text: &str) -> bool {
+        self.messages.iter().any(|m| {
+            m.message.content.contains(text)
+                || m.message
+                    .tool_calls
+                    .iter()
+                    .any(|c| c.name.contains(text) || c.arguments.contains(text))
+        })
     }
 }
 
@@ -339,7 +352,7 @@ pub fn render(ctx: &CurrentContext, caps: &LayerCaps, encoding: Encoding, shown:
     );
     let mut points = Vec::new();
     let mut add = |section: usize, items: &[String], top: u32, step: u32| {
-        let unseen = items.iter().filter(|t| !shown.text.contains(t.as_str()));
+        let unseen = items.iter().filter(|t| !shown.names(t));
         for (i, text) in unseen.enumerate() {
             let weight = top.saturating_sub(step * i as u32);
             points.push(Point {
@@ -550,16 +563,13 @@ Already explained (do not re-introduce): let statements; parse_let(); Diagnostic
         let ctx = run(&[READ, FAIL]);
         let caps = LayerCaps::default();
         let fail = parse_exchange(2, FAIL);
-        let fail_text: String = fail
-            .iter()
-            .map(|m| crate::render::message_text(m, crate::exchange::Level::Full))
-            .collect();
+        let fail_messages: Vec<&KeptMessage> = fail.iter().collect();
         // x2 shown in full: its ask (the objective), its story line and
         // the names its text holds (tests/let.rs, `cargo test let`) are not
         // repeated; x1's remain.
         let shown = Shown {
             from: Some(ExchangeId(2)),
-            text: &fail_text,
+            messages: &fail_messages,
         };
         let block = render(&ctx, &caps, Encoding::O200kBase, shown);
         assert_eq!(

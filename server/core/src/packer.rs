@@ -459,14 +459,11 @@ pub fn pack(
     let input_cost = req.input.as_ref().map_or(0, |_| req.input_tokens);
     // L0 leaves out what the recent region shows (it is never dropped,
     // only demoted); a session without exchanges has no context yet.
-    let shown_text: String = recent
-        .iter()
-        .flat_map(|p| &p.exchange.messages)
-        .map(|m| render::message_text(m, Level::Full))
-        .collect();
+    let shown_messages: Vec<&KeptMessage> =
+        recent.iter().flat_map(|p| &p.exchange.messages).collect();
     let shown = context::Shown {
         from: recent.first().map(|p| p.exchange.id),
-        text: &shown_text,
+        messages: &shown_messages,
     };
     let l0 = (view.current_context.turn > 0)
         .then(|| context::render(&view.current_context, caps, enc, shown));
