@@ -13,7 +13,7 @@ use crate::protocol;
 use crate::service::ServiceError;
 
 #[derive(Debug, Deserialize, Default)]
-#[serde(rename_all = "camelCase")]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
 struct WireLayers {
     current_context_max: Option<u32>,
     recent_full: Option<u32>,
@@ -26,13 +26,13 @@ struct WireLayers {
 }
 
 #[derive(Debug, Deserialize, Default)]
-#[serde(rename_all = "camelCase")]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
 struct WireDigest {
     inline_max_tokens: Option<u32>,
 }
 
 #[derive(Debug, Deserialize, Default)]
-#[serde(rename_all = "camelCase")]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
 struct WireConfig {
     store_path: Option<String>,
     encoding: Option<String>,
@@ -51,10 +51,9 @@ struct WireConfig {
 pub fn apply(base: &Config, value: Value) -> Result<(Config, Option<PathBuf>), ServiceError> {
     let value = match value {
         Value::Null => return Ok((base.clone(), None)),
-        // didChangeConfiguration may wrap the section: {"ctx": {...}}.
-        Value::Object(mut map) if map.len() == 1 && map.contains_key("ctx") => {
-            map.remove("ctx").unwrap_or_default()
-        }
+        // didChangeConfiguration may wrap the section: {"ctx": {...}}, beside
+        // other servers' sections, which are not ours to check.
+        Value::Object(mut map) if map.contains_key("ctx") => map.remove("ctx").unwrap_or_default(),
         v => v,
     };
     let w: WireConfig = protocol::parse(value)?;
@@ -222,5 +221,17 @@ mod tests {
             "error: layers.headerMax: invalid type: string \"x\", expected u32",
         );
         check(json!({"budget": 0}), "error: budget: must be at least 1");
+        check(
+            json!({"layers": {"recentfull": 1}}),
+            "error: layers: unknown field `recentfull`, did you mean `recentFull`?",
+        );
+        check(
+            json!({"Budget": 50}),
+            "error: unknown field `Budget`, did you mean `budget`?",
+        );
+        check(
+            json!({"ctx": {"budget": 900}, "python": {"x": 1}}),
+            "budget=900 enc=o200k_base recent=5 headerMax=12 inline=400 redact=true path=None",
+        );
     }
 }

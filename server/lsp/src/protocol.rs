@@ -18,19 +18,79 @@ pub fn parse<P: DeserializeOwned>(params: Value) -> Result<P, ServiceError> {
         v => v,
     };
     serde_path_to_error::deserialize(params).map_err(|e| {
-        let path = e.path().to_string();
+        let mut path = e.path().to_string();
         let inner = e.into_inner().to_string();
-        let inner = inner
-            .split(" at line ")
-            .next()
-            .unwrap_or(&inner)
-            .to_string();
+        let inner = inner.split(" at line ").next().unwrap_or(&inner);
+        if inner.starts_with("unknown field") {
+            // The path ends with the unknown key itself, which the message names.
+            path = path
+                .rsplit_once('.')
+                .map_or(".".into(), |(p, _)| p.to_string());
+        }
+        let inner = with_suggestion(inner);
         if path == "." {
             ServiceError::InvalidParams(inner)
         } else {
             ServiceError::InvalidParams(format!("{path}: {inner}"))
         }
     })
+}
+
+/// Every params type refuses unknown keys (a misspelt `session_id` would
+/// otherwise widen a search to every session); when serde's "unknown field"
+/// error lists a key that differs only in case, `_`/`-`, or by two edits, the
+/// message names it.
+fn with_suggestion(message: &str) -> String {
+    let Some(rest) = message.strip_prefix("unknown field `") else {
+        return message.to_string();
+    };
+    let Some((unknown, expected)) = rest.split_once('`') else {
+        return message.to_string();
+    };
+    let candidates = expected
+        .split('`')
+        .skip(1)
+        .step_by(2)
+        .map(str::to_string)
+        .collect::<Vec<_>>();
+    match closest(unknown, &candidates) {
+        Some(right) => format!("unknown field `{unknown}`, did you mean `{right}`?"),
+        None => message.to_string(),
+    }
+}
+
+/// The candidate a misspelling most likely meant, if any is close.
+fn closest<'a>(unknown: &str, candidates: &'a [String]) -> Option<&'a str> {
+    let fold = |s: &str| {
+        s.chars()
+            .filter(|c| *c != '_' && *c != '-')
+            .flat_map(char::to_lowercase)
+            .collect::<String>()
+    };
+    let folded = fold(unknown);
+    candidates
+        .iter()
+        .map(|c| (edit_distance(&folded, &fold(c)), c))
+        .filter(|(d, _)| *d <= 2 && *d < folded.chars().count())
+        .min_by_key(|(d, _)| *d)
+        .map(|(_, c)| c.as_str())
+}
+
+fn edit_distance(a: &str, b: &str) -> usize {
+    let b: Vec<char> = b.chars().collect();
+    let mut row: Vec<usize> = (0..=b.len()).collect();
+    for (i, ca) in a.chars().enumerate() {
+        let mut diagonal = row[0];
+        row[0] = i + 1;
+        for (j, cb) in b.iter().enumerate() {
+            let next = (row[j + 1] + 1)
+                .min(row[j] + 1)
+                .min(diagonal + usize::from(ca != *cb));
+            diagonal = row[j + 1];
+            row[j + 1] = next;
+        }
+    }
+    row[b.len()]
 }
 
 /// Unknown fields are refused, not dropped: a client that spells a field
@@ -166,14 +226,14 @@ impl WireMessage {
 }
 
 #[derive(Debug, Deserialize)]
-#[serde(rename_all = "camelCase")]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct ParentRef {
     pub session_id: String,
     pub at_exchange: Option<Value>,
 }
 
 #[derive(Debug, Deserialize, Default)]
-#[serde(rename_all = "camelCase")]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct OpenSessionParams {
     pub workspace: Option<String>,
     pub title: Option<String>,
@@ -181,14 +241,14 @@ pub struct OpenSessionParams {
 }
 
 #[derive(Debug, Deserialize)]
-#[serde(rename_all = "camelCase")]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct AppendParams {
     pub session_id: String,
     pub messages: Vec<WireMessage>,
 }
 
 #[derive(Debug, Deserialize, Default, Clone)]
-#[serde(rename_all = "camelCase")]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct AssembleParams {
     pub session_id: String,
     pub input: Option<WireMessage>,
@@ -201,7 +261,7 @@ pub struct AssembleParams {
 }
 
 #[derive(Debug, Deserialize)]
-#[serde(rename_all = "camelCase")]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct RetrieveParams {
     pub session_id: String,
     pub ids: Vec<String>,
@@ -212,7 +272,7 @@ pub struct RetrieveParams {
 }
 
 #[derive(Debug, Deserialize)]
-#[serde(rename_all = "camelCase")]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct SearchParams {
     pub session_id: Option<String>,
     pub workspace: Option<String>,
@@ -221,14 +281,14 @@ pub struct SearchParams {
 }
 
 #[derive(Debug, Deserialize)]
-#[serde(rename_all = "camelCase")]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct ExplainParams {
     pub session_id: String,
     pub prompt_id: String,
 }
 
 #[derive(Debug, Deserialize)]
-#[serde(rename_all = "camelCase")]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct HousekeepingParams {
     pub session_id: String,
     pub exchange_id: String,
@@ -243,14 +303,19 @@ pub struct HousekeepingParams {
     pub current_context: Option<String>,
 }
 
+/// `ctx/stats` takes no params; a key given is refused like any other.
 #[derive(Debug, Deserialize, Default)]
-#[serde(rename_all = "camelCase")]
+#[serde(deny_unknown_fields)]
+pub struct StatsParams {}
+
+#[derive(Debug, Deserialize, Default)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct ListSessionsParams {
     pub workspace: Option<String>,
 }
 
 #[derive(Debug, Deserialize)]
-#[serde(rename_all = "camelCase")]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct ListExchangesParams {
     pub session_id: String,
     pub from: Option<u32>,

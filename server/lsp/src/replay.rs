@@ -152,7 +152,7 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
             blobs,
         });
     }
-    let stats = service.stats().await?;
+    let stats = service.stats(Value::Null).await?;
     let out = report::Report::build(&session_file, &turns, &config, args.window, args.report);
     if args.json {
         println!(

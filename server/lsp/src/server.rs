@@ -14,6 +14,7 @@ use tower_lsp_server::ls_types::*;
 use tower_lsp_server::{Client, LanguageServer, LspService, Server};
 
 use crate::config;
+use crate::frames::{frame_limit, FrameLimit};
 use crate::service::{Reply, Service, ServiceError};
 
 /// `ctx/event`: a state change, pushed to the client.
@@ -31,6 +32,8 @@ pub struct Backend {
     /// Set by `shutdown`: the exit code is 0 only after it (LSP).
     shut_down: Arc<AtomicBool>,
     service: OnceLock<Arc<Service>>,
+    /// The stdio guard's frame limit, following `maxPayloadBytes`.
+    frame_limit: FrameLimit,
 }
 
 fn rpc_error(e: ServiceError) -> Error {
@@ -81,8 +84,15 @@ impl Backend {
     async fn list_exchanges(&self, p: Value) -> Result<Value> {
         reply(self.service()?.list_exchanges(p).await)
     }
-    async fn stats(&self, _: Value) -> Result<Value> {
-        reply(self.service()?.stats().await)
+    async fn stats(&self, p: Value) -> Result<Value> {
+        reply(self.service()?.stats(p).await)
+    }
+}
+
+impl Backend {
+    fn follow_payload_limit(&self, service: &Service) {
+        let limit = frame_limit(service.config().max_payload_bytes);
+        self.frame_limit.store(limit, Ordering::Relaxed);
     }
 }
 
@@ -101,6 +111,7 @@ impl LanguageServer for Backend {
             .unwrap_or_else(config::default_store_path);
         let (tx, mut rx) = mpsc::unbounded_channel::<Value>();
         let service = Service::open(store_path.clone(), config, Some(tx)).map_err(rpc_error)?;
+        self.follow_payload_limit(&service);
         let _ = self.service.set(Arc::new(service));
         let client = self.client.clone();
         tokio::spawn(async move {
@@ -129,7 +140,9 @@ impl LanguageServer for Backend {
 
     async fn did_change_configuration(&self, params: DidChangeConfigurationParams) {
         let Ok(service) = self.service() else { return };
-        if let Err(e) = service.configure(params.settings).await {
+        let applied = service.configure(params.settings).await;
+        self.follow_payload_limit(&service);
+        if let Err(e) = applied {
             self.client
                 .show_message(
                     MessageType::ERROR,
@@ -150,11 +163,14 @@ impl LanguageServer for Backend {
 pub async fn serve(store_override: Option<PathBuf>) -> i32 {
     let shut_down = Arc::new(AtomicBool::new(false));
     let flag = shut_down.clone();
+    let limit: FrameLimit = Arc::new(frame_limit(Config::default().max_payload_bytes).into());
+    let backend_limit = limit.clone();
     let (service, socket) = LspService::build(move |client| Backend {
         client,
         store_override,
         shut_down: flag,
         service: OnceLock::new(),
+        frame_limit: backend_limit,
     })
     .custom_method("ctx/openSession", Backend::open_session)
     .custom_method("ctx/append", Backend::append)
@@ -167,7 +183,7 @@ pub async fn serve(store_override: Option<PathBuf>) -> i32 {
     .custom_method("ctx/listExchanges", Backend::list_exchanges)
     .custom_method("ctx/stats", Backend::stats)
     .finish();
-    let (input, output, flushed) = crate::frames::guard_stdio();
+    let (input, output, flushed) = crate::frames::guard_stdio(limit);
     Server::new(input, output, socket).serve(service).await;
     // Let the last replies reach stdout before the process ends.
     let _ = tokio::time::timeout(std::time::Duration::from_secs(2), flushed).await;

@@ -331,7 +331,6 @@ impl Service {
                             item
                         }
                         Err(e) => {
-                            let e = ServiceError::from(e);
                             json!({"id": raw, "error": {"code": e.code(), "message": e.to_string()}})
                         }
                     })
@@ -430,7 +429,8 @@ impl Service {
         })).collect::<Vec<_>>()}))
     }
 
-    pub async fn stats(&self) -> Reply {
+    pub async fn stats(&self, params: Value) -> Reply {
+        let StatsParams {} = parse(params)?;
         let s = self.store.read(|r| r.stats()).await?;
         Ok(stats_json(&s))
     }
@@ -480,8 +480,9 @@ fn retrieve_one(
     session: &str,
     raw: &str,
     format: Option<&str>,
-) -> Result<(&'static str, String, String, Value), StoreError> {
-    let id = ItemId::parse(raw).map_err(|e| StoreError::UnknownId(e.to_string()))?;
+) -> Result<(&'static str, String, String, Value), ServiceError> {
+    // One sentence per failed item: the model reads it.
+    let id = ItemId::parse(raw).map_err(|e| ServiceError::UnknownId(e.to_string()))?;
     match id {
         ItemId::Exchange(x) => {
             let e = r.exchange(session, x)?;
@@ -523,8 +524,8 @@ fn retrieve_one(
                 json!({"blobId": b.hash.short_id(), "bytes": b.bytes, "rawTokens": b.tokens}),
             ))
         }
-        ItemId::Prompt(PromptId(n)) => Err(StoreError::UnknownId(format!(
-            "p{n} is a prompt: use ctx/explain"
+        ItemId::Prompt(PromptId(n)) => Err(ServiceError::UnknownId(format!(
+            "`p{n}` is a prompt, not an item to retrieve: ctx/explain shows a prompt"
         ))),
     }
 }
