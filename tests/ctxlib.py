@@ -153,8 +153,10 @@ class Ctx:
         return (await self.req("ctx/listExchanges", {"sessionId": session, **kw}))["exchanges"]
 
 
-async def start(store: pathlib.Path, options: dict | None = None, *, initialize: bool = True) -> Ctx:
-    config = ClientServerConfig(server_command=server_command(store), client_factory=make_client)
+async def start(store: pathlib.Path, options: dict | None = None, *, initialize: bool = True,
+                prefix: list[str] = ()) -> Ctx:
+    """`prefix` runs the server through another command (`setpriv ...` to run it as another user)."""
+    config = ClientServerConfig(server_command=[*prefix, *server_command(store)], client_factory=make_client)
     client = await config.start()
     ctx = Ctx(client, store)
     if initialize:

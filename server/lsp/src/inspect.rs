@@ -79,7 +79,10 @@ pub fn show_prompt(store: &Path, session: &str, prompt: &str, json: bool) -> any
         bail!("expected a prompt id p<N>, got {prompt:?}")
     };
     let record = store.read_now(|r| r.prompt(session, id))?;
-    let value: Value = serde_json::from_str(&record.record)?;
+    let value: Value = serde_json::from_str(&record.record).map_err(|e| {
+        StoreError::Unreadable(format!("prompt record {id} unreadable: {e}"))
+            .at_store(store.db_path())
+    })?;
     if json {
         println!("{}", serde_json::to_string_pretty(&value)?);
     } else {

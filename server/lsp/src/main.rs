@@ -3,6 +3,7 @@
 mod assemble;
 mod bench;
 mod config;
+mod doctor;
 mod format;
 mod frames;
 mod inspect;
@@ -78,6 +79,24 @@ enum Command {
     Digest(inspect::DigestArgs),
     /// Generate sessions of 100, 1,000 and 10,000 exchanges; print assemble p50/p99, ingest rate, memory.
     Bench(bench::Args),
+    /// Copy a store (database and blob files) to a new file, consistent while a server runs.
+    Backup {
+        /// The store to copy (default: $CTXPROXY_STORE, else <data dir>/ctxproxy/store.db).
+        #[arg(long)]
+        store: Option<PathBuf>,
+        /// The new database file; its blob files go in `blobs/` beside it. Must not exist.
+        dest: PathBuf,
+    },
+    /// Check a store: SQLite's integrity check, every blob's hash, every prompt record and
+    /// session; exit 1 if anything is damaged.
+    Doctor {
+        /// The store to check (default: $CTXPROXY_STORE, else <data dir>/ctxproxy/store.db).
+        #[arg(long)]
+        store: Option<PathBuf>,
+        /// Also copy every session that reads back whole into a new store at this path.
+        #[arg(long, value_name = "NEW_DB")]
+        salvage: Option<PathBuf>,
+    },
 }
 
 fn main() -> anyhow::Result<()> {
@@ -111,6 +130,10 @@ fn main() -> anyhow::Result<()> {
         Command::Stats { store, json } => inspect::stats(&store_path(store), json),
         Command::Digest(args) => inspect::digest(args),
         Command::Bench(args) => runtime.block_on(bench::run(args)),
+        Command::Backup { store, dest } => doctor::backup(&store_path(store), &dest),
+        Command::Doctor { store, salvage } => {
+            doctor::doctor(&store_path(store), salvage.as_deref())
+        }
     }
 }
 

@@ -153,6 +153,7 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
         });
     }
     let stats = service.stats(Value::Null).await?;
+    service.store().checkpoint().await?;
     let out = report::Report::build(&session_file, &turns, &config, args.window, args.report);
     if args.json {
         println!(

@@ -154,6 +154,10 @@ impl LanguageServer for Backend {
 
     async fn shutdown(&self) -> Result<()> {
         self.shut_down.store(true, Ordering::SeqCst);
+        // A clean exit leaves the whole store in store.db, none in the WAL.
+        if let Ok(service) = self.service() {
+            let _ = service.store().checkpoint().await;
+        }
         Ok(())
     }
 }

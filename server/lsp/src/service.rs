@@ -35,6 +35,9 @@ pub enum ServiceError {
     StoreUnavailable(String),
     #[error("{0}")]
     PayloadTooLarge(String),
+    /// The store's content does not read back; writes are refused.
+    #[error("{0}")]
+    StoreDamaged(String),
 }
 
 impl ServiceError {
@@ -47,6 +50,7 @@ impl ServiceError {
             ServiceError::BudgetTooSmall(_) => -32003,
             ServiceError::StoreUnavailable(_) => -32004,
             ServiceError::PayloadTooLarge(_) => -32005,
+            ServiceError::StoreDamaged(_) => -32006,
         }
     }
 }
@@ -59,6 +63,7 @@ impl From<StoreError> for ServiceError {
                 ServiceError::UnknownId(e.to_string())
             }
             StoreError::Invalid(m) => ServiceError::InvalidParams(m),
+            e if e.is_damage() => ServiceError::StoreDamaged(e.to_string()),
             other => ServiceError::StoreUnavailable(other.to_string()),
         }
     }
@@ -269,7 +274,10 @@ impl Service {
         let session = p.session_id.clone();
         let record = self.store.read(move |r| r.prompt(&session, id)).await?;
         let mut value: Value = serde_json::from_str(&record.record).map_err(|e| {
-            ServiceError::StoreUnavailable(format!("prompt record unreadable: {e}"))
+            ServiceError::from(
+                StoreError::Unreadable(format!("prompt record {id} unreadable: {e}"))
+                    .at_store(self.store.db_path()),
+            )
         })?;
         value["createdAt"] = json!(record.created_at);
         Ok(value)

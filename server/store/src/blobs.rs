@@ -71,13 +71,15 @@ pub fn write_file(dir: &Path, hash: &BlobHash, encoded: &[u8]) -> Result<(), Sto
         return Ok(());
     }
     let parent = path.parent().expect("blob path has a parent");
-    fs::create_dir_all(parent)?;
+    fs::create_dir_all(parent).map_err(StoreError::io("create the blob directory", parent))?;
     let tmp = parent.join(format!(".{}.tmp-{}", hash.to_hex(), std::process::id()));
-    let mut f = fs::File::create(&tmp)?;
-    f.write_all(encoded)?;
-    f.sync_data()?;
-    drop(f);
-    fs::rename(&tmp, &path)?;
+    let write = || -> std::io::Result<()> {
+        let mut f = fs::File::create(&tmp)?;
+        f.write_all(encoded)?;
+        f.sync_data()
+    };
+    write().map_err(StoreError::io("write the blob file", &tmp))?;
+    fs::rename(&tmp, &path).map_err(StoreError::io("rename into place the blob file", &path))?;
     Ok(())
 }
 

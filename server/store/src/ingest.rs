@@ -93,21 +93,87 @@ pub enum Event {
 
 pub struct Writer {
     conn: Connection,
+    db_path: PathBuf,
     blob_dir: PathBuf,
     settings: IngestSettings,
+    /// Why writes are refused: the store is read-only, or was found damaged
+    /// (writing into a malformed database spreads the damage).
+    refusal: Option<StoreError>,
 }
 
 impl Writer {
-    pub(crate) fn new(conn: Connection, blob_dir: PathBuf, settings: IngestSettings) -> Writer {
+    pub(crate) fn new(
+        conn: Connection,
+        db_path: PathBuf,
+        blob_dir: PathBuf,
+        settings: IngestSettings,
+    ) -> Writer {
         Writer {
             conn,
+            db_path,
             blob_dir,
             settings,
+            refusal: None,
+        }
+    }
+
+    /// Refuses every later write with `why` (the store is read-only).
+    pub(crate) fn refuse_writes(&mut self, why: Option<String>) {
+        self.refusal = why.map(|why| StoreError::WritesRefused {
+            damaged: false,
+            why,
+        });
+    }
+
+    /// Names the store in an error that says it is damaged, and refuses
+    /// writes from then on.
+    pub(crate) fn noticed(&mut self, e: StoreError) -> StoreError {
+        let e = e.at_store(&self.db_path);
+        if let StoreError::Damaged { .. } = &e {
+            self.refusal
+                .get_or_insert_with(|| StoreError::WritesRefused {
+                    damaged: true,
+                    why: e.to_string(),
+                });
+        }
+        e
+    }
+
+    /// `PRAGMA quick_check`: SQLite's structural check of every page.
+    pub(crate) fn quick_check(&mut self) {
+        let found = self
+            .conn
+            .prepare("PRAGMA quick_check")
+            .and_then(|mut stmt| {
+                stmt.query_map([], |r| r.get::<_, String>(0))?
+                    .collect::<rusqlite::Result<Vec<_>>>()
+            });
+        let damage = match found {
+            Ok(lines) if lines.iter().all(|l| l == "ok") => return,
+            Ok(lines) => lines.join("; "),
+            Err(e) => e.to_string(),
+        };
+        self.noticed(StoreError::Unreadable(format!("quick_check: {damage}")));
+    }
+
+    /// `PRAGMA wal_checkpoint(TRUNCATE)`; best effort: another process
+    /// reading the store may keep part of the WAL until it is done.
+    pub(crate) fn checkpoint(&mut self) {
+        if self.refusal.is_none() {
+            let _ = self
+                .conn
+                .query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |_| Ok(()));
         }
     }
 
     /// Runs `f` in one immediate transaction, committed only if it succeeds.
     pub(crate) fn transaction<T>(&mut self, f: impl FnOnce(&mut Writer) -> Result<T>) -> Result<T> {
+        if let Some(StoreError::WritesRefused { damaged, why }) = &self.refusal {
+            return Err(StoreError::WritesRefused {
+                damaged: *damaged,
+                why: why.clone(),
+            });
+        }
         self.conn.execute_batch("BEGIN IMMEDIATE")?;
         match f(self) {
             Ok(v) => {
@@ -528,7 +594,7 @@ impl Writer {
         }
         let prev_hash = BlobHash(
             prev.try_into()
-                .map_err(|_| StoreError::Invalid("bad hash in file_reads".into()))?,
+                .map_err(|_| StoreError::Unreadable("bad hash in file_reads".into()))?,
         );
         let before = read::blob_bytes(&self.conn, &self.blob_dir, &prev_hash)?;
         Ok(Some(PriorRead {

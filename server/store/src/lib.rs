@@ -9,6 +9,7 @@
 mod blobs;
 mod error;
 mod ingest;
+pub mod maintenance;
 mod read;
 mod schema;
 mod time;
@@ -51,24 +52,40 @@ pub type Pending<T> = oneshot::Receiver<Result<T>>;
 
 impl Store {
     /// Opens (creating if needed) the store at `db_path`; blob files go in
-    /// `blobs/` beside it.
+    /// `blobs/` beside it. A store that cannot be opened for writing (a
+    /// read-only file or directory) is opened for reading: reads work and
+    /// every write is refused with the reason.
     pub fn open(db_path: &Path, settings: IngestSettings) -> Result<Store> {
-        if let Some(dir) = db_path.parent() {
-            std::fs::create_dir_all(dir)?;
-        }
-        let blob_dir = db_path.with_file_name("blobs");
-        std::fs::create_dir_all(&blob_dir)?;
-        let mut conn = open_connection(db_path, false)?;
-        schema::migrate(&mut conn)?;
+        let blob_dir = blob_dir_of(db_path);
+        let (conn, refusal) = match open_for_writing(db_path, &blob_dir) {
+            Ok(conn) => (conn, None),
+            Err(e) if db_path.exists() && !e.is_damage() => {
+                let conn = open_connection(db_path, true).map_err(|source| StoreError::Open {
+                    path: db_path.to_path_buf(),
+                    mode: "reading",
+                    source,
+                })?;
+                (conn, Some(e.to_string()))
+            }
+            Err(e) => return Err(e.at_store(db_path)),
+        };
         let (tx, rx) = mpsc::channel::<Job>();
-        let mut writer = Writer::new(conn, blob_dir.clone(), settings);
+        let mut writer = Writer::new(conn, db_path.to_path_buf(), blob_dir.clone(), settings);
+        writer.refuse_writes(refusal);
         thread::Builder::new()
             .name("ctxproxy-store-writer".into())
             .spawn(move || {
+                // First, before any request: a store whose pages SQLite finds
+                // damaged refuses writes (they would spread the damage).
+                writer.quick_check();
                 for job in rx {
                     job(&mut writer);
                 }
-            })?;
+                // Every handle is gone: a clean close. Move the WAL into the
+                // database file, so that the file alone holds the store.
+                writer.checkpoint();
+            })
+            .map_err(StoreError::io("start the writer thread for", db_path))?;
         Ok(Store {
             inner: Arc::new(Inner {
                 db_path: db_path.to_path_buf(),
@@ -77,6 +94,17 @@ impl Store {
                 readers: Mutex::new(Vec::new()),
             }),
         })
+    }
+
+    /// Moves everything in the WAL into the database file now (a clean
+    /// exit: LSP `shutdown`, the end of a replay), so that a copy of
+    /// `store.db` alone is the whole store.
+    pub async fn checkpoint(&self) -> Result<()> {
+        settle(self.submit(|w| {
+            w.checkpoint();
+            Ok(())
+        }))
+        .await
     }
 
     pub fn db_path(&self) -> &Path {
@@ -108,7 +136,7 @@ impl Store {
     ) -> Pending<T> {
         let (tx, rx) = oneshot::channel();
         let job: Job = Box::new(move |w: &mut Writer| {
-            let _ = tx.send(run(w));
+            let _ = tx.send(run(w).map_err(|e| w.noticed(e)));
         });
         // A send error means the writer is gone; the dropped reply says so.
         let _ = self.inner.queue.lock().expect("queue lock").send(job);
@@ -121,9 +149,16 @@ impl Store {
         let pooled = self.inner.readers.lock().expect("readers lock").pop();
         let conn = match pooled {
             Some(c) => c,
-            None => open_connection(&self.inner.db_path, true)?,
+            None => {
+                open_connection(&self.inner.db_path, true).map_err(|source| StoreError::Open {
+                    path: self.inner.db_path.clone(),
+                    mode: "reading",
+                    source,
+                })?
+            }
         };
-        let out = f(&Reader::new(&conn, &self.inner.blob_dir));
+        let out = f(&Reader::new(&conn, &self.inner.blob_dir))
+            .map_err(|e| e.at_store(&self.inner.db_path));
         self.inner.readers.lock().expect("readers lock").push(conn);
         out
     }
@@ -134,7 +169,52 @@ pub async fn settle<T>(pending: Pending<T>) -> Result<T> {
     pending.await.map_err(|_| StoreError::Closed)?
 }
 
-fn open_connection(path: &Path, read_only: bool) -> Result<Connection> {
+/// Blob files live in `blobs/` beside the database file.
+fn blob_dir_of(db_path: &Path) -> PathBuf {
+    db_path.with_file_name("blobs")
+}
+
+fn open_for_writing(db_path: &Path, blob_dir: &Path) -> Result<Connection> {
+    if let Some(dir) = db_path.parent().filter(|d| !d.as_os_str().is_empty()) {
+        std::fs::create_dir_all(dir).map_err(StoreError::io("create the store directory", dir))?;
+    }
+    std::fs::create_dir_all(blob_dir)
+        .map_err(StoreError::io("create the blob directory", blob_dir))?;
+    let opened = open_connection(db_path, false).and_then(|conn| {
+        // A store that SQLite cannot read at all fails here (not a database,
+        // a damaged schema page); the migrations read the schema too.
+        conn.query_row("SELECT count(*) FROM sqlite_schema", [], |_| Ok(()))?;
+        // SQLite opens a file it may not write read-only without a word.
+        if conn.is_readonly(rusqlite::MAIN_DB)? {
+            return Err(rusqlite::Error::SqliteFailure(
+                rusqlite::ffi::Error::new(rusqlite::ffi::SQLITE_READONLY),
+                Some(
+                    "Permission denied: the file or its directory is read-only for this user"
+                        .into(),
+                ),
+            ));
+        }
+        Ok(conn)
+    });
+    let mut conn = opened.map_err(|source| {
+        let e = StoreError::Sqlite(source);
+        if e.is_damage() {
+            return e.at_store(db_path);
+        }
+        let StoreError::Sqlite(source) = e else {
+            unreachable!()
+        };
+        StoreError::Open {
+            path: db_path.to_path_buf(),
+            mode: "writing",
+            source,
+        }
+    })?;
+    schema::migrate(&mut conn).map_err(|e| StoreError::from(e).at_store(db_path))?;
+    Ok(conn)
+}
+
+fn open_connection(path: &Path, read_only: bool) -> rusqlite::Result<Connection> {
     let flags = if read_only {
         OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX
     } else {
@@ -142,7 +222,19 @@ fn open_connection(path: &Path, read_only: bool) -> Result<Connection> {
             | OpenFlags::SQLITE_OPEN_CREATE
             | OpenFlags::SQLITE_OPEN_NO_MUTEX
     };
-    let conn = Connection::open_with_flags(path, flags)?;
+    let mut conn = Connection::open_with_flags(path, flags)?;
+    if read_only {
+        // A WAL store in a directory this user cannot write (and whose
+        // -shm file is gone after a clean exit) reads only as immutable.
+        let probe = conn.query_row("SELECT count(*) FROM sqlite_schema", [], |_| Ok(()));
+        if let Err(e) = probe {
+            if e.sqlite_extended_error_code() != Some(rusqlite::ffi::SQLITE_READONLY_DIRECTORY) {
+                return Err(e);
+            }
+            let uri = format!("file:{}?immutable=1", path.display());
+            conn = Connection::open_with_flags(uri, flags | OpenFlags::SQLITE_OPEN_URI)?;
+        }
+    }
     conn.busy_timeout(std::time::Duration::from_secs(5))?;
     conn.pragma_update(None, "foreign_keys", "ON")?;
     if !read_only {

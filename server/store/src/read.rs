@@ -322,7 +322,7 @@ fn prompt_row(r: &Row) -> rusqlite::Result<PromptRecord> {
     })
 }
 
-const PROMPT_RECORD_MAX_BYTES: usize = 256 * 1024 * 1024;
+pub(crate) const PROMPT_RECORD_MAX_BYTES: usize = 256 * 1024 * 1024;
 
 const SESSION_COLUMNS: &str =
     "SELECT id, title, workspace, exchange_count, prompt_count, created_at, updated_at, parent_id, fork_at FROM sessions";
@@ -601,5 +601,5 @@ pub(crate) fn stored_context(s: &str) -> Result<CurrentContext> {
         return Ok(CurrentContext::default());
     }
     CurrentContext::decode(s)
-        .map_err(|e| StoreError::Invalid(format!("stored context unreadable: {e}")))
+        .map_err(|e| StoreError::Unreadable(format!("stored context unreadable: {e}")))
 }

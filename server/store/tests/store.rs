@@ -120,7 +120,12 @@ fn large_blobs_live_in_files_and_corruption_is_detected() {
     bytes[mid] ^= 0xff;
     std::fs::write(&file, bytes).unwrap();
     let err = t.store.read_now(|r| r.blob(&hex[..10])).unwrap_err();
-    assert!(matches!(err, StoreError::BlobCorrupt { .. }), "{err}");
+    // The damage is named with the store's path and the blob.
+    let StoreError::Damaged { path, what } = &err else {
+        panic!("expected Damaged, got {err}")
+    };
+    assert_eq!(path, &t.store.db_path().to_path_buf());
+    assert!(what.contains(&format!("blob b3:{}", &hex[..12])), "{what}");
 }
 
 #[test]
