@@ -12,14 +12,15 @@ use crate::service::Service;
 
 #[derive(clap::Args)]
 pub struct Args {
-    /// Session sizes, in exchanges.
-    #[arg(long, value_delimiter = ',', default_values_t = vec![100u32, 1_000, 10_000])]
+    /// Session sizes, in exchanges (each at least 1), comma-separated.
+    #[arg(long, value_delimiter = ',', default_values_t = vec![100u32, 1_000, 10_000],
+          value_parser = clap::value_parser!(u32).range(1..))]
     sizes: Vec<u32>,
-    /// Assembles timed per size.
-    #[arg(long, default_value_t = 300)]
+    /// Assembles timed per size (at least 1: p50/p99 need a sample).
+    #[arg(long, default_value_t = 300, value_parser = clap::value_parser!(u32).range(1..))]
     assembles: u32,
-    /// Exchanges per `ctx/append` while ingesting.
-    #[arg(long, default_value_t = 50)]
+    /// Exchanges per `ctx/append` while ingesting (at least 1).
+    #[arg(long, default_value_t = 50, value_parser = clap::value_parser!(u32).range(1..))]
     batch: u32,
 }
 

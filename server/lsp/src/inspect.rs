@@ -109,7 +109,7 @@ pub fn sessions(store: &Path) -> anyhow::Result<()> {
 
 pub fn stats(store: &Path, json: bool) -> anyhow::Result<()> {
     let store = open_existing(store)?;
-    let s = store.read_now(|r| r.stats())?;
+    let s = store.read_now(|r| r.stats(None))?;
     if json {
         println!(
             "{}",
@@ -162,6 +162,7 @@ pub struct DigestArgs {
     /// The digest's token cap.
     #[arg(long, default_value_t = DigestLimits::default().inline_max_tokens)]
     max_tokens: u32,
+    /// Tokenizer for the counts: o200k_base or cl100k_base.
     #[arg(long, default_value = "o200k_base")]
     encoding: String,
 }

@@ -29,6 +29,14 @@ struct Cli {
     command: Command,
 }
 
+/// `--store`, as every command that reads a store takes it.
+#[derive(clap::Args)]
+struct StoreArg {
+    /// The store database (default: $CTXPROXY_STORE, else <data dir>/ctxproxy/store.db).
+    #[arg(long)]
+    store: Option<PathBuf>,
+}
+
 #[derive(Subcommand)]
 enum Command {
     /// Serve LSP over stdio (what editors spawn).
@@ -36,42 +44,45 @@ enum Command {
         /// Accepted for vscode-languageclient, which appends it; stdio is the only transport.
         #[arg(long)]
         stdio: bool,
-        /// The store database (default: $CTXPROXY_STORE, else <data dir>/ctxproxy/store.db).
-        #[arg(long)]
-        store: Option<PathBuf>,
+        #[command(flatten)]
+        store: StoreArg,
     },
     /// Replay a recorded session (JSON Lines) as an editor would, and print a per-turn table.
     Replay(replay::Args),
     /// Show an exchange, message, blob or prompt of a session.
     Inspect {
+        /// The session, as `ctxproxy sessions` lists it (s-…).
         session: String,
-        /// x<N>, x<N>.<M>, b3:<hex> or p<N>.
+        /// x<N> (an exchange), x<N>.<M> (a message) or b3:<hex> (a blob); for p<N> use show-prompt.
         id: String,
         /// Show exchanges in full instead of header and summary.
         #[arg(long)]
         full: bool,
-        #[arg(long)]
-        store: Option<PathBuf>,
+        #[command(flatten)]
+        store: StoreArg,
     },
     /// Show exactly what the model was sent for prompt p<N>, layer by layer.
     ShowPrompt {
+        /// The session, as `ctxproxy sessions` lists it (s-…).
         session: String,
+        /// The prompt: p<N>, as ctx/assemble and the replay table name it.
         prompt: String,
         /// Print the recorded JSON instead of the readable form.
         #[arg(long)]
         json: bool,
-        #[arg(long)]
-        store: Option<PathBuf>,
+        #[command(flatten)]
+        store: StoreArg,
     },
     /// List the sessions of a store.
     Sessions {
-        #[arg(long)]
-        store: Option<PathBuf>,
+        #[command(flatten)]
+        store: StoreArg,
     },
     /// Store figures: sessions, exchanges, blobs, bytes, duplicate hits.
     Stats {
-        #[arg(long)]
-        store: Option<PathBuf>,
+        #[command(flatten)]
+        store: StoreArg,
+        /// Print the figures as JSON.
         #[arg(long)]
         json: bool,
     },
@@ -81,18 +92,16 @@ enum Command {
     Bench(bench::Args),
     /// Copy a store (database and blob files) to a new file, consistent while a server runs.
     Backup {
-        /// The store to copy (default: $CTXPROXY_STORE, else <data dir>/ctxproxy/store.db).
-        #[arg(long)]
-        store: Option<PathBuf>,
-        /// The new database file; its blob files go in `blobs/` beside it. Must not exist.
+        #[command(flatten)]
+        store: StoreArg,
+        /// The new database file (must not exist); its blob files go in `blobs/` beside it.
         dest: PathBuf,
     },
     /// Check a store: SQLite's integrity check, every blob's hash, every prompt record and
     /// session; exit 1 if anything is damaged.
     Doctor {
-        /// The store to check (default: $CTXPROXY_STORE, else <data dir>/ctxproxy/store.db).
-        #[arg(long)]
-        store: Option<PathBuf>,
+        #[command(flatten)]
+        store: StoreArg,
         /// Also copy every session that reads back whole into a new store at this path.
         #[arg(long, value_name = "NEW_DB")]
         salvage: Option<PathBuf>,
@@ -101,6 +110,9 @@ enum Command {
 
 fn main() -> anyhow::Result<()> {
     let cli = Cli::parse();
+    if !matches!(cli.command, Command::Serve { .. }) {
+        die_quietly_on_broken_pipe();
+    }
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
@@ -108,7 +120,7 @@ fn main() -> anyhow::Result<()> {
     match cli.command {
         Command::Serve { stdio: _, store } => {
             std::thread::spawn(ctxproxy_core::tokens::warm_up);
-            let code = runtime.block_on(server::serve(store));
+            let code = runtime.block_on(server::serve(store.store));
             // stdin is read on a blocking thread that would keep the runtime
             // (and the process) alive: leave at once, as LSP's `exit` asks.
             std::process::exit(code)
@@ -137,6 +149,18 @@ fn main() -> anyhow::Result<()> {
     }
 }
 
-fn store_path(given: Option<PathBuf>) -> PathBuf {
-    given.unwrap_or_else(config::default_store_path)
+fn store_path(given: StoreArg) -> PathBuf {
+    given.store.unwrap_or_else(config::default_store_path)
+}
+
+/// The printing commands end quietly when their reader goes away
+/// (`ctxproxy inspect … | head`), as Unix tools do, instead of panicking in
+/// `println!`. Rust ignores SIGPIPE; restore the default. `serve` keeps
+/// ignoring it: a closed stdout there is an error it handles.
+fn die_quietly_on_broken_pipe() {
+    #[cfg(unix)]
+    // SAFETY: called once at start-up, before any other thread exists.
+    unsafe {
+        libc::signal(libc::SIGPIPE, libc::SIG_DFL);
+    }
 }

@@ -303,10 +303,12 @@ pub struct HousekeepingParams {
     pub current_context: Option<String>,
 }
 
-/// `ctx/stats` takes no params; a key given is refused like any other.
+/// `ctx/stats`: store-wide figures, or one session's.
 #[derive(Debug, Deserialize, Default)]
-#[serde(deny_unknown_fields)]
-pub struct StatsParams {}
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct StatsParams {
+    pub session_id: Option<String>,
+}
 
 #[derive(Debug, Deserialize, Default)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]

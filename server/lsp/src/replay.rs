@@ -15,9 +15,10 @@ use crate::service::Service;
 
 #[derive(clap::Args)]
 pub struct Args {
-    /// The recorded session: JSON Lines, one exchange per line (see fixtures/README.md).
+    /// The recorded session: JSON Lines, one exchange per line (see fixtures/README.md); `-` reads stdin.
     file: PathBuf,
-    /// Keep the store here (default: a fresh store in a temp dir, removed afterwards).
+    /// Keep the store here (default: a fresh store in a temp dir, removed afterwards). A replay that
+    /// fails halfway removes its session, leaving the store as it was.
     #[arg(long)]
     store: Option<PathBuf>,
     /// Add the baselines (full history, Cline-style truncation, sliding window) and the facts check.
@@ -26,6 +27,7 @@ pub struct Args {
     /// Prompt budget in tokens (default: the configured 16000).
     #[arg(long)]
     budget: Option<u32>,
+    /// Tokenizer: o200k_base (default) or cl100k_base.
     #[arg(long)]
     encoding: Option<String>,
     /// cache-stable (default) or seed003.
@@ -68,9 +70,15 @@ pub struct Turn {
     pub blobs: Vec<String>,
 }
 
+/// Reads and checks a whole recorded session (`-` is stdin) before anything
+/// is stored: every error names FILE:LINE and the field.
 pub fn read_session(path: &PathBuf) -> anyhow::Result<Vec<RecordedExchange>> {
-    let text =
-        std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
+    let text = if path.as_os_str() == "-" {
+        std::io::read_to_string(std::io::stdin()).context("reading the session from stdin")?
+    } else {
+        std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?
+    };
+    let text = text.strip_prefix('\u{feff}').unwrap_or(&text);
     let mut out = Vec::new();
     for (i, line) in text.lines().enumerate() {
         if line.trim().is_empty() {
@@ -87,6 +95,10 @@ pub fn read_session(path: &PathBuf) -> anyhow::Result<Vec<RecordedExchange>> {
                 path.display(),
                 i + 1
             );
+        }
+        for (j, m) in x.messages.iter().enumerate() {
+            m.to_core(&format!("messages[{j}]"))
+                .map_err(|e| anyhow::anyhow!("{}:{}: {e}", path.display(), i + 1))?;
         }
         out.push(x);
     }
@@ -130,6 +142,50 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
         .expect("session id")
         .to_string();
 
+    let turns = match replay_turns(&service, &session, &session_file).await {
+        Ok(turns) => turns,
+        Err(e) => {
+            // Leave the store as it was: no half-replayed session.
+            let removed = service.store().remove_session(&session).await;
+            return Err(match removed {
+                Ok(()) => e.context(format!(
+                    "replaying {}: nothing was kept",
+                    args.file.display()
+                )),
+                Err(r) => e.context(format!(
+                    "replaying {}; removing the half-replayed session {session} failed too: {r}",
+                    args.file.display()
+                )),
+            });
+        }
+    };
+    let stats = service.stats(json!({"sessionId": session})).await?;
+    service.store().checkpoint().await?;
+    let out = report::Report::build(&session_file, &turns, &config, args.window, args.report);
+    if args.json {
+        println!(
+            "{}",
+            serde_json::to_string_pretty(&out.to_json(&session, &stats))?
+        );
+    } else {
+        print!("{}", out.to_text(&session, &stats));
+        if args.store.is_some() {
+            println!(
+                "store: {} (session {session}; try `ctxproxy show-prompt {session} p1 --store {}`)",
+                store_path.display(),
+                store_path.display()
+            );
+        }
+    }
+    Ok(())
+}
+
+/// Assembles before and appends every exchange of the recorded session.
+async fn replay_turns(
+    service: &Service,
+    session: &str,
+    session_file: &[RecordedExchange],
+) -> anyhow::Result<Vec<Turn>> {
     let mut turns = Vec::with_capacity(session_file.len());
     for (i, x) in session_file.iter().enumerate() {
         let prompt = service
@@ -152,23 +208,5 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
             blobs,
         });
     }
-    let stats = service.stats(Value::Null).await?;
-    service.store().checkpoint().await?;
-    let out = report::Report::build(&session_file, &turns, &config, args.window, args.report);
-    if args.json {
-        println!(
-            "{}",
-            serde_json::to_string_pretty(&out.to_json(&session, &stats))?
-        );
-    } else {
-        print!("{}", out.to_text(&session, &stats));
-        if args.store.is_some() {
-            println!(
-                "store: {} (session {session}; try `ctxproxy show-prompt {session} p1 --store {}`)",
-                store_path.display(),
-                store_path.display()
-            );
-        }
-    }
-    Ok(())
+    Ok(turns)
 }

@@ -292,7 +292,7 @@ impl Report {
                 "facts": self.facts.len(),
             })).collect::<Vec<_>>(),
             "averagePrefixReuse": self.average_prefix_reuse(),
-            "store": stats,
+            "sessionStats": stats,
         })
     }
 }

@@ -438,8 +438,11 @@ impl Service {
     }
 
     pub async fn stats(&self, params: Value) -> Reply {
-        let StatsParams {} = parse(params)?;
-        let s = self.store.read(|r| r.stats()).await?;
+        let p: StatsParams = parse(params)?;
+        let s = self
+            .store
+            .read(move |r| r.stats(p.session_id.as_deref()))
+            .await?;
         Ok(stats_json(&s))
     }
 }

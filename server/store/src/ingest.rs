@@ -760,6 +760,60 @@ impl Writer {
 
     /// Applies model-written housekeeping: header and summary replace the
     /// extractive ones; the current context takes the model's words.
+    /// Removes a session that has no forks, and the blobs only it showed;
+    /// returns the blob files to delete once this has committed. Used to
+    /// leave a store as it was when a replay fails halfway.
+    pub fn remove_session(&mut self, session: &str) -> Result<Vec<PathBuf>> {
+        let forks: i64 = self.conn.query_row(
+            "SELECT count(*) FROM sessions WHERE parent_id = ?1",
+            [session],
+            |r| r.get(0),
+        )?;
+        if forks > 0 {
+            return Err(StoreError::Invalid(format!(
+                "session {session} has {forks} forks: remove them first"
+            )));
+        }
+        let c = &self.conn;
+        // Undo the duplicate hits this session's tool results counted.
+        c.execute(
+            "UPDATE blobs SET duplicate_hits = duplicate_hits - \
+               ((SELECT count(*) FROM messages m WHERE m.session_id = ?1 AND m.blob_hash = blobs.hash) \
+                - (first_session = ?1)) \
+             WHERE hash IN (SELECT blob_hash FROM messages WHERE session_id = ?1)",
+            [session],
+        )?;
+        let orphans = {
+            let mut stmt = c.prepare(
+                "SELECT hash, data IS NULL FROM blobs WHERE first_session = ?1 AND hash NOT IN \
+                 (SELECT blob_hash FROM messages WHERE session_id != ?1 AND blob_hash IS NOT NULL)",
+            )?;
+            let rows = stmt.query_map([session], |r| {
+                Ok((r.get::<_, Vec<u8>>(0)?, r.get::<_, bool>(1)?))
+            })?;
+            rows.collect::<rusqlite::Result<Vec<_>>>()?
+        };
+        c.execute(
+            "DELETE FROM exchange_text WHERE rowid IN (SELECT id FROM exchanges WHERE session_id = ?1)",
+            [session],
+        )?;
+        for table in ["messages", "exchanges", "file_reads", "prompts"] {
+            c.execute(
+                &format!("DELETE FROM {table} WHERE session_id = ?1"),
+                [session],
+            )?;
+        }
+        let mut files = Vec::new();
+        for (hash, in_file) in orphans {
+            c.execute("DELETE FROM blobs WHERE hash = ?1", [&hash])?;
+            if let (true, Ok(hash)) = (in_file, <[u8; 32]>::try_from(hash.as_slice())) {
+                files.push(blobs::file_path(&self.blob_dir, &BlobHash(hash)));
+            }
+        }
+        c.execute("DELETE FROM sessions WHERE id = ?1", [session])?;
+        Ok(files)
+    }
+
     pub fn housekeeping(&mut self, session: &str, hk: Housekeeping) -> Result<Vec<Event>> {
         let (exchanges, base, current) = self.session_state(session)?;
         let seq = hk.exchange.0;

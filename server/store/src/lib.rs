@@ -96,6 +96,17 @@ impl Store {
         })
     }
 
+    /// Removes a session (see `Writer::remove_session`) and then, once that
+    /// has committed, the blob files only it showed.
+    pub async fn remove_session(&self, session: &str) -> Result<()> {
+        let id = session.to_string();
+        let files = settle(self.write(move |w| w.remove_session(&id))).await?;
+        for f in files {
+            let _ = std::fs::remove_file(f);
+        }
+        Ok(())
+    }
+
     /// Moves everything in the WAL into the database file now (a clean
     /// exit: LSP `shutdown`, the end of a replay), so that a copy of
     /// `store.db` alone is the whole store.

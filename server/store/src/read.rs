@@ -284,25 +284,47 @@ impl<'a> Reader<'a> {
         Ok(rows.collect::<std::result::Result<_, _>>()?)
     }
 
-    pub fn stats(&self) -> Result<Stats> {
+    /// Store-wide figures, or one session's (`database_bytes` is always the
+    /// whole file's; a session's duplicate hits are its tool results whose
+    /// bytes were already stored, by it or another session).
+    pub fn stats(&self, session: Option<&str>) -> Result<Stats> {
+        if let Some(s) = session {
+            self.session(s)?;
+        }
         let one = |sql: &str| -> Result<u64> {
-            Ok(self.conn.query_row(sql, [], |r| r.get::<_, i64>(0))? as u64)
+            Ok(self
+                .conn
+                .query_row(sql, [session], |r| r.get::<_, i64>(0))? as u64)
         };
-        let page_count = one("PRAGMA page_count")?;
-        let page_size = one("PRAGMA page_size")?;
+        let pragma = |name: &str| -> Result<u64> {
+            Ok(self
+                .conn
+                .query_row(&format!("PRAGMA {name}"), [], |r| r.get::<_, i64>(0))?
+                as u64)
+        };
+        let (page_count, page_size) = (pragma("page_count")?, pragma("page_size")?);
+        const BLOBS: &str = "FROM blobs WHERE (?1 IS NULL OR hash IN \
+            (SELECT blob_hash FROM messages WHERE session_id = ?1))";
         Ok(Stats {
-            sessions: one("SELECT count(*) FROM sessions")?,
-            exchanges: one("SELECT count(*) FROM exchanges")?,
-            messages: one("SELECT count(*) FROM messages")?,
-            prompts: one("SELECT count(*) FROM prompts")?,
-            blobs: one("SELECT count(*) FROM blobs")?,
-            blob_files: one("SELECT count(*) FROM blobs WHERE data IS NULL")?,
-            raw_bytes: one("SELECT coalesce(sum(bytes), 0) FROM blobs")?,
-            stored_bytes: one("SELECT coalesce(sum(stored_bytes), 0) FROM blobs")?,
+            sessions: one("SELECT count(*) FROM sessions WHERE ?1 IS NULL OR id = ?1")?,
+            exchanges: one("SELECT count(*) FROM exchanges WHERE ?1 IS NULL OR session_id = ?1")?,
+            messages: one("SELECT count(*) FROM messages WHERE ?1 IS NULL OR session_id = ?1")?,
+            prompts: one("SELECT count(*) FROM prompts WHERE ?1 IS NULL OR session_id = ?1")?,
+            blobs: one(&format!("SELECT count(*) {BLOBS}"))?,
+            blob_files: one(&format!("SELECT count(*) {BLOBS} AND data IS NULL"))?,
+            raw_bytes: one(&format!("SELECT coalesce(sum(bytes), 0) {BLOBS}"))?,
+            stored_bytes: one(&format!("SELECT coalesce(sum(stored_bytes), 0) {BLOBS}"))?,
             appended_bytes: one(
-                "SELECT coalesce(sum(b.bytes), 0) FROM messages m JOIN blobs b ON b.hash = m.blob_hash",
+                "SELECT coalesce(sum(b.bytes), 0) FROM messages m JOIN blobs b ON b.hash = m.blob_hash \
+                 WHERE ?1 IS NULL OR m.session_id = ?1",
             )?,
-            duplicate_hits: one("SELECT coalesce(sum(duplicate_hits), 0) FROM blobs")?,
+            duplicate_hits: match session {
+                None => one("SELECT coalesce(sum(duplicate_hits), 0) FROM blobs WHERE ?1 IS NULL")?,
+                Some(_) => one(
+                    "SELECT (SELECT count(blob_hash) FROM messages WHERE session_id = ?1) \
+                     - (SELECT count(*) FROM blobs WHERE first_session = ?1)",
+                )?,
+            },
             database_bytes: page_count * page_size,
         })
     }

@@ -70,7 +70,7 @@ fn identical_bytes_are_stored_once_and_reported_as_duplicates() {
     assert_eq!(first.blobs[0].duplicate_of, None);
     assert_eq!(second.blobs[0].duplicate_of.as_deref(), Some("x1.3"));
     assert_eq!(first.blobs[0].hash, second.blobs[0].hash);
-    let stats = t.store.read_now(|r| r.stats()).unwrap();
+    let stats = t.store.read_now(|r| r.stats(None)).unwrap();
     assert_eq!((stats.blobs, stats.duplicate_hits), (1, 1));
     assert_eq!(stats.appended_bytes, 2 * output.len() as u64);
     let kept = t.store.read_now(|r| r.kept_messages(&s, x(2))).unwrap();
@@ -107,7 +107,7 @@ fn large_blobs_live_in_files_and_corruption_is_detected() {
     })
     .unwrap();
     let hash = out.blobs[0].hash;
-    let stats = t.store.read_now(|r| r.stats()).unwrap();
+    let stats = t.store.read_now(|r| r.stats(None)).unwrap();
     assert_eq!(stats.blob_files, 1);
     assert_eq!(
         t.store.read_now(|r| r.blob(&hash.to_hex())).unwrap().text,
@@ -167,7 +167,7 @@ fn a_failed_append_stores_nothing() {
     })
     .unwrap_err();
     assert!(matches!(err, StoreError::UnknownSession(_)));
-    let stats = t.store.read_now(|r| r.stats()).unwrap();
+    let stats = t.store.read_now(|r| r.stats(None)).unwrap();
     assert_eq!(stats.exchanges, 0);
     let _ = s;
 }

@@ -1,0 +1,130 @@
+"""The command line: quiet on a closed pipe, clear errors for bad arguments and bad recorded
+sessions (FILE:LINE and the field, the store left as it was), a session's own figures, stdin and a
+BOM, and a description for every argument in --help."""
+
+import json
+import os
+import re
+import signal
+import subprocess
+
+import pytest
+
+import ctxlib
+from test_store_disk import cli, sessions
+
+MINIMAL = ctxlib.REPO / "fixtures/sessions/minimal.jsonl"
+SUBCOMMANDS = ["serve", "replay", "inspect", "show-prompt", "sessions", "stats", "digest", "bench",
+               "backup", "doctor"]
+
+
+@pytest.fixture(scope="module")
+def replayed(tmp_path_factory):
+    store = tmp_path_factory.mktemp("cli") / "store.db"
+    cli("replay", ctxlib.REPO / "fixtures/sessions/coding-strsim.jsonl", "--store", store)
+    [sid] = sessions(store)
+    return store, sid
+
+
+@pytest.mark.parametrize("args", [
+    ["inspect", "{SID}", "x3", "--full"],
+    ["show-prompt", "{SID}", "p40"],
+    ["show-prompt", "{SID}", "p40", "--json"],
+    ["digest", str(ctxlib.REPO / "fixtures/tool-outputs/cargo-test/aho-corasick-failures.out")],
+    ["sessions"],
+], ids=lambda a: a[0] + ("-json" if "--json" in a else ""))
+def test_a_closed_pipe_ends_the_command_quietly(replayed, args):
+    store, sid = replayed
+    argv = [str(ctxlib.binary()), *[a.replace("{SID}", sid) for a in args]]
+    if args[0] != "digest":
+        argv += ["--store", str(store)]
+    r, w = os.pipe()
+    os.close(r)  # the reader is gone before the first byte is written (`| head -0`)
+    p = subprocess.run(argv, stdout=w, stderr=subprocess.PIPE, text=True, timeout=60)
+    os.close(w)
+    assert p.returncode in (0, -signal.SIGPIPE), (p.returncode, p.stderr)
+    assert "panicked" not in p.stderr and "Broken pipe" not in p.stderr, p.stderr
+
+
+@pytest.mark.parametrize("args,says", [
+    (["bench", "--sizes", "10", "--assembles", "0"], "--assembles"),
+    (["bench", "--sizes", "0"], "--sizes"),
+    (["bench", "--batch", "0"], "--batch"),
+])
+def test_bad_bench_arguments_are_refused_clearly(args, says):
+    r = cli(*args, check=False)
+    assert r.returncode == 2 and says in r.stderr and "panicked" not in r.stderr, (r.returncode, r.stderr)
+
+
+def stats(store):
+    """The store's figures, less the file's size (freed pages stay in the file)."""
+    s = json.loads(cli("stats", "--store", store, "--json").stdout)
+    del s["databaseBytes"]
+    return s
+
+
+def test_a_line_with_a_wrong_type_names_file_line_and_field_and_stores_nothing(tmp_path):
+    store = tmp_path / "store.db"
+    cli("replay", MINIMAL, "--store", store)
+    before = stats(store)
+    lines = MINIMAL.read_text().splitlines()
+    bad = json.loads(lines[1])
+    bad["messages"][0]["content"] = 42
+    f = tmp_path / "bad.jsonl"
+    f.write_text("\n".join([lines[0], json.dumps(bad), lines[2]]) + "\n")
+    r = cli("replay", f, "--store", store, check=False)
+    assert r.returncode == 1, r
+    assert f"{f}:2: messages[0].content: expected a string, got 42" in r.stderr, r.stderr
+    assert stats(store) == before
+
+
+def test_a_replay_that_fails_halfway_leaves_the_store_as_it_was(tmp_path):
+    store = tmp_path / "store.db"
+    cli("replay", MINIMAL, "--store", store)
+    before = stats(store)
+    lines = MINIMAL.read_text().splitlines()
+    big = json.loads(lines[2])
+    big["messages"].insert(1, {"role": "assistant", "content": "", "toolCalls": [
+        {"id": "cbig", "name": "read_file", "arguments": {"path": "big.txt"}}]})
+    big["messages"].insert(2, {"role": "tool", "toolCallId": "cbig", "content": "y" * 50_000})
+    f = tmp_path / "halfway.jsonl"
+    f.write_text("\n".join([lines[0], lines[1], json.dumps(big)]) + "\n")
+    r = cli("replay", f, "--store", store, "--config", '{"maxPayloadBytes": 20000}', check=False)
+    assert r.returncode == 1 and "appending exchange x3" in r.stderr and "nothing was kept" in r.stderr, r.stderr
+    assert stats(store) == before
+    assert len(sessions(store)) == 1
+
+
+def test_a_second_replay_prints_its_own_session_figures(tmp_path):
+    store = tmp_path / "store.db"
+    outs = [cli("replay", MINIMAL, "--store", store).stdout for _ in range(2)]
+    for out in outs:
+        assert re.search(r"session s-\w+: 3 exchanges, 2 blobs", out), out
+    assert "(2 duplicate hits)" in outs[1], outs[1]
+
+
+def test_replay_reads_stdin_and_accepts_a_bom(tmp_path):
+    data = "\ufeff" + MINIMAL.read_text()
+    r = subprocess.run([str(ctxlib.binary()), "replay", "-", "--store", str(tmp_path / "s.db")],
+                       input=data, capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr
+    assert re.search(r"session s-\w+: 3 exchanges", r.stdout), r.stdout
+    f = tmp_path / "bom.jsonl"
+    f.write_text(data)
+    cli("replay", f)
+
+
+@pytest.mark.parametrize("command", SUBCOMMANDS)
+def test_every_argument_has_a_description_in_help(command):
+    text = cli(command, "--help").stdout
+    missing = []
+    section = None
+    for line in text.splitlines():
+        if line in ("Arguments:", "Options:"):
+            section = line
+            continue
+        if section and line.startswith("  ") and not line.startswith("        "):
+            # "  <NAME>  text" or "  -x, --name <V>  text": a name column, then two spaces, then text.
+            if not re.match(r"^\s+\S.*?\S  +\S", line):
+                missing.append(line.strip())
+    assert not missing, f"{command} --help: no description for {missing}"
