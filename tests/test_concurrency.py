@@ -51,3 +51,57 @@ async def test_two_servers_one_store(store):
             for tag in tags:
                 seq = [int(u.rsplit("-", 1)[1]) for u in users if u.startswith(tag + "-")]
                 assert seq == sorted(seq), f"{sid}/{tag}: out of order"
+
+
+async def _ask_then_answer(ctx, sid, tag, rounds):
+    """Appends a question, then its answer naming the question's exchange; returns
+    (exchange, tag-i) for every answer accepted, and how many were refused with -32007."""
+    from pygls.exceptions import JsonRpcException
+    placed, refused = [], 0
+    for i in range(rounds):
+        q = await ctx.append(sid, [{"role": "user", "content": f"question {tag}-{i}"}])
+        x = q["exchanges"][0]["id"]
+        try:
+            await ctx.req("ctx/append", {"sessionId": sid, "exchange": x,
+                                         "messages": [{"role": "assistant", "content": f"answer {tag}-{i}"}]})
+            placed.append((x, f"{tag}-{i}"))
+        except JsonRpcException as e:
+            assert e.code == -32007 and f"exchange: {x} is not the exchange this append goes to" in e.message, e
+            refused += 1
+        await asyncio.sleep(0)
+    return placed, refused
+
+
+async def test_two_writers_on_one_session_never_attach_an_answer_to_the_other_question(store):
+    a = await ctxlib.start(store)
+    b = await ctxlib.start(store)
+    try:
+        sid = await a.open_session(title="shared")
+        (pa, ra), (pb, rb) = await asyncio.gather(_ask_then_answer(a, sid, "a", 150), _ask_then_answer(b, sid, "b", 150))
+        for x, tag in pa + pb:
+            [item] = await a.retrieve(sid, [x])
+            text = item["text"]
+            assert f"question {tag}" in text and f"answer {tag}" in text, (x, tag, text)
+            other = "b" if tag.startswith("a") else "a"
+            assert f"answer {other}-" not in text, (x, tag, text)
+        assert len(pa) + ra == 150 and len(pb) + rb == 150
+    finally:
+        await ctxlib.stop(a)
+        await ctxlib.stop(b)
+
+
+async def test_an_append_naming_its_exchange_is_checked(ctx):
+    sid = await ctx.open_session()
+    assert (await ctx.req("ctx/append", {"sessionId": sid, "exchange": "x1",
+                                         "messages": [{"role": "user", "content": "q1"}]}))["exchanges"][0]["id"] == "x1"
+    await ctx.req("ctx/append", {"sessionId": sid, "exchange": "x1", "messages": [{"role": "assistant", "content": "a1"}]})
+    e = await ctx.err("ctx/append", {"sessionId": sid, "exchange": "x1", "messages": [{"role": "user", "content": "q2"}]})
+    assert e.code == -32007 and "x1 is not the exchange this append goes to (x2" in e.message, e.message
+    e = await ctx.err("ctx/append", {"sessionId": sid, "exchange": "x7", "messages": [{"role": "assistant", "content": "a"}]})
+    assert e.code == -32007, e.message
+    e = await ctx.err("ctx/append", {"sessionId": sid, "exchange": "x2", "messages": [
+        {"role": "user", "content": "q2"}, {"role": "user", "content": "q3"}]})
+    assert e.code == -32602 and "one exchange" in e.message, e.message
+    e = await ctx.err("ctx/append", {"sessionId": sid, "exchange": "p1", "messages": [{"role": "user", "content": "q"}]})
+    assert e.code == -32602 and "exchange" in e.message, e.message
+    assert len(await ctx.list_exchanges(sid)) == 1

@@ -245,6 +245,9 @@ pub struct OpenSessionParams {
 pub struct AppendParams {
     pub session_id: String,
     pub messages: Vec<WireMessage>,
+    /// The exchange these messages open or continue (`x<N>`); refused with
+    /// -32007 when it is not the one they would go to.
+    pub exchange: Option<String>,
 }
 
 #[derive(Debug, Deserialize, Default, Clone)]

@@ -38,6 +38,8 @@ pub enum ServiceError {
     /// The store's content does not read back; writes are refused.
     #[error("{0}")]
     StoreDamaged(String),
+    #[error("{0}")]
+    ExchangeNotOpen(String),
 }
 
 impl ServiceError {
@@ -51,6 +53,7 @@ impl ServiceError {
             ServiceError::StoreUnavailable(_) => -32004,
             ServiceError::PayloadTooLarge(_) => -32005,
             ServiceError::StoreDamaged(_) => -32006,
+            ServiceError::ExchangeNotOpen(_) => -32007,
         }
     }
 }
@@ -63,6 +66,7 @@ impl From<StoreError> for ServiceError {
                 ServiceError::UnknownId(e.to_string())
             }
             StoreError::Invalid(m) => ServiceError::InvalidParams(m),
+            e @ StoreError::ExchangeNotOpen { .. } => ServiceError::ExchangeNotOpen(e.to_string()),
             e if e.is_damage() => ServiceError::StoreDamaged(e.to_string()),
             other => ServiceError::StoreUnavailable(other.to_string()),
         }
@@ -183,8 +187,20 @@ impl Service {
         let p: AppendParams = parse(params)?;
         let messages = to_core_messages(&p.messages, "messages")?;
         self.check_payload(&messages, "messages")?;
+        let expected = match &p.exchange {
+            None => None,
+            Some(raw) => match ItemId::parse(raw) {
+                Ok(ItemId::Exchange(x)) => Some(x),
+                _ => {
+                    return Err(ServiceError::InvalidParams(format!(
+                        "exchange: expected x<N>, got {raw:?}"
+                    )))
+                }
+            },
+        };
         let session = p.session_id.clone();
-        let outcome = settle(self.store.write(move |w| w.append(&session, messages))).await?;
+        let outcome =
+            settle(self.store.write(move |w| w.append_to(&session, messages, expected))).await?;
         self.emit_store_events(&outcome.events);
         Ok(json!({
             "exchanges": outcome.exchanges.iter().map(|x| json!({"id": x.to_string(), "seq": x.0})).collect::<Vec<_>>(),

@@ -12,6 +12,16 @@ pub enum StoreError {
     AmbiguousId { id: String, matches: String },
     #[error("blob {id} is corrupt: {why}")]
     BlobCorrupt { id: String, why: String },
+    /// `ctx/append`'s `exchange` is not the exchange the append would go to.
+    #[error(
+        "exchange: {given} is not the exchange this append goes to ({target}; the session's open \
+         exchange is {open}): another writer appended in between"
+    )]
+    ExchangeNotOpen {
+        given: String,
+        open: String,
+        target: String,
+    },
     /// What the store holds does not read back: a damaged page or file.
     /// Once seen, the store refuses writes (`Writer::transaction`).
     #[error(

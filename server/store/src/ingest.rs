@@ -313,6 +313,19 @@ impl Writer {
     }
 
     pub fn append(&mut self, session: &str, messages: Vec<Message>) -> Result<AppendOutcome> {
+        self.append_to(session, messages, None)
+    }
+
+    /// `append`, checked against the exchange the client means (`ctx/append`'s
+    /// `exchange`): the append must open or continue exactly that exchange, so
+    /// that two writers on one session never attach an answer to the other's
+    /// question.
+    pub fn append_to(
+        &mut self,
+        session: &str,
+        messages: Vec<Message>,
+        expected: Option<ExchangeId>,
+    ) -> Result<AppendOutcome> {
         let (count, base, current) = self.session_state(session)?;
         let stored_before = count;
         let messages = if self.settings.redact_secrets {
@@ -321,6 +334,25 @@ impl Writer {
             messages
         };
         let (continuing, opened) = exchange::group(messages);
+        if let Some(expected) = expected {
+            let target = match (continuing.is_empty(), opened.len()) {
+                (false, 0) => ExchangeId(count.max(1)),
+                (true, 1) => ExchangeId(count + 1),
+                _ => {
+                    return Err(StoreError::Invalid(
+                        "exchange: an append that names its exchange must hold one exchange's messages"
+                            .into(),
+                    ))
+                }
+            };
+            if target != expected {
+                return Err(StoreError::ExchangeNotOpen {
+                    given: expected.to_string(),
+                    open: ExchangeId(count).to_string(),
+                    target: target.to_string(),
+                });
+            }
+        }
         let mut out = AppendOutcome::default();
         let (mut base, mut current, mut count) = (base, current, count);
 
