@@ -128,3 +128,9 @@ def test_every_argument_has_a_description_in_help(command):
             if not re.match(r"^\s+\S.*?\S  +\S", line):
                 missing.append(line.strip())
     assert not missing, f"{command} --help: no description for {missing}"
+
+
+def test_replay_config_refuses_a_misspelt_key_with_the_right_spelling():
+    r = cli("replay", MINIMAL, "--config", '{"layers": {"recentfull": 1}}', check=False)
+    assert r.returncode == 1, r
+    assert "--config: layers: unknown field `recentfull`, did you mean `recentFull`?" in r.stderr, r.stderr

@@ -199,8 +199,11 @@ impl Service {
             },
         };
         let session = p.session_id.clone();
-        let outcome =
-            settle(self.store.write(move |w| w.append_to(&session, messages, expected))).await?;
+        let outcome = settle(
+            self.store
+                .write(move |w| w.append_to(&session, messages, expected)),
+        )
+        .await?;
         self.emit_store_events(&outcome.events);
         Ok(json!({
             "exchanges": outcome.exchanges.iter().map(|x| json!({"id": x.to_string(), "seq": x.0})).collect::<Vec<_>>(),

@@ -338,12 +338,10 @@ impl Writer {
             let target = match (continuing.is_empty(), opened.len()) {
                 (false, 0) => ExchangeId(count.max(1)),
                 (true, 1) => ExchangeId(count + 1),
-                _ => {
-                    return Err(StoreError::Invalid(
-                        "exchange: an append that names its exchange must hold one exchange's messages"
-                            .into(),
-                    ))
-                }
+                _ => return Err(StoreError::Invalid(
+                    "exchange: an append that names its exchange must hold one exchange's messages"
+                        .into(),
+                )),
             };
             if target != expected {
                 return Err(StoreError::ExchangeNotOpen {

@@ -419,3 +419,39 @@ fn secrets_are_masked_before_storage_unless_turned_off() {
         }
     }
 }
+
+#[test]
+fn errors_name_the_path_and_operation_and_keep_their_source() {
+    use std::error::Error;
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("not-a-dir");
+    std::fs::write(&file, "x").unwrap();
+    let err = Store::open(&file.join("store.db"), IngestSettings::default())
+        .err()
+        .expect("a store under a file cannot be made");
+    assert!(
+        err.to_string().starts_with(&format!(
+            "cannot create the store directory {}",
+            file.display()
+        )),
+        "{err}"
+    );
+    let source = err.source().expect("the io::Error is kept");
+    assert!(
+        source.downcast_ref::<std::io::Error>().is_some(),
+        "{source:?}"
+    );
+
+    // A file that is not a database: damage, named with the path.
+    let junk = dir.path().join("junk.db");
+    std::fs::write(&junk, vec![7u8; 8192]).unwrap();
+    let err = Store::open(&junk, IngestSettings::default())
+        .err()
+        .expect("junk is no store");
+    assert!(err.is_damage(), "{err:?}");
+    assert!(
+        err.to_string()
+            .contains(&format!("the store {} is damaged", junk.display())),
+        "{err}"
+    );
+}
