@@ -67,11 +67,13 @@ pub struct Masked<'a> {
 struct Rule {
     kind: SecretKind,
     pattern: Regex,
+    /// Whether a match is a secret (the named rules judge the value).
+    accept: fn(&Captures) -> bool,
 }
 
 static RULES: LazyLock<Vec<Rule>> = LazyLock::new(|| {
     use SecretKind::*;
-    let table: [(SecretKind, &str); 16] = [
+    let table: [(SecretKind, &str); 15] = [
         // PEM blocks, also inside JSON strings where newlines are `\n`.
         (
             PrivateKey,
@@ -113,23 +115,243 @@ static RULES: LazyLock<Vec<Rule>> = LazyLock::new(|| {
         ),
         (
             UrlPassword,
-            r"\b[a-zA-Z][a-zA-Z0-9+.\-]*://[^/\s:@]+:(?P<s>[^/\s@]+)@",
-        ),
-        // Variables and keys named like secrets, in env dumps, YAML and JSON.
-        // The name must end with the secret word: `max_tokens` is not one.
-        (
-            NamedSecret,
-            r#"(?i)(?:^|[\s,;{(])(?:export\s+)?["']?[A-Za-z0-9_.\-]*(?:PASSWORD|PASSWD|SECRET|TOKEN|API_KEY|APIKEY|ACCESS_KEY|SECRET_KEY|PRIVATE_KEY|CREDENTIALS|AUTH_KEY)["']?[ \t]*[:=][ \t]*["']?(?P<s>[^\s"'#,;]{4,})"#,
+            r"\b[a-zA-Z][a-zA-Z0-9+.\-]*://[^/\s:@]*:(?P<s>[^/\s@]+)@",
         ),
     ];
-    table
-        .into_iter()
-        .map(|(kind, p)| Rule {
-            kind,
-            pattern: Regex::new(p).unwrap(),
-        })
+    let shaped = table.into_iter().map(|(kind, p)| Rule {
+        kind,
+        pattern: Regex::new(p).unwrap(),
+        // `user:password@` in docs and tests is an example, not a password.
+        accept: if kind == UrlPassword {
+            |c| !placeholder(literal(c).0)
+        } else {
+            |_| true
+        },
+    });
+    // Values named like secrets: a config line (`DB_PASSWORD=…` in an env
+    // file, `password: …` in YAML) takes any literal; elsewhere (code, JSON
+    // on one line, tool-call arguments, prose) only a literal with a
+    // secret's character mix. Names must end with the secret word
+    // (`max_tokens` is not one).
+    let named = [
+        (
+            format!(
+                r#"(?mi)^[ \t]*(?:export[ \t]+|-[ \t]+)?["']?(?P<name>[A-Za-z0-9_.\-]*{SECRET_WORD})["']?(?P<op>=|:[ \t]+)(?P<s>"[^"\n]*"|'[^'\n]*'|[^\s#]+)"#
+            ),
+            config_value as fn(&Captures) -> bool,
+        ),
+        (
+            format!(
+                r#"(?i)(?P<pre>[^\sA-Za-z0-9_.\-])?(?P<name>[A-Za-z0-9_.\-]*{SECRET_WORD})\b["'`]?(?P<op>[ \t]*(?::=|=>|=|:)?[ \t]*(?:(?:is|was|of)[ \t]+)?)(?P<s>"[^"\n]*"|'[^'\n]*'|`[^`\n]*`|[^\s"'`,;)\]}}]+)"#
+            ),
+            strict_value,
+        ),
+    ];
+    shaped
+        .chain(named.into_iter().map(|(p, accept)| Rule {
+            kind: NamedSecret,
+            pattern: Regex::new(&p).unwrap(),
+            accept,
+        }))
         .collect()
 });
+
+/// The words a secret's name ends with.
+const SECRET_WORD: &str = r"(?:PASSWORD|PASSWD|SECRET|TOKEN|API_KEY|APIKEY|API-KEY|ACCESS_KEY|SECRET_KEY|PRIVATE_KEY|CREDENTIALS|AUTH_KEY|api key|access key)";
+
+/// Words that are types, keywords or placeholders, never a secret.
+const NOT_SECRETS: &[&str] = &[
+    "none",
+    "null",
+    "nil",
+    "undefined",
+    "true",
+    "false",
+    "yes",
+    "no",
+    "on",
+    "off",
+    "string",
+    "str",
+    "bool",
+    "boolean",
+    "int",
+    "integer",
+    "number",
+    "bytes",
+    "any",
+    "unknown",
+    "object",
+    "optional",
+    "required",
+    "default",
+    "empty",
+    "placeholder",
+    "redacted",
+    "changeme",
+    "change-me",
+    "secret",
+    "password",
+    "token",
+    "example",
+    "dummy",
+    "sample",
+    "test",
+    "xxx",
+    "todo",
+    "fixme",
+    "self",
+    "this",
+    "value",
+    "char",
+    "text",
+    "varchar",
+    "sensitive",
+];
+
+/// The literal a capture names, without its quotes, and whether it had them.
+fn literal<'c>(c: &'c Captures) -> (&'c str, bool) {
+    let v = c.name("s").map_or("", |m| m.as_str());
+    let quoted = v.len() >= 2
+        && matches!(v.as_bytes()[0], b'"' | b'\'' | b'`')
+        && v.as_bytes()[v.len() - 1] == v.as_bytes()[0];
+    if quoted {
+        (&v[1..v.len() - 1], true)
+    } else {
+        (v, false)
+    }
+}
+
+/// What no rule masks: placeholders, references, keywords and types.
+fn placeholder(v: &str) -> bool {
+    let lower = v.to_ascii_lowercase();
+    v.len() < 4
+        || NOT_SECRETS.contains(&lower.as_str())
+        || v.starts_with(['$', '%', '<', '@', '&', '*'])
+        || v.contains("${")
+        || v.contains("{{")
+        || lower.starts_with("your")
+        || lower.contains("example")
+        || lower.contains("placeholder")
+        || lower.contains("redacted")
+        || lower.contains("...")
+        || v.chars().all(|c| c == v.chars().next().unwrap_or(' '))
+        || v.starts_with(MARK_PREFIX)
+}
+
+/// Code, not a literal: a path (`a::b`, `self.x`), a call, a type, an index.
+fn code_expression(v: &str) -> bool {
+    let dotted_identifiers = v.contains('.')
+        && v.split('.').all(|seg| {
+            seg.chars()
+                .next()
+                .is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
+                && seg.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
+        });
+    dotted_identifiers
+        || v.starts_with(':')
+        || v.ends_with([';', ','])
+        || v.contains([
+            ':', '(', ')', '[', ']', '{', '}', '<', '>', '|', '!', '\\', '?',
+        ])
+}
+
+/// The value repeats its name (`PUBLIC_KEY_OR_PASSWORD = "PUBLIC_KEY_OR_PASSWORD"`,
+/// `ALLOW_CREDENTIALS = "allowCredentials"`): an enum's or a field's name.
+fn names_itself(c: &Captures, v: &str) -> bool {
+    let fold = |s: &str| {
+        s.chars()
+            .filter(char::is_ascii_alphanumeric)
+            .map(|c| c.to_ascii_lowercase())
+            .collect::<String>()
+    };
+    let name = fold(c.name("name").map_or("", |m| m.as_str()));
+    let value = fold(v);
+    !value.is_empty() && (name.ends_with(&value) || value.ends_with(&name))
+}
+
+/// `Name` or `snake_case_name`: a type or a variable, not a key.
+fn identifier_shaped(v: &str) -> bool {
+    let ident = v
+        .chars()
+        .next()
+        .is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
+        && v.chars().all(|c| c.is_ascii_alphanumeric() || c == '_');
+    let pascal = v.chars().next().is_some_and(|c| c.is_ascii_uppercase())
+        && v.chars().all(|c| c.is_ascii_alphabetic());
+    ident && (v.contains('_') || pascal)
+}
+
+/// A config line's value (`KEY=value` in an env file, `key: value` in YAML):
+/// any literal that is not a placeholder, a type or code.
+fn config_value(c: &Captures) -> bool {
+    let (v, quoted) = literal(c);
+    if placeholder(v) || v.contains(char::is_whitespace) || names_itself(c, v) {
+        return false;
+    }
+    quoted || !(code_expression(v) || identifier_shaped(v))
+}
+
+/// A value outside config lines (code, JSON on one line, tool-call arguments,
+/// prose): a literal with a secret's character mix, letters with digits or
+/// symbols and some entropy, the way gitleaks' generic-api-key rule and
+/// detect-secrets' keyword plugin tell keys from identifiers and words.
+fn strict_value(c: &Captures) -> bool {
+    let (v, quoted) = literal(c);
+    // Prose ends a sentence after the value.
+    let v = if quoted {
+        v
+    } else {
+        v.trim_end_matches(['.', ':'])
+    };
+    // `AWS::ApiGateway::ApiKey`: a type path, not a secret's name.
+    if c.name("pre").is_some_and(|m| m.as_str() == ":") {
+        return false;
+    }
+    if placeholder(v)
+        || names_itself(c, v)
+        || v.len() < 6
+        || v.len() > 500
+        || v.contains(char::is_whitespace)
+        || v.starts_with(['/', '.'])
+        || v.contains("://")
+    {
+        return false;
+    }
+    if !quoted {
+        // Unquoted, a value must look random: letters and digits, no
+        // grammar (`1*tchar`), no identifier or type shape.
+        let letters_and_digits =
+            v.chars().any(|c| c.is_ascii_alphabetic()) && v.chars().any(|c| c.is_ascii_digit());
+        if code_expression(v)
+            || identifier_shaped(v)
+            || v.contains('*')
+            || !letters_and_digits
+            || v.len() < 8
+        {
+            return false;
+        }
+    }
+    let letters = v.chars().any(|c| c.is_ascii_alphabetic());
+    let digits_or_symbols = v.chars().any(|c| !c.is_ascii_alphabetic());
+    letters && digits_or_symbols && shannon_entropy(v) >= 2.5
+}
+
+fn shannon_entropy(v: &str) -> f64 {
+    let mut counts = [0u32; 256];
+    for b in v.bytes() {
+        counts[b as usize] += 1;
+    }
+    let n = v.len() as f64;
+    counts
+        .iter()
+        .filter(|&&k| k > 0)
+        .map(|&k| {
+            let p = f64::from(k) / n;
+            -p * p.log2()
+        })
+        .sum()
+}
 
 const MARK_PREFIX: &str = "[secret:";
 
@@ -147,13 +369,16 @@ pub fn mask(text: &str) -> Masked<'_> {
         let replaced = rule.pattern.replace_all(&current, |c: &Captures| {
             let whole = c.get(0).unwrap();
             let secret = c.name("s").unwrap();
-            // A value another rule already masked stays as it is.
-            if secret.as_str().starts_with(MARK_PREFIX) {
+            // A value another rule already masked stays as it is (and the
+            // word `secret` in a mask is no secret's name).
+            if whole.as_str().contains(MARK_PREFIX) || !(rule.accept)(c) {
                 return whole.as_str().to_string();
             }
             hits.push(rule.kind);
-            let start = secret.start() - whole.start();
-            let end = secret.end() - whole.start();
+            // A quoted literal keeps its quotes.
+            let quotes = usize::from(literal(c).1);
+            let start = secret.start() - whole.start() + quotes;
+            let end = secret.end() - whole.start() - quotes;
             let w = whole.as_str();
             format!(
                 "{}{MARK_PREFIX}{}]{}",
@@ -227,6 +452,32 @@ mod tests {
                 "-----BEGIN RSA PRIVATE KEY-----\nMIIB\n-----END RSA PRIVATE KEY-----",
                 "[secret:private-key]",
             ),
+            // A URL with an empty user keeps no password either.
+            (
+                "REDIS_URL=redis://:UDqa7Rk2wq9@localhost:6379/0",
+                "REDIS_URL=redis://:[secret:url-password]@localhost:6379/0",
+            ),
+            // Config lines take any literal; code and prose a secret-like one.
+            (
+                "export API_TOKEN='s3cr3t-v4lue'",
+                "export API_TOKEN='[secret:named-secret]'",
+            ),
+            (
+                "  password: hunter2hunter",
+                "  password: [secret:named-secret]",
+            ),
+            (
+                r#"{"name": "deploy", "token": "a8Fk29dlQpz3"}"#,
+                r#"{"name": "deploy", "token": "[secret:named-secret]"}"#,
+            ),
+            (
+                "my access token is 'abc123def456ghi'",
+                "my access token is '[secret:named-secret]'",
+            ),
+            (
+                "conn(password=\"Tr0ub4dor&3\")",
+                "conn(password=\"[secret:named-secret]\")",
+            ),
         ];
         for (input, want) in cases {
             assert_eq!(mask(input).text, want, "{input}");
@@ -244,6 +495,24 @@ mod tests {
             "PWD=/home/runner/work",
             "token_uri: https://oauth2.googleapis.com/token",
             "see https://example.com:8080/path",
+            // Source code: identifiers, types, paths, calls, keywords, placeholders.
+            "    pub bracket_token: token::Bracket,",
+            "use crate::job_token::JobToken,",
+            "  constructor(token: string, options?: Options) {",
+            "    password: string;",
+            "    continuationToken: string;",
+            "        token = self.next()",
+            "    def login(self, user='', passwd='', acct=''):",
+            "        token = kwargs.get('token')",
+            "let token = tokens.next();",
+            "PASSWORD=${DB_PASSWORD}",
+            "api_key: <your-api-key>",
+            "password = None",
+            "secret_key: Optional[str] = None",
+            "  token: TokenKind;",
+            "the token expired yesterday",
+            "access_token = response.json()['access_token']",
+            "    self.secret = secret",
         ];
         for text in keep {
             let masked = mask(text);

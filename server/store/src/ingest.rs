@@ -91,6 +91,10 @@ pub enum Event {
     },
 }
 
+/// How long a transaction waits for other processes' writers before the
+/// store answers "unavailable".
+const BUSY_DEADLINE: std::time::Duration = std::time::Duration::from_secs(120);
+
 pub struct Writer {
     conn: Connection,
     db_path: PathBuf,
@@ -174,7 +178,7 @@ impl Writer {
                 why: why.clone(),
             });
         }
-        self.conn.execute_batch("BEGIN IMMEDIATE")?;
+        self.begin("BEGIN IMMEDIATE")?;
         match f(self) {
             Ok(v) => {
                 self.conn.execute_batch("COMMIT")?;
@@ -187,10 +191,30 @@ impl Writer {
         }
     }
 
+    /// Starts a transaction, waiting for other processes' writers as long
+    /// as it takes (up to `BUSY_DEADLINE`): `busy_timeout` alone gives up
+    /// after 5 s, and a client must never see a busy store it could wait for.
+    fn begin(&self, sql: &str) -> Result<()> {
+        let deadline = std::time::Instant::now() + BUSY_DEADLINE;
+        let mut pause = std::time::Duration::from_millis(2);
+        loop {
+            match self.conn.execute_batch(sql) {
+                Err(e)
+                    if e.sqlite_error_code() == Some(rusqlite::ErrorCode::DatabaseBusy)
+                        && std::time::Instant::now() < deadline =>
+                {
+                    std::thread::sleep(pause);
+                    pause = (pause * 2).min(std::time::Duration::from_millis(100));
+                }
+                other => return Ok(other?),
+            }
+        }
+    }
+
     /// Runs a read on the writer's connection, in one deferred transaction
     /// so that it sees one state even if another process writes meanwhile.
     pub(crate) fn read<T>(&mut self, f: impl FnOnce(&Reader) -> Result<T>) -> Result<T> {
-        self.conn.execute_batch("BEGIN DEFERRED")?;
+        self.begin("BEGIN DEFERRED")?;
         let out = f(&Reader::new(&self.conn, &self.blob_dir));
         let _ = self.conn.execute_batch("COMMIT");
         out
