@@ -134,3 +134,14 @@ def test_replay_config_refuses_a_misspelt_key_with_the_right_spelling():
     r = cli("replay", MINIMAL, "--config", '{"layers": {"recentfull": 1}}', check=False)
     assert r.returncode == 1, r
     assert "--config: layers: unknown field `recentfull`, did you mean `recentFull`?" in r.stderr, r.stderr
+
+
+def test_digest_prints_what_the_model_would_see_so_it_masks():
+    secrets = ctxlib.known_secrets()
+    assert secrets
+    for f in sorted((ctxlib.REPO / "fixtures/tool-outputs/secrets").glob("*.out")):
+        out = cli("digest", f).stdout
+        leaked = [s for s in secrets if s in out]
+        assert not leaked, (f.name, leaked)
+    out = cli("digest", ctxlib.REPO / "fixtures/tool-outputs/secrets/ssh-key-cat.out").stdout
+    assert "[secret:private-key]" in out and "BEGIN OPENSSH PRIVATE KEY" not in out.replace("[secret:private-key]", ""), out

@@ -318,9 +318,13 @@ fn strict_value(c: &Captures) -> bool {
     {
         return false;
     }
+    // `tiktoken-rs-0.12.1/src`: a name running into what follows is no assignment.
+    if c["op"].is_empty() {
+        return false;
+    }
     if !quoted {
         // Unquoted, a value must look random: letters and digits, no
-        // grammar (`1*tchar`), no identifier or type shape.
+        // grammar (`1*tchar`), path, identifier or type shape.
         let letters_and_digits =
             v.chars().any(|c| c.is_ascii_alphabetic()) && v.chars().any(|c| c.is_ascii_digit());
         if code_expression(v)
@@ -360,11 +364,48 @@ pub fn is_masked(text: &str) -> bool {
     text.contains(MARK_PREFIX)
 }
 
+/// Where a text comes from, which decides the rules that apply to it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Source {
+    /// What the user and the model wrote: messages and tool-call arguments.
+    /// Only credentials recognisable by their shape are masked: a value the
+    /// user shared by name ("use access token 'abc123'") is shown, in the
+    /// prose and in the arguments the model later passes it in alike, so the
+    /// assistant can still do what it was asked with it.
+    Conversation,
+    /// What tools returned (files, env dumps, logs): secrets nobody chose to
+    /// share. Values named like secrets are masked too.
+    ToolOutput,
+}
+
+impl Source {
+    /// A tool message holds a tool's output; every other role, conversation.
+    pub fn of(role: crate::message::Role) -> Source {
+        match role {
+            crate::message::Role::Tool => Source::ToolOutput,
+            _ => Source::Conversation,
+        }
+    }
+}
+
+/// A message as it is stored and sent: its content masked as its role's
+/// source, its tool-call arguments as conversation.
+pub fn mask_message(mut m: crate::message::Message) -> crate::message::Message {
+    m.content = mask(&m.content, Source::of(m.role)).text.into_owned();
+    for c in &mut m.tool_calls {
+        c.arguments = mask(&c.arguments, Source::Conversation).text.into_owned();
+    }
+    m
+}
+
 /// `text` with every secret replaced by `[secret:KIND]`.
-pub fn mask(text: &str) -> Masked<'_> {
+pub fn mask(text: &str, source: Source) -> Masked<'_> {
     let mut current: Cow<str> = Cow::Borrowed(text);
     let mut found = Vec::new();
     for rule in RULES.iter() {
+        if source == Source::Conversation && rule.kind == SecretKind::NamedSecret {
+            continue;
+        }
         let mut hits = Vec::new();
         let replaced = rule.pattern.replace_all(&current, |c: &Captures| {
             let whole = c.get(0).unwrap();
@@ -480,7 +521,7 @@ mod tests {
             ),
         ];
         for (input, want) in cases {
-            assert_eq!(mask(input).text, want, "{input}");
+            assert_eq!(mask(input, Source::ToolOutput).text, want, "{input}");
         }
     }
 
@@ -515,15 +556,42 @@ mod tests {
             "    self.secret = secret",
         ];
         for text in keep {
-            let masked = mask(text);
+            let masked = mask(text, Source::ToolOutput);
             assert_eq!(masked.text, text);
             assert!(masked.found.is_empty(), "{text}");
         }
     }
 
     #[test]
+    fn the_conversation_keeps_values_shared_by_name_and_loses_shaped_credentials() {
+        // The same value in prose and in the arguments that pass it on: both
+        // shown, or (a credential by its shape) both masked.
+        for text in [
+            "use my access token 'abc123def456ghi' for the booking",
+            r#"{"access_token": "abc123def456ghi", "card": "c1"}"#,
+        ] {
+            assert_eq!(mask(text, Source::Conversation).text, text);
+            assert_ne!(mask(text, Source::ToolOutput).text, text);
+        }
+        for text in [
+            "my token is ghp_abcdefghijklmnopqrstuvwxyz0123456789",
+            r#"{"token": "ghp_abcdefghijklmnopqrstuvwxyz0123456789"}"#,
+        ] {
+            let masked = mask(text, Source::Conversation);
+            assert!(
+                masked.text.contains("[secret:github-token]"),
+                "{}",
+                masked.text
+            );
+        }
+    }
+
+    #[test]
     fn reports_what_it_found() {
-        let masked = mask("A=AKIAIOSFODNN7EXAMPLE\nB=ghp_abcdefghijklmnopqrstuvwxyz0123456789");
+        let masked = mask(
+            "A=AKIAIOSFODNN7EXAMPLE\nB=ghp_abcdefghijklmnopqrstuvwxyz0123456789",
+            Source::ToolOutput,
+        );
         assert_eq!(
             masked.found,
             vec![SecretKind::AwsAccessKey, SecretKind::GithubToken]

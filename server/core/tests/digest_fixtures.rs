@@ -54,7 +54,6 @@ fn load(path: &Path) -> Fixture {
         .map(|file| std::fs::read_to_string(path.with_file_name(file)).unwrap());
     // The store masks before it digests; secrets fixtures show that path.
     let (raw, digest) = digest::digest_fixture(
-        &kind,
         &raw,
         &cmd,
         prior.as_deref(),

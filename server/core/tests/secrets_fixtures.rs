@@ -26,7 +26,14 @@ fn no_fixture_secret_survives_masking() {
     let expected = read("secrets.expected");
     let masked: Vec<(String, String)> = outputs()
         .into_iter()
-        .map(|(name, text)| (name, secrets::mask(&text).text.into_owned()))
+        .map(|(name, text)| {
+            (
+                name,
+                secrets::mask(&text, secrets::Source::ToolOutput)
+                    .text
+                    .into_owned(),
+            )
+        })
         .collect();
     let all_raw: String = outputs().into_iter().map(|(_, t)| t).collect();
     for secret in expected.lines().filter(|l| !l.is_empty()) {
@@ -44,7 +51,9 @@ fn hashes_and_ids_in_fixtures_stay() {
         .into_iter()
         .find(|(n, _)| n == "env-dump.out")
         .unwrap();
-    let masked = secrets::mask(&env).text.into_owned();
+    let masked = secrets::mask(&env, secrets::Source::ToolOutput)
+        .text
+        .into_owned();
     for value in keep.lines().filter(|l| !l.is_empty()) {
         assert!(masked.contains(value), "{value} was masked");
     }
@@ -56,7 +65,7 @@ fn masking_is_linear_on_large_inputs() {
     let unit = "sk- AKIA ghp_ eyJ x://a:b postgres://u PASSWORD= -----BEGIN ";
     let big = unit.repeat(4 * 1024 * 1024 / unit.len());
     let start = std::time::Instant::now();
-    let masked = secrets::mask(&big);
+    let masked = secrets::mask(&big, secrets::Source::ToolOutput);
     assert!(start.elapsed().as_secs() < 10, "took {:?}", start.elapsed());
     assert!(masked.text.len() >= big.len() / 2);
 }

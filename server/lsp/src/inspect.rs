@@ -215,23 +215,13 @@ fn digest_table(dir: &Path, limits: &DigestLimits, encoding: Encoding) -> anyhow
     let read = |p: &Path| std::fs::read(p).map(|b| String::from_utf8_lossy(&b).into_owned());
     let mut rows = Vec::new();
     for out in outs {
-        let kind = out
-            .parent()
-            .and_then(|p| p.file_name())
-            .map(|n| n.to_string_lossy().into_owned());
         let cmd = read(&out.with_extension("cmd")).unwrap_or_default();
         let prior = match digest::fixture_prior(&cmd) {
             Some(name) => Some(read(&out.with_file_name(name))?),
             None => None,
         };
-        let (text, d) = digest::digest_fixture(
-            kind.as_deref().unwrap_or(""),
-            &read(&out)?,
-            &cmd,
-            prior.as_deref(),
-            limits,
-            encoding,
-        );
+        let (text, d) =
+            digest::digest_fixture(&read(&out)?, &cmd, prior.as_deref(), limits, encoding);
         let name = out
             .strip_prefix(dir)
             .unwrap_or(&out)

@@ -353,7 +353,7 @@ impl Writer {
         let (count, base, current) = self.session_state(session)?;
         let stored_before = count;
         let messages = if self.settings.redact_secrets {
-            messages.into_iter().map(mask_message).collect()
+            messages.into_iter().map(secrets::mask_message).collect()
         } else {
             messages
         };
@@ -991,13 +991,4 @@ const FTS_BLOB_MAX_BYTES: usize = 256 * 1024;
 
 fn count(encoding: Encoding, text: &str) -> u32 {
     tokens::count(encoding, text)
-}
-
-/// Masks secrets in everything a message carries before it is stored.
-fn mask_message(mut m: Message) -> Message {
-    m.content = secrets::mask(&m.content).text.into_owned();
-    for c in &mut m.tool_calls {
-        c.arguments = secrets::mask(&c.arguments).text.into_owned();
-    }
-    m
 }

@@ -49,11 +49,7 @@ fn recorded_sessions_snapshot_and_round_trip() {
                             index: j as u32 + 1,
                         };
                         let got = r.message(&session, mid)?;
-                        let mut expected = sent.clone();
-                        expected.content = secrets::mask(&sent.content).text.into_owned();
-                        for c in &mut expected.tool_calls {
-                            c.arguments = secrets::mask(&c.arguments).text.into_owned();
-                        }
+                        let expected = secrets::mask_message(sent.clone());
                         assert_eq!(
                             got.message, expected,
                             "{name} {mid} differs from what was appended"

@@ -41,9 +41,12 @@ pub fn digest_standalone(
     limits: &DigestLimits,
     encoding: Encoding,
 ) -> Digest {
+    // As the store does: masked before it is hashed, digested or shown.
+    let content = &*secrets::mask(content, secrets::Source::ToolOutput).text;
+    let arguments = arguments.map(|a| secrets::mask(a, secrets::Source::Conversation).text);
     let output = ToolOutput {
         tool,
-        arguments,
+        arguments: arguments.as_deref(),
         content,
     };
     let facts = BlobFacts {
@@ -54,22 +57,19 @@ pub fn digest_standalone(
     digest(&output, &facts, prior, limits, encoding)
 }
 
-/// A fixture's digest as the store would make it: outputs of the `secrets`
-/// kind are masked first, and `prior_text` (the file `fixture_prior` names)
-/// is the read before this one, in exchange x3. Returns the text digested.
+/// A fixture's digest as the store would make it: masked first, and
+/// `prior_text` (the file `fixture_prior` names) is the read before this one,
+/// in exchange x3. Returns the text digested.
 pub fn digest_fixture(
-    kind: &str,
     raw: &str,
     cmd_file_text: &str,
     prior_text: Option<&str>,
     limits: &DigestLimits,
     encoding: Encoding,
 ) -> (String, Digest) {
-    let text = if kind == "secrets" {
-        secrets::mask(raw).text.into_owned()
-    } else {
-        raw.to_string()
-    };
+    let text = secrets::mask(raw, secrets::Source::ToolOutput)
+        .text
+        .into_owned();
     let (tool, arguments) = fixture_call(cmd_file_text);
     let prior = prior_text.map(|before| PriorRead {
         exchange: ExchangeId(3),
