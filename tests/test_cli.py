@@ -4,6 +4,7 @@ BOM, and a description for every argument in --help."""
 
 import json
 import os
+import pathlib
 import re
 import signal
 import subprocess
@@ -63,15 +64,22 @@ def stats(store):
     return s
 
 
+def minimal_with(tmp_path, name: str, line: int, change) -> "pathlib.Path":
+    """minimal.jsonl with its line `line` (0-based) changed by `change(exchange)`."""
+    lines = MINIMAL.read_text().splitlines()
+    x = json.loads(lines[line])
+    change(x)
+    lines[line] = json.dumps(x)
+    f = tmp_path / name
+    f.write_text("\n".join(lines) + "\n")
+    return f
+
+
 def test_a_line_with_a_wrong_type_names_file_line_and_field_and_stores_nothing(tmp_path):
     store = tmp_path / "store.db"
     cli("replay", MINIMAL, "--store", store)
     before = stats(store)
-    lines = MINIMAL.read_text().splitlines()
-    bad = json.loads(lines[1])
-    bad["messages"][0]["content"] = 42
-    f = tmp_path / "bad.jsonl"
-    f.write_text("\n".join([lines[0], json.dumps(bad), lines[2]]) + "\n")
+    f = minimal_with(tmp_path, "bad.jsonl", 1, lambda x: x["messages"][0].update(content=42))
     r = cli("replay", f, "--store", store, check=False)
     assert r.returncode == 1, r
     assert f"{f}:2: messages[0].content: expected a string, got 42" in r.stderr, r.stderr
@@ -82,13 +90,13 @@ def test_a_replay_that_fails_halfway_leaves_the_store_as_it_was(tmp_path):
     store = tmp_path / "store.db"
     cli("replay", MINIMAL, "--store", store)
     before = stats(store)
-    lines = MINIMAL.read_text().splitlines()
-    big = json.loads(lines[2])
-    big["messages"].insert(1, {"role": "assistant", "content": "", "toolCalls": [
-        {"id": "cbig", "name": "read_file", "arguments": {"path": "big.txt"}}]})
-    big["messages"].insert(2, {"role": "tool", "toolCallId": "cbig", "content": "y" * 50_000})
-    f = tmp_path / "halfway.jsonl"
-    f.write_text("\n".join([lines[0], lines[1], json.dumps(big)]) + "\n")
+
+    def big_read(x):
+        x["messages"][1:1] = [
+            {"role": "assistant", "content": "", "toolCalls": [
+                {"id": "cbig", "name": "read_file", "arguments": {"path": "big.txt"}}]},
+            {"role": "tool", "toolCallId": "cbig", "content": "y" * 50_000}]
+    f = minimal_with(tmp_path, "halfway.jsonl", 2, big_read)
     r = cli("replay", f, "--store", store, "--config", '{"maxPayloadBytes": 20000}', check=False)
     assert r.returncode == 1 and "appending exchange x3" in r.stderr and "nothing was kept" in r.stderr, r.stderr
     assert stats(store) == before

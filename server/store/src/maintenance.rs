@@ -22,12 +22,7 @@ pub struct BackupReport {
 /// backup API (one consistent snapshot, even while a server writes), then
 /// the blob files the snapshot names, each verified against its hash.
 pub fn backup(src: &Path, dest: &Path) -> Result<BackupReport> {
-    if dest.exists() {
-        return Err(StoreError::Invalid(format!(
-            "{} exists: back up to a new file",
-            dest.display()
-        )));
-    }
+    must_be_new(dest, "back up to")?;
     let from = open_source(src)?;
     if let Some(dir) = dest.parent().filter(|d| !d.as_os_str().is_empty()) {
         std::fs::create_dir_all(dir).map_err(StoreError::io("create the directory", dir))?;
@@ -168,12 +163,7 @@ pub struct Salvage {
 /// read back into a new store at `dest` (parents before their forks; a fork
 /// of a lost session is lost too).
 pub fn salvage(src: &Path, dest: &Path) -> Result<Salvage> {
-    if dest.exists() {
-        return Err(StoreError::Invalid(format!(
-            "{} exists: salvage into a new store",
-            dest.display()
-        )));
-    }
+    must_be_new(dest, "salvage into")?;
     let from = open_source(src)?;
     let sessions = session_ids(&from)?;
     drop(from);
@@ -384,6 +374,17 @@ fn for_each_row(
     if let Err(e) = walked {
         findings.push(format!("{sql}: {e}"));
     }
+}
+
+/// A backup or salvage never overwrites: `dest` must not exist.
+fn must_be_new(dest: &Path, doing: &str) -> Result<()> {
+    if dest.exists() {
+        return Err(StoreError::Invalid(format!(
+            "{} exists: {doing} a new file",
+            dest.display()
+        )));
+    }
+    Ok(())
 }
 
 fn open_source(src: &Path) -> Result<Connection> {
