@@ -1,3 +1,6 @@
+//! The store's one error type: what went wrong, with its source, and whether
+//! it says the store is damaged.
+
 use std::path::PathBuf;
 
 use thiserror::Error;
