@@ -207,19 +207,14 @@ fn open_for_writing(db_path: &Path, blob_dir: &Path) -> Result<Connection> {
         }
         Ok(conn)
     });
-    let mut conn = opened.map_err(|source| {
-        let e = StoreError::Sqlite(source);
-        if e.is_damage() {
-            return e.at_store(db_path);
-        }
-        let StoreError::Sqlite(source) = e else {
-            unreachable!()
-        };
-        StoreError::Open {
+    let mut conn = opened.map_err(|source| match StoreError::Sqlite(source) {
+        e if e.is_damage() => e.at_store(db_path),
+        StoreError::Sqlite(source) => StoreError::Open {
             path: db_path.to_path_buf(),
             mode: "writing",
             source,
-        }
+        },
+        e => e,
     })?;
     schema::migrate(&mut conn).map_err(|e| StoreError::from(e).at_store(db_path))?;
     Ok(conn)
