@@ -73,31 +73,31 @@ fn classifies_by_tool_arguments_and_content() {
         (
             Some("execute_bash"),
             Some(r#"{"command":"RUST_BACKTRACE=1 cargo test -p a"}"#),
-            "",
+            "running 1 test\ntest a ... ok\n\ntest result: ok. 1 passed; 0 failed",
             "cargo-test",
         ),
         (
             Some("shell"),
             Some(r#"{"command":["bash","-lc","cargo nextest run"]}"#),
-            "",
+            "     Summary [   0.010s] 1 test run: 1 passed, 0 skipped",
             "cargo-test",
         ),
         (
             Some("run_terminal_command"),
             Some(r#"{"command":"python -m pytest -x"}"#),
-            "",
+            "..\n2 passed in 0.01s",
             "pytest",
         ),
         (
             Some("builtin_run_terminal_command"),
             Some(r#"{"command":"npx vitest run"}"#),
-            "",
+            " Test Files  1 passed (1)\n      Tests  3 passed (3)",
             "js-test",
         ),
         (
             Some("run_command"),
             Some(r#"{"command":"npm test"}"#),
-            "",
+            "Tests:       1 failed, 4 passed, 5 total",
             "js-test",
         ),
         (
@@ -115,7 +115,7 @@ fn classifies_by_tool_arguments_and_content() {
         (
             Some("execute_command"),
             Some(r#"{"command":"go test ./..."}"#),
-            "",
+            "ok  \texample.com/a\t0.01s",
             "go-test",
         ),
         (
@@ -148,6 +148,32 @@ fn classifies_by_tool_arguments_and_content() {
             Some(r#"{"command":"find . -name '*.rs'"}"#),
             "",
             "listing",
+        ),
+        // A test-running command whose output has no runner's summary ran no
+        // tests: it is digested as what it is, and claims no results.
+        (
+            Some("Bash"),
+            Some(r#"{"command":"pip show pytest"}"#),
+            "Name: pytest\nVersion: 9.2.0\nSummary: pytest: simple powerful testing with Python\n",
+            "output",
+        ),
+        (
+            Some("Bash"),
+            Some(r#"{"command":"npm view vitest --json"}"#),
+            "{\"name\": \"vitest\", \"dist-tags\": {\"latest\": \"3.2.4\"}}",
+            "json",
+        ),
+        (
+            Some("Bash"),
+            Some(r#"{"command":"rg -n 'cargo test' docs  # cargo test"}"#),
+            "docs/a.md:3:run cargo test\ndocs/b.md:9:cargo test -p x\n",
+            "search",
+        ),
+        (
+            Some("Bash"),
+            Some(r#"{"command":"cargo test"}"#),
+            "error[E0425]: cannot find value `x`\n  --> src/lib.rs:1:1\nerror: could not compile `a`",
+            "cargo-test",
         ),
         // Sniffed from the content when the name says nothing.
         (

@@ -65,10 +65,52 @@ pub fn classify(output: &ToolOutput) -> OutputKind {
         return OutputKind::Listing;
     }
     if let Some(kind) = command(output).and_then(|c| by_command(&c)) {
-        return kind;
+        // The command only hints: a digest that claims test results needs a
+        // test runner's summary in the output (`pip show pytest`, `npm view
+        // vitest --json` and `rg '# cargo test'` ran no tests).
+        if summary_shows(kind, output.content) {
+            return kind;
+        }
+        return sniff(output.content);
     }
     sniff(output.content)
 }
+
+/// Whether the output bears out a test-running command: its runner's
+/// summary (or, for cargo, the errors of a run that did not compile). Other
+/// kinds claim no results and need nothing.
+fn summary_shows(kind: OutputKind, content: &str) -> bool {
+    let summary = match kind {
+        OutputKind::CargoTest => &*CARGO_TEST_SUMMARY,
+        OutputKind::Pytest => &*PYTEST_SUMMARY,
+        OutputKind::JsTest => &*JS_TEST_SUMMARY,
+        OutputKind::GoTest => &*GO_TEST_SUMMARY,
+        _ => return true,
+    };
+    summary.is_match(&super::clean::strip_terminal_noise(content))
+}
+
+static CARGO_TEST_SUMMARY: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(
+        r"(?m)^test result: |^\s+Summary \[.*tests? run:|^running \d+ tests?$|^error(?:\[\w+\])?: |could not compile",
+    )
+    .unwrap()
+});
+static PYTEST_SUMMARY: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(
+        r"(?m)\b\d+ (?:passed|failed|errors?|skipped|xfailed|xpassed|deselected)\b.* in [\d.]+s|no tests ran in [\d.]+s|short test summary info|^ERROR collecting ",
+    )
+    .unwrap()
+});
+static JS_TEST_SUMMARY: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(
+        r"(?m)^Tests:\s+|^\s*Test Files\s+\d+|^\s*Tests\s+\d+ (?:passed|failed)|No tests found",
+    )
+    .unwrap()
+});
+static GO_TEST_SUMMARY: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r"(?m)^(?:ok|FAIL|---|\?)\s+\S|^(?:PASS|FAIL)$|no test files").unwrap()
+});
 
 /// The path a file-read call read: a read tool's path argument, an editor's
 /// `view`, or a shell `cat FILE`.
