@@ -1,11 +1,12 @@
 //! Secret masking: credentials are replaced with `[secret:KIND]` before a
 //! message or tool output is hashed, stored or sent.
 //!
-//! Only shapes that credentials have are matched (prefixes such as `AKIA`,
-//! `ghp_`, `sk-ant-`, PEM blocks, `scheme://user:pass@`, secret-named
-//! variables); there is no entropy guess, so git SHAs, `b3:` ids, uuids and
-//! sha256 digests stay. Every pattern runs on the `regex` crate's automata:
-//! linear in the input, whatever it holds.
+//! Credentials are matched by their shape (prefixes such as `AKIA`, `ghp_`,
+//! `sk-ant-`, PEM blocks, `scheme://user:pass@`) everywhere; values named
+//! like secrets only in tool output, and only when they are literals with a
+//! secret's character mix (docs/DIGESTS.md, "Masking secrets"). Bare hex and
+//! ids are no shape, so git SHAs, `b3:` ids, uuids and sha256 digests stay.
+//! Every pattern runs on the `regex` crate's automata: linear in the input.
 
 use regex::{Captures, Regex};
 use std::borrow::Cow;

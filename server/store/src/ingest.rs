@@ -103,6 +103,9 @@ pub struct Writer {
     /// Why writes are refused: the store is read-only, or was found damaged
     /// (writing into a malformed database spreads the damage).
     refusal: Option<StoreError>,
+    /// Whether SQLite's page check ran: before the first write, so that
+    /// reads (and the CLI, which only reads) never pay for it.
+    pages_checked: bool,
 }
 
 impl Writer {
@@ -118,6 +121,7 @@ impl Writer {
             blob_dir,
             settings,
             refusal: None,
+            pages_checked: false,
         }
     }
 
@@ -143,8 +147,10 @@ impl Writer {
         e
     }
 
-    /// `PRAGMA quick_check`: SQLite's structural check of every page.
-    pub(crate) fn quick_check(&mut self) {
+    /// `PRAGMA quick_check`: SQLite's structural check of every page. A
+    /// store it finds damaged refuses writes (they would spread the damage).
+    fn quick_check(&mut self) {
+        self.pages_checked = true;
         let found = self
             .conn
             .prepare("PRAGMA quick_check")
@@ -172,6 +178,9 @@ impl Writer {
 
     /// Runs `f` in one immediate transaction, committed only if it succeeds.
     pub(crate) fn transaction<T>(&mut self, f: impl FnOnce(&mut Writer) -> Result<T>) -> Result<T> {
+        if !self.pages_checked {
+            self.quick_check();
+        }
         if let Some(StoreError::WritesRefused { damaged, why }) = &self.refusal {
             return Err(StoreError::WritesRefused {
                 damaged: *damaged,

@@ -104,27 +104,15 @@ pub fn diagnose(src: &Path) -> Result<Diagnosis> {
         }
     }
     let blob_dir = blob_dir_of(src);
-    for_each_row(
-        &conn,
-        "SELECT hash, bytes, data FROM blobs",
-        &mut d.integrity,
-        |r| {
-            let hash = blob_hash(&r.get::<_, Vec<u8>>(0)?).map_err(to_sqlite)?;
-            let bytes: i64 = r.get(1)?;
-            let data: Option<Vec<u8>> = r.get(2)?;
-            d.blobs_checked += 1;
-            let checked = match data {
-                Some(stored) => blobs::decode(&hash, &stored, bytes as usize),
-                None => blobs::read_file(&blob_dir, &hash)
-                    .and_then(|stored| blobs::decode(&hash, &stored, bytes as usize)),
-            };
-            if let Err(e) = checked {
-                let shown_by = messages_showing(&conn, &hash);
-                d.bad_blobs.push((hash.short_id(), e.to_string(), shown_by));
-            }
-            Ok(())
-        },
-    );
+    for_each_row(&conn, "SELECT hash FROM blobs", &mut d.integrity, |r| {
+        let hash = blob_hash(&r.get::<_, Vec<u8>>(0)?).map_err(to_sqlite)?;
+        d.blobs_checked += 1;
+        if let Err(e) = crate::read::blob_bytes(&conn, &blob_dir, &hash) {
+            let shown_by = messages_showing(&conn, &hash);
+            d.bad_blobs.push((hash.short_id(), e.to_string(), shown_by));
+        }
+        Ok(())
+    });
     for_each_row(
         &conn,
         "SELECT session_id, seq, record FROM prompts",
