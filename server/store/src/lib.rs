@@ -75,9 +75,6 @@ impl Store {
         thread::Builder::new()
             .name("ctxproxy-store-writer".into())
             .spawn(move || {
-                // First, before any request: a store whose pages SQLite finds
-                // damaged refuses writes (they would spread the damage).
-                writer.quick_check();
                 for job in rx {
                     job(&mut writer);
                 }
@@ -230,11 +227,17 @@ fn open_connection(path: &Path, read_only: bool) -> rusqlite::Result<Connection>
     };
     let mut conn = Connection::open_with_flags(path, flags)?;
     if read_only {
-        // A WAL store in a directory this user cannot write (and whose
-        // -shm file is gone after a clean exit) reads only as immutable.
+        // A WAL store in a directory this user cannot write has no -shm
+        // file SQLite could create: it reads only as immutable, which is
+        // exact when the log holds nothing (a clean exit checkpointed it,
+        // whether or not the emptied -wal file was left behind).
         let probe = conn.query_row("SELECT count(*) FROM sqlite_schema", [], |_| Ok(()));
         if let Err(e) = probe {
-            if e.sqlite_extended_error_code() != Some(rusqlite::ffi::SQLITE_READONLY_DIRECTORY) {
+            let no_index = matches!(
+                e.sqlite_extended_error_code(),
+                Some(rusqlite::ffi::SQLITE_READONLY_DIRECTORY | rusqlite::ffi::SQLITE_CANTOPEN)
+            );
+            if !no_index || !wal_is_empty(path) {
                 return Err(e);
             }
             let uri = format!("file:{}?immutable=1", path.display());
@@ -248,4 +251,12 @@ fn open_connection(path: &Path, read_only: bool) -> rusqlite::Result<Connection>
         conn.pragma_update(None, "synchronous", "NORMAL")?;
     }
     Ok(conn)
+}
+
+/// Whether the store's write-ahead log holds nothing: no `-wal` file, or an
+/// empty one.
+fn wal_is_empty(db_path: &Path) -> bool {
+    let mut wal = db_path.as_os_str().to_owned();
+    wal.push("-wal");
+    std::fs::metadata(wal).map_or(true, |m| m.len() == 0)
 }
