@@ -15,6 +15,8 @@ async def test_search_finds_tool_output_words_and_headers(ctx):
     hits = (await ctx.req("ctx/search", {"sessionId": a, "query": "frobnicator_qx"}))["hits"]
     assert [h["id"] for h in hits] == ["x1"], hits
     assert hits[0]["sessionId"] == a and isinstance(hits[0]["score"], (int, float)) and hits[0]["header"]
+    # It carries the words around the match, from the raw tool output.
+    assert "cannot find value frobnicator_qx in this scope" in hits[0]["snippet"].replace("`", ""), hits
 
     # A word only in a header written by housekeeping.
     await ctx.req("ctx/housekeeping", {"sessionId": a, "exchangeId": "x2", "header": "docs polish wombatization"})

@@ -21,7 +21,9 @@ export function renderRetrieveResult(result: RetrieveResult): string {
 
 export function renderSearchResult(result: SearchResult): string {
   if (result.hits.length === 0) return "No matches.";
-  return result.hits.map((hit) => `${hit.id} [${hit.sessionId}] ${hit.header}`).join("\n");
+  return result.hits
+    .map((hit) => `${hit.id} [${hit.sessionId}] ${hit.header}` + (hit.snippet ? `\n  …${hit.snippet}…` : ""))
+    .join("\n");
 }
 
 /** Runs one tool call. Failures become text for the model, so one bad call does not end the turn. */

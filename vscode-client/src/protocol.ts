@@ -109,6 +109,8 @@ export interface SearchHit {
   id: string;
   sessionId: string;
   header: string;
+  /** The words around the best match (header, summary, messages or raw tool output). */
+  snippet: string;
   score: number;
 }
 export interface SearchResult {

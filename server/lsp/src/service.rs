@@ -388,6 +388,7 @@ impl Service {
             "id": h.exchange.to_string(),
             "sessionId": h.session,
             "header": h.header,
+            "snippet": h.snippet,
             "score": h.score,
         })).collect::<Vec<_>>()}))
     }

@@ -74,6 +74,10 @@ pub struct SearchHit {
     pub session: String,
     pub exchange: ExchangeId,
     pub header: String,
+    /// The words around the best match, from whichever text matched best
+    /// (header, summary, or the messages and raw tool output), so that a
+    /// model can tell the right exchange before retrieving it.
+    pub snippet: String,
     pub score: f64,
 }
 
@@ -246,20 +250,25 @@ impl<'a> Reader<'a> {
             return Ok(Vec::new());
         };
         let mut stmt = self.conn.prepare(
-            "SELECT e.session_id, e.seq, e.header, -bm25(exchange_text, 4.0, 2.0, 1.0) AS score
+            "SELECT e.session_id, e.seq, e.header, -bm25(exchange_text, 4.0, 2.0, 1.0) AS score,
+                    snippet(exchange_text, -1, '', '', '…', ?5)
              FROM exchange_text JOIN exchanges e ON e.id = exchange_text.rowid
              JOIN sessions s ON s.id = e.session_id
              WHERE exchange_text MATCH ?1 AND (?2 IS NULL OR e.session_id = ?2) AND (?3 IS NULL OR s.workspace = ?3)
              ORDER BY score DESC, e.session_id, e.seq LIMIT ?4",
         )?;
-        let rows = stmt.query_map(params![fts, session, workspace, limit], |r| {
-            Ok(SearchHit {
-                session: r.get(0)?,
-                exchange: ExchangeId(r.get(1)?),
-                header: r.get(2)?,
-                score: r.get(3)?,
-            })
-        })?;
+        let rows = stmt.query_map(
+            params![fts, session, workspace, limit, SNIPPET_TOKENS],
+            |r| {
+                Ok(SearchHit {
+                    session: r.get(0)?,
+                    exchange: ExchangeId(r.get(1)?),
+                    header: r.get(2)?,
+                    score: r.get(3)?,
+                    snippet: render::one_line(&r.get::<_, String>(4)?),
+                })
+            },
+        )?;
         Ok(rows.collect::<std::result::Result<_, _>>()?)
     }
 
@@ -365,6 +374,10 @@ fn session_row(r: &Row) -> rusqlite::Result<SessionListing> {
 }
 
 /// Turns free text into an FTS5 query: every word quoted, any may match.
+/// Words of context a search hit's snippet shows around the match (FTS5's
+/// limit is 64).
+const SNIPPET_TOKENS: i64 = 24;
+
 fn fts_query(query: &str) -> Option<String> {
     let words: Vec<String> = query
         .split(|c: char| !(c.is_alphanumeric() || c == '_'))

@@ -455,3 +455,32 @@ fn errors_name_the_path_and_operation_and_keep_their_source() {
         "{err}"
     );
 }
+
+#[test]
+fn a_search_hit_carries_the_words_around_its_match_in_the_raw_output() {
+    let t = common::open();
+    let s = common::session(&t.store);
+    let listing: String = (0..400)
+        .map(|i| format!("src/module_{i}/file_{i}.rs\n"))
+        .chain(["binary file matches: blob.bin: NUL byte at offset 19\n".to_string()])
+        .collect();
+    common::append(
+        &t.store,
+        &s,
+        vec![
+            msg(Role::User, "search the tree for long lines"),
+            call("c1", "run_command", r#"{"command": "rg -n long"}"#),
+            result("c1", "run_command", &listing),
+            msg(Role::Assistant, "Done."),
+        ],
+    )
+    .unwrap();
+    let hits = t
+        .store
+        .read_now(|r| r.search(Some(&s), None, "offset of the NUL byte", 5))
+        .unwrap();
+    assert_eq!(hits.len(), 1);
+    let snippet = &hits[0].snippet;
+    assert!(snippet.contains("NUL byte at offset 19"), "{snippet}");
+    assert!(!snippet.contains('\n') && snippet.len() < 400, "{snippet}");
+}
