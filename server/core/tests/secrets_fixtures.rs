@@ -60,12 +60,13 @@ fn hashes_and_ids_in_fixtures_stay() {
 }
 
 #[test]
-fn masking_is_linear_on_large_inputs() {
+fn near_misses_on_a_large_input_are_left_alone() {
     // 4 MB of near-misses: long runs that start like secrets but are not.
+    // (Time is linear by construction, every pattern runs on the regex
+    // crate's automata; no timing is asserted here: a loaded CI machine
+    // is no clock.)
     let unit = "sk- AKIA ghp_ eyJ x://a:b postgres://u PASSWORD= -----BEGIN ";
     let big = unit.repeat(4 * 1024 * 1024 / unit.len());
-    let start = std::time::Instant::now();
     let masked = secrets::mask(&big, secrets::Source::ToolOutput);
-    assert!(start.elapsed().as_secs() < 10, "took {:?}", start.elapsed());
-    assert!(masked.text.len() >= big.len() / 2);
+    assert_eq!(masked.text, big);
 }
