@@ -17,7 +17,7 @@ use crate::ids::ExchangeId;
 use crate::message::{Message, Role};
 use crate::packer;
 use crate::render::{self, MESSAGE_OVERHEAD, REPLY_PRIMER};
-use crate::summary::{self, summarise};
+use crate::summary::{self, summarise, ExchangeFacts, SeenTerms};
 use crate::tokens::{self, Encoding};
 use crate::view::{BlobRef, ExchangeView, HeaderItem, SessionView};
 
@@ -200,8 +200,11 @@ pub enum FactStatus {
     /// The fact's exact text is in the prompt.
     InPrompt,
     /// An id of the exchange the fact came from (`x<from>`, one of its
-    /// messages or blobs) is in the prompt, next to words that point at it.
+    /// messages or blobs) is in the prompt, next to a word of the question.
     OneRetrieveAway,
+    /// Such an id is in the prompt next to words of the fact only, none of
+    /// the question's.
+    AnswerWordsOnly,
     Lost,
 }
 
@@ -210,6 +213,7 @@ impl FactStatus {
         match self {
             FactStatus::InPrompt => "in-prompt",
             FactStatus::OneRetrieveAway => "one-retrieve-away",
+            FactStatus::AnswerWordsOnly => "answer-words-only",
             FactStatus::Lost => "lost",
         }
     }
@@ -219,7 +223,8 @@ static RECORD_START: LazyLock<Regex> =
     LazyLock::new(|| Regex::new(r"^(?:x\d+\b|b3:[0-9a-f]{8}|#)").unwrap());
 
 /// Lower-case words of `text` as the pointer check compares them; joined
-/// words (`set_budget_limit`, `first-class`) also stand for their parts.
+/// words (`set_budget_limit`, `first-class`) and paths (`src/parser.rs`)
+/// also stand for their parts, so `parser` points at `src/parser.rs`.
 fn words(text: &str) -> impl Iterator<Item = String> + '_ {
     text.split(|c: char| !(c.is_alphanumeric() || matches!(c, '_' | '.' | '/' | ':' | '-')))
         .map(|w| {
@@ -227,8 +232,12 @@ fn words(text: &str) -> impl Iterator<Item = String> + '_ {
                 .to_lowercase()
         })
         .flat_map(|w| {
-            let parts: Vec<String> = match w.contains(['_', '-']) {
-                true => w.split(['_', '-']).map(str::to_string).collect(),
+            let parts: Vec<String> = match w.contains(['_', '-', '/', '.']) {
+                true => w
+                    .split(['_', '-', '/', '.'])
+                    .map(str::to_string)
+                    .chain(w.rsplit_once('/').map(|(_, name)| name.to_string()))
+                    .collect(),
                 false => Vec::new(),
             };
             std::iter::once(w).chain(parts)
@@ -253,10 +262,16 @@ fn spelled(text: &str) -> String {
 }
 
 /// `fact` from exchange `from` (whose tool outputs are stored as `blobs`,
-/// `b3:…` ids) against the text of a prompt. `cues` are words of the
-/// question that needs the fact.
+/// `b3:…` ids) against the text of a prompt, for the question that needs
+/// it. A fact that is not in the prompt is one retrieve away when a line
+/// naming its exchange (or a line continuing it) carries a word of the
+/// question or of its `cues` (words a person would ask with): the model
+/// finds it by what it asks. When only words of the fact itself (its
+/// names, numbers, paths) are on such a line, a model that does not know
+/// the answer yet has to guess its way there: `AnswerWordsOnly`.
 pub fn fact_status(
     fact: &str,
+    question: &str,
     cues: &[String],
     from: ExchangeId,
     blobs: &[String],
@@ -265,43 +280,22 @@ pub fn fact_status(
     if prompt_text.contains(fact) || spelled(prompt_text).contains(&spelled(fact)) {
         return FactStatus::InPrompt;
     }
-    let stop = |w: &String| {
-        !matches!(
-            w.as_str(),
-            "the"
-                | "and"
-                | "for"
-                | "with"
-                | "what"
-                | "which"
-                | "that"
-                | "this"
-                | "from"
-                | "was"
-                | "were"
-                | "did"
-                | "does"
-                | "how"
-        )
-    };
-    let mut pointers: Vec<String> = cues
-        .iter()
+    let asked: Vec<String> = std::iter::once(question)
+        .chain(cues.iter().map(String::as_str))
         .flat_map(|c| words(c).collect::<Vec<_>>())
-        .filter(stop)
+        .filter(|w| !summary::is_stopword(w))
         .collect();
-    pointers.extend(summary::entities_of(fact).iter().map(|e| e.to_lowercase()));
-    // Identifier-like words of the fact: ids, numbers, names in capitals.
+    // Identifier-like words of the fact: entities, ids, numbers, names in
+    // capitals.
     let identifier = |w: &&str| {
         w.chars().any(|c| c.is_ascii_digit() || c == '_')
             || w.chars().skip(1).any(char::is_uppercase)
     };
-    pointers.extend(fact.split_whitespace().filter(identifier).flat_map(words));
-    // A path also points by its file name, the form headers show.
-    let names: Vec<String> = pointers
+    let answered: Vec<String> = summary::entities_of(fact)
         .iter()
-        .filter_map(|p| Some(p.rsplit_once('/')?.1.to_string()))
+        .flat_map(|e| words(e).collect::<Vec<_>>())
+        .chain(fact.split_whitespace().filter(identifier).flat_map(words))
         .collect();
-    pointers.extend(names);
     let id = Regex::new(&format!(r"\b{from}(?:\.\d+)?\b")).unwrap();
     let blob_hexes: Vec<String> = blobs
         .iter()
@@ -312,6 +306,7 @@ pub fn fact_status(
         id.is_match(line) || blob_hexes.iter().any(|h| line.contains(&format!("b3:{h}")))
     };
     let lines: Vec<&str> = prompt_text.lines().collect();
+    let mut status = FactStatus::Lost;
     for (i, line) in lines.iter().enumerate() {
         if !names_source(line) {
             continue;
@@ -324,11 +319,14 @@ pub fn fact_status(
             .iter()
             .flat_map(|l| words(l).collect::<Vec<_>>())
             .collect();
-        if pointers.iter().any(|p| record.contains(p)) {
+        if asked.iter().any(|p| record.contains(p)) {
             return FactStatus::OneRetrieveAway;
         }
+        if answered.iter().any(|p| record.contains(p)) {
+            status = FactStatus::AnswerWordsOnly;
+        }
     }
-    FactStatus::Lost
+    status
 }
 
 /// A session kept in memory the way the store keeps it.
@@ -339,6 +337,8 @@ pub struct MemorySession {
     headers: Vec<HeaderItem>,
     references: Vec<BlobRef>,
     context: CurrentContext,
+    /// Each exchange's terms, for the headers of the ones after it.
+    terms: Vec<Vec<String>>,
 }
 
 impl MemorySession {
@@ -350,6 +350,7 @@ impl MemorySession {
             headers: Vec::new(),
             references: Vec::new(),
             context: CurrentContext::default(),
+            terms: Vec::new(),
         }
     }
 
@@ -366,7 +367,10 @@ impl MemorySession {
     pub fn push(&mut self, at: Option<String>, messages: Vec<KeptMessage>) -> ExchangeId {
         let id = ExchangeId(self.len() + 1);
         let enc = self.encoding;
-        let trio = summarise(id, &messages, &self.caps, enc);
+        let facts = ExchangeFacts::of(&messages);
+        let seen = SeenTerms::of(self.terms.iter().map(Vec::as_slice));
+        let trio = summarise(&facts, &seen, &self.caps, enc);
+        self.terms.push(facts.terms());
         self.context = context::advance(&self.context, id, &messages, &trio);
         let line = render::header_line(id, at.as_deref(), &trio.header.text);
         self.headers.push(HeaderItem {
@@ -539,13 +543,13 @@ mod tests {
         assert!((cost.effective() - 1450.0).abs() < 1e-9);
     }
 
-    fn check(fact: &str, cues: &[&str], from: u32, prompt: &str, expect: FactStatus) {
-        let cues: Vec<String> = cues.iter().map(|c| c.to_string()).collect();
+    /// `question` is the question's text; its words are the only pointers.
+    fn check(fact: &str, question: &str, from: u32, prompt: &str, expect: FactStatus) {
         let blobs = ["b3:1a2b3c4d5e6f".to_string()];
         assert_eq!(
-            fact_status(fact, &cues, ExchangeId(from), &blobs, prompt),
+            fact_status(fact, question, &[], ExchangeId(from), &blobs, prompt),
             expect,
-            "{fact} in\n{prompt}"
+            "{fact} for {question:?} in\n{prompt}"
         );
     }
 
@@ -553,39 +557,43 @@ mod tests {
     fn facts_in_prompt_one_retrieve_away_or_lost() {
         use FactStatus::*;
         let headers = "## Earlier exchanges\nx3 10:02 fix E0308 in parser.rs — completed\nx4 10:05 book flight SFO JFK — completed\n";
+        let ask = "what was the booking number of the flight?";
         check(
             "booking BK-3392",
-            &["flight"],
+            ask,
             4,
             "Your booking BK-3392 is confirmed",
             InPrompt,
         );
         check(
             "booking  BK-3392\n",
-            &["flight"],
+            ask,
             4,
             "Your booking BK-3392 is confirmed",
             InPrompt,
         );
+        check("booking BK-3392", ask, 4, headers, OneRetrieveAway);
+        // The question's words point; the answer's words do not (the model
+        // does not know them yet).
         check(
-            "booking BK-3392",
-            &["flight", "booking"],
-            4,
+            "mismatched types at src/parser.rs:42",
+            "which line was it?",
+            3,
             headers,
-            OneRetrieveAway,
+            AnswerWordsOnly,
         );
         check(
             "mismatched types at src/parser.rs:42",
-            &["which line"],
+            "which line of the parser failed?",
             3,
             headers,
             OneRetrieveAway,
         );
-        check("booking BK-3392", &["hotel"], 4, headers, Lost);
-        check("booking BK-3392", &["flight"], 5, headers, Lost);
+        check("booking BK-3392", "and the hotel?", 4, headers, Lost);
+        check("booking BK-3392", ask, 5, headers, Lost);
         check(
             "booking BK-3392",
-            &["flight"],
+            ask,
             4,
             "x41 10:05 book flight SFO JFK\n",
             Lost,
@@ -593,26 +601,27 @@ mod tests {
         let summary = "x4 10:05 book flight — completed\nAsk: book SFO to JFK\nResult: booked as BK-3392 for $412\n";
         check(
             "total was $412.50",
-            &["price", "jfk"],
+            "what was the price to JFK?",
             4,
             summary,
             OneRetrieveAway,
         );
+        // A path's file name and stem point at it.
         let reference = "b3:1a2b3c4d5e6f src/parser.rs, file, 2.0 kB, 600 tok, from x9\n";
         check(
             "fn parse_let() in src/parser.rs",
-            &["parser"],
+            "what does the parser do with let?",
             9,
             reference,
             OneRetrieveAway,
         );
         check(
             "fn parse_let() in src/parser.rs",
-            &["parser"],
+            "what does the parser do with let?",
             2,
             reference,
             OneRetrieveAway,
         );
-        check("fn parse_let()", &["lexer"], 2, reference, Lost);
+        check("fn parse_let()", "and the lexer?", 2, reference, Lost);
     }
 }

@@ -146,12 +146,13 @@ impl Tally {
         let cost = RunCost::of(self.cost.iter().copied());
         let n = |s: FactStatus| self.statuses.get(s.as_str()).copied().unwrap_or(0);
         format!(
-            "{name:<15} {:>9} {:>9} {:>11.0} {:>4} {:>4} {:>4}",
+            "{name:<15} {:>9} {:>9} {:>11.0} {:>4} {:>4} {:>6} {:>4}",
             cost.prompt_tokens,
             cost.cached_tokens,
             cost.effective(),
             n(FactStatus::InPrompt),
             n(FactStatus::OneRetrieveAway),
+            n(FactStatus::AnswerWordsOnly),
             n(FactStatus::Lost)
         )
     }
@@ -207,10 +208,12 @@ fn replay(path: &Path) -> HashMap<&'static str, Tally> {
         for (name, text, total, cached) in prompts {
             let tally = tallies.entry(name).or_default();
             tally.cost.push((total, cached));
+            let question = messages[0].content.as_str();
             for need in needs {
                 let from_blobs = blobs.get(&need.from).cloned().unwrap_or_default();
                 let status = fact_status(
                     &need.fact,
+                    question,
                     &need.cues,
                     ExchangeId(need.from),
                     &from_blobs,
@@ -251,7 +254,7 @@ fn recorded_sessions_lose_almost_no_fact() {
     {
         let tallies = replay(path);
         println!(
-            "\n{}\n{:<15} {:>9} {:>9} {:>11} {:>4} {:>4} {:>4}",
+            "\n{}\n{:<15} {:>9} {:>9} {:>11} {:>4} {:>4} {:>6} {:>4}",
             path.display(),
             "strategy",
             "tokens",
@@ -259,6 +262,7 @@ fn recorded_sessions_lose_almost_no_fact() {
             "effective",
             "in",
             "away",
+            "answer",
             "lost"
         );
         for name in ["ctxproxy", "full-history", "cline", "sliding-window"] {
