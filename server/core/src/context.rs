@@ -479,7 +479,7 @@ impl CurrentContext {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::summary::{parse_exchange, summarise};
+    use crate::summary::{parse_exchange, summarise, SeenTerms};
 
     /// Advances an empty context over `exchanges` and renders it.
     fn run(exchanges: &[&str]) -> CurrentContext {
@@ -490,7 +490,8 @@ mod tests {
             .fold(CurrentContext::default(), |ctx, (i, fixture)| {
                 let id = ExchangeId(i as u32 + 1);
                 let messages = parse_exchange(id.0, fixture);
-                let trio = summarise(id, &messages, &caps, Encoding::O200kBase);
+                let facts = ExchangeFacts::of(&messages);
+                let trio = summarise(&facts, &SeenTerms::default(), &caps, Encoding::O200kBase);
                 advance(&ctx, id, &messages, &trio)
             })
     }

@@ -1047,21 +1047,19 @@ system: system
 currentContext: currentContext
 recent: x22:digests x23:full
 headers: x9:header x10:header x11:header x12:header x13:header x14:header x15:header x16:header x17:header x18:header
-summaries: x19:header x20:header x21:header
+summaries: x19:header x20:header x21:summary
+references: b3:e3f9dcf571b4:reference b3:262379a1284b:reference
 trimmed x22 full→digests
-trimmed x21 summary→header
 trimmed x20 summary→header
 trimmed x19 summary→header
-trimmed b3:e3f9dcf571b4 reference→dropped
-trimmed b3:262379a1284b reference→dropped
 trimmed b3:064c66118cbb reference→dropped
 "#,
         );
         check(
             23,
-            500,
+            300,
             r#"
-budget of 500 tokens is smaller than the 563 the system prompt, input, current context and headers need
+budget of 300 tokens is smaller than the 383 the system prompt, input, current context and headers need
 "#,
         );
     }

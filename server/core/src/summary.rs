@@ -14,7 +14,6 @@ use regex::Regex;
 use crate::config::LayerCaps;
 use crate::digest::OutputKind;
 use crate::exchange::{Counted, KeptMessage, Outcome};
-use crate::ids::ExchangeId;
 use crate::message::{Role, UserKind};
 use crate::render::{clip_chars, one_line};
 use crate::tokens::{self, Encoding};
@@ -28,19 +27,57 @@ pub struct Trio {
 }
 
 /// Summarises one exchange. The id is not part of the texts: it travels
-/// beside them, and every layer prints it its own way.
+/// beside them, and every layer prints it its own way. `seen` tells which
+/// of its words the exchanges before it already use (`SeenTerms::of`).
 pub fn summarise(
-    _id: ExchangeId,
-    messages: &[KeptMessage],
+    facts: &ExchangeFacts,
+    seen: &SeenTerms,
     caps: &LayerCaps,
     encoding: Encoding,
 ) -> Trio {
-    let facts = ExchangeFacts::of(messages);
     Trio {
-        header: header(&facts, caps.header_max, encoding),
-        summary: summary(&facts, caps.summary_max, encoding),
+        header: header(facts, seen, caps.header_max, encoding),
+        summary: summary(facts, caps.summary_max, encoding),
         outcome: facts.outcome,
-        entities: facts.entities,
+        entities: facts.entities.clone(),
+    }
+}
+
+/// How many of the exchanges before one (the newest `TERM_WINDOW` of its
+/// session) use each word: distinctiveness is relative to the session, and
+/// a word most exchanges use points at none of them.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct SeenTerms {
+    /// How many exchanges were counted (at most `TERM_WINDOW`).
+    pub exchanges: u32,
+    /// Lower-case term -> how many of them use it.
+    pub counts: HashMap<String, u32>,
+}
+
+/// How many earlier exchanges a header's words are compared with.
+pub const TERM_WINDOW: u32 = 64;
+
+impl SeenTerms {
+    /// Counts the terms (`ExchangeFacts::terms`) of earlier exchanges,
+    /// newest last; only the newest `TERM_WINDOW` count.
+    pub fn of<'a>(earlier: impl DoubleEndedIterator<Item = &'a [String]>) -> SeenTerms {
+        let mut seen = SeenTerms::default();
+        for terms in earlier.rev().take(TERM_WINDOW as usize) {
+            seen.exchanges += 1;
+            for t in terms {
+                *seen.counts.entry(t.clone()).or_default() += 1;
+            }
+        }
+        seen
+    }
+
+    fn count(&self, word: &str) -> u32 {
+        self.counts.get(&word.to_lowercase()).copied().unwrap_or(0)
+    }
+
+    /// Used by a quarter or more of at least four earlier exchanges.
+    fn is_common(&self, word: &str) -> bool {
+        self.exchanges >= 4 && self.count(word) * 4 >= self.exchanges
     }
 }
 
@@ -138,6 +175,12 @@ const STOPWORDS: &[&str] = &[
     "where", "go", "going", "make", "sure", "thanks", "thank", "yes", "process", "up", "out",
     "all",
 ];
+
+/// Whether `word` (any case) is a filler word that points at nothing: not
+/// a header word, a fact pointer or a search term.
+pub fn is_stopword(word: &str) -> bool {
+    STOPWORDS.contains(&word.to_lowercase().as_str())
+}
 
 impl ExchangeFacts {
     pub fn of(messages: &[KeptMessage]) -> ExchangeFacts {
@@ -240,6 +283,34 @@ impl ExchangeFacts {
         facts.outcome = outcome(messages, &facts.actions);
         facts.entities = entities.ranked();
         facts
+    }
+
+    /// The words a header may carry, lower-case, each once, sorted: those of
+    /// the ask and the answer, tool names, targets and entities. What
+    /// `SeenTerms` counts for the exchanges after this one.
+    pub fn terms(&self) -> Vec<String> {
+        let mut out: Vec<String> = self
+            .conclusions
+            .iter()
+            .map(String::as_str)
+            .chain(std::iter::once(self.ask.as_str()))
+            .flat_map(|t| t.split_whitespace())
+            .map(trim_word)
+            .filter(|w| w.chars().any(char::is_alphanumeric) && !is_stopword(w))
+            .map(short_entity)
+            .chain(self.actions.iter().map(|a| a.tool.as_str()))
+            .chain(
+                self.actions
+                    .iter()
+                    .filter_map(|a| a.target.as_deref())
+                    .map(short_entity),
+            )
+            .chain(self.entities.iter().map(|e| short_entity(e)))
+            .map(str::to_lowercase)
+            .collect();
+        out.sort();
+        out.dedup();
+        out
     }
 
     /// Files the exchange changed, in call order, each once.
@@ -644,20 +715,29 @@ fn short_entity(e: &str) -> &str {
     }
 }
 
-fn header(facts: &ExchangeFacts, cap: u32, encoding: Encoding) -> Counted {
+/// A word of prose without the punctuation around it.
+fn trim_word(raw: &str) -> &str {
+    raw.trim_matches(|c: char| {
+        matches!(
+            c,
+            ',' | '.' | '!' | '?' | ';' | ':' | '"' | '\'' | '`' | '(' | ')'
+        )
+    })
+}
+
+fn header(facts: &ExchangeFacts, seen: &SeenTerms, cap: u32, encoding: Encoding) -> Counted {
     // Words of the ask without filler, each marked salient when it names
     // something: a capitalised word inside a sentence, a number, an id.
+    // Words that many earlier exchanges use point at none of them.
     let mut topic: Vec<(String, bool)> = Vec::new();
     let mut sentence_start = true;
     for raw in facts.ask.split_whitespace() {
-        let w = raw.trim_matches(|c: char| {
-            matches!(
-                c,
-                ',' | '.' | '!' | '?' | ';' | ':' | '"' | '\'' | '`' | '(' | ')'
-            )
-        });
+        let w = trim_word(raw);
         let starts = std::mem::replace(&mut sentence_start, raw.ends_with(['.', '!', '?']));
-        if !w.chars().any(char::is_alphanumeric) || STOPWORDS.contains(&w.to_lowercase().as_str()) {
+        if !w.chars().any(char::is_alphanumeric)
+            || is_stopword(w)
+            || seen.is_common(short_entity(w))
+        {
             continue;
         }
         let named = w
@@ -675,13 +755,9 @@ fn header(facts: &ExchangeFacts, cap: u32, encoding: Encoding) -> Counted {
         let answer = facts.conclusions.first().map_or("", String::as_str);
         let words = answer
             .split_whitespace()
-            .filter(|w| !STOPWORDS.contains(&w.to_lowercase().as_str()));
-        topic.extend(words.take(5).map(|w| {
-            (
-                w.trim_matches(|c: char| !c.is_alphanumeric()).to_string(),
-                false,
-            )
-        }));
+            .map(|w| w.trim_matches(|c: char| !c.is_alphanumeric()))
+            .filter(|w| !w.is_empty() && !is_stopword(w) && !seen.is_common(short_entity(w)));
+        topic.extend(words.take(5).map(|w| (w.to_string(), false)));
     }
     // Domain actions (book_flight, place_order) say what happened; file
     // and shell tools say little, their paths are among the entities.
@@ -702,13 +778,15 @@ fn header(facts: &ExchangeFacts, cap: u32, encoding: Encoding) -> Counted {
             .iter()
             .any(|(t, _)| t.contains(e) || e.contains(t.as_str()))
     };
-    let entities: Vec<&str> = facts
+    // The rarest entities first: a file every exchange reads says nothing.
+    let mut entities: Vec<&str> = facts
         .entities
         .iter()
         .map(|e| short_entity(e))
-        .filter(|e| !in_topic(e))
-        .take(2)
+        .filter(|e| !in_topic(e) && !seen.is_common(e))
         .collect();
+    entities.sort_by_key(|e| seen.count(e));
+    entities.truncate(2);
     // A question's header also says what the answer found: its values
     // (versions, numbers, ids) are what a later question points back at.
     let mut answer_values: Vec<String> = Vec::new();
@@ -1018,7 +1096,7 @@ pub(crate) fn parse_exchange(id: u32, fixture: &str) -> Vec<KeptMessage> {
         });
         out.push(KeptMessage {
             id: MessageId {
-                exchange: ExchangeId(id),
+                exchange: crate::ids::ExchangeId(id),
                 index,
             },
             message: m,
@@ -1035,8 +1113,8 @@ mod tests {
     fn trio_of(fixture: &str) -> Trio {
         let messages = parse_exchange(1, fixture);
         summarise(
-            ExchangeId(1),
-            &messages,
+            &ExchangeFacts::of(&messages),
+            &SeenTerms::default(),
             &LayerCaps::default(),
             Encoding::O200kBase,
         )
@@ -1080,6 +1158,63 @@ mod tests {
         );
         let words = header.trim_end().trim_end_matches(" — completed");
         assert!(!words.contains(" 3 ") && !words.contains('—'), "{header}");
+    }
+
+    #[test]
+    fn a_header_leaves_out_words_that_many_earlier_exchanges_use() {
+        let exchange = r#"
+            user: Why does the parser reject let-else in src/lib.rs?
+            assistant: -> read_file {"path":"src/lib.rs"}
+            tool: fn parse_let() {}
+            assistant: The parser predates let-else: its MSRV is 1.56.
+            "#;
+        let facts = ExchangeFacts::of(&parse_exchange(1, exchange));
+        let caps = LayerCaps::default();
+        let alone = summarise(&facts, &SeenTerms::default(), &caps, Encoding::O200kBase);
+        assert!(alone.header.text.contains("lib.rs"), "{:?}", alone.header);
+        assert!(
+            !alone.header.text.contains("let-else"),
+            "{:?}",
+            alone.header
+        );
+        // Ten earlier exchanges that all name the parser and lib.rs, and
+        // one that names let-else.
+        let common = vec!["parser".to_string(), "lib.rs".to_string()];
+        let mut earlier = vec![common; 10];
+        earlier.push(vec!["let-else".to_string()]);
+        let seen = SeenTerms::of(earlier.iter().map(Vec::as_slice));
+        assert_eq!(
+            (seen.exchanges, seen.count("parser"), seen.count("LET-ELSE")),
+            (11, 10, 1)
+        );
+        let later = summarise(&facts, &seen, &caps, Encoding::O200kBase);
+        let words: Vec<&str> = later.header.text.split_whitespace().collect();
+        assert!(
+            !words.contains(&"parser") && !words.contains(&"lib.rs"),
+            "{:?}",
+            later.header
+        );
+        assert!(words.contains(&"let-else"), "{:?}", later.header);
+        assert!(later.header.tokens <= alone.header.tokens);
+        // The terms it hands on: lower-case, each once, sorted.
+        let terms = facts.terms();
+        assert!(terms.windows(2).all(|w| w[0] < w[1]), "{terms:?}");
+        assert!(
+            terms.contains(&"let-else".to_string()) && terms.contains(&"lib.rs".to_string()),
+            "{terms:?}"
+        );
+    }
+
+    #[test]
+    fn only_the_newest_exchanges_are_counted() {
+        let lists: Vec<Vec<String>> = (0..TERM_WINDOW + 10)
+            .map(|i| vec![if i < 10 { "old" } else { "new" }.to_string()])
+            .collect();
+        let seen = SeenTerms::of(lists.iter().map(Vec::as_slice));
+        assert_eq!(
+            (seen.exchanges, seen.count("old"), seen.count("new")),
+            (TERM_WINDOW, 0, TERM_WINDOW)
+        );
     }
 
     #[test]

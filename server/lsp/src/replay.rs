@@ -68,7 +68,14 @@ pub struct Turn {
     pub prompt: Value,
     /// The blob ids the store reported for the exchange's tool results.
     pub blobs: Vec<String>,
+    /// For each of the exchange's needs, where `ctx/search` with the
+    /// question's words ranks the exchange the fact came from (1 = first),
+    /// searching before the question is stored; `None` past `SEARCH_DEPTH`.
+    pub search_ranks: Vec<Option<usize>>,
 }
+
+/// How many search hits the replay looks through for a need's exchange.
+const SEARCH_DEPTH: u32 = 10;
 
 /// Reads and checks a whole recorded session (`-` is stdin) before anything
 /// is stored: every error names FILE:LINE and the field.
@@ -188,6 +195,23 @@ async fn replay_turns(
 ) -> anyhow::Result<Vec<Turn>> {
     let mut turns = Vec::with_capacity(session_file.len());
     for (i, x) in session_file.iter().enumerate() {
+        let question = x.messages[0].to_core("messages[0]")?.content;
+        let mut search_ranks = Vec::with_capacity(x.needs.len());
+        if !x.needs.is_empty() {
+            let found = service
+                .search(json!({"sessionId": session, "query": question, "limit": SEARCH_DEPTH}))
+                .await
+                .with_context(|| format!("searching for the needs of exchange x{}", i + 1))?;
+            let hits = found["hits"].as_array().cloned().unwrap_or_default();
+            for need in &x.needs {
+                let wanted = format!("x{}", need.from);
+                search_ranks.push(
+                    hits.iter()
+                        .position(|h| h["id"] == wanted.as_str())
+                        .map(|p| p + 1),
+                );
+            }
+        }
         let prompt = service
             .assemble(json!({"sessionId": session, "input": x.messages[0], "format": "text"}))
             .await
@@ -206,6 +230,7 @@ async fn replay_turns(
             seq: i as u32 + 1,
             prompt,
             blobs,
+            search_ranks,
         });
     }
     Ok(turns)

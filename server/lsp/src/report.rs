@@ -41,7 +41,12 @@ struct FactRow {
     from: u32,
     /// ctxproxy first, then each baseline.
     status: Vec<FactStatus>,
+    /// Where `ctx/search` with the question ranks the fact's exchange.
+    search_rank: Option<usize>,
 }
+
+/// A search finds a fact's exchange when it ranks it this high or higher.
+const SEARCH_TOP: usize = 3;
 
 pub struct Report {
     strategies: Vec<&'static str>,
@@ -106,18 +111,20 @@ impl Report {
                 continue;
             }
             let text = p["text"].as_str().unwrap_or_default();
-            for need in &session[i].needs {
+            let question = exchanges[i].first().map_or("", |m| m.content.as_str());
+            for (k, need) in session[i].needs.iter().enumerate() {
                 let from = ExchangeId(need.from);
                 let blobs = turns
                     .get(need.from as usize - 1)
                     .map(|t| t.blobs.clone())
                     .unwrap_or_default();
                 let mut status = vec![baseline::fact_status(
-                    &need.fact, &need.cues, from, &blobs, text,
+                    &need.fact, question, &need.cues, from, &blobs, text,
                 )];
                 for prompts in &baseline_prompts {
                     status.push(baseline::fact_status(
                         &need.fact,
+                        question,
                         &need.cues,
                         from,
                         &[],
@@ -129,6 +136,7 @@ impl Report {
                     fact: need.fact.clone(),
                     from: need.from,
                     status,
+                    search_rank: turn.search_ranks.get(k).copied().flatten(),
                 });
             }
         }
@@ -154,7 +162,12 @@ impl Report {
             let reachable = self
                 .facts
                 .iter()
-                .filter(|f| f.status[k] != FactStatus::Lost)
+                .filter(|f| {
+                    matches!(
+                        f.status[k],
+                        FactStatus::InPrompt | FactStatus::OneRetrieveAway
+                    )
+                })
                 .count();
             let in_prompt = self
                 .facts
@@ -196,9 +209,12 @@ impl Report {
             out.push_str("):\n");
             for f in &self.facts {
                 let statuses: Vec<&str> = f.status.iter().map(|s| s.as_str()).collect();
+                let rank = f
+                    .search_rank
+                    .map_or("not in the top 10".to_string(), |r| format!("#{r}"));
                 let _ = writeln!(
                     out,
-                    "  x{:<3} needs {:?} from x{}: {}",
+                    "  x{:<3} needs {:?} from x{}: {}; search {rank}",
                     f.turn,
                     short(&f.fact),
                     f.from,
@@ -239,6 +255,20 @@ impl Report {
                 in_prompt
             );
         }
+        if !self.facts.is_empty() {
+            let _ = writeln!(
+                out,
+                "\nctxproxy facts: {} in the prompt, {} one retrieve away by the question's words, \
+                 {} next to the answer's words only, {} lost; search with the question ranks the \
+                 source in its top {SEARCH_TOP} for {}/{}",
+                self.count_status(FactStatus::InPrompt),
+                self.count_status(FactStatus::OneRetrieveAway),
+                self.count_status(FactStatus::AnswerWordsOnly),
+                self.count_status(FactStatus::Lost),
+                self.found_by_search(),
+                self.facts.len()
+            );
+        }
         let reuse = self.average_prefix_reuse();
         let _ = writeln!(
             out,
@@ -251,6 +281,20 @@ impl Report {
             stats["exchanges"], stats["blobs"], stats["duplicateHits"], stats["rawBytes"], stats["storedBytes"]
         );
         out
+    }
+
+    /// How many facts have `status` under ctxproxy.
+    fn count_status(&self, status: FactStatus) -> usize {
+        self.facts.iter().filter(|f| f.status[0] == status).count()
+    }
+
+    /// How many facts' exchanges a search with the question ranks in its
+    /// top `SEARCH_TOP`.
+    fn found_by_search(&self) -> usize {
+        self.facts
+            .iter()
+            .filter(|f| f.search_rank.is_some_and(|r| r <= SEARCH_TOP))
+            .count()
     }
 
     fn average_prefix_reuse(&self) -> f64 {
@@ -285,7 +329,9 @@ impl Report {
                 "turn": format!("x{}", f.turn), "fact": f.fact, "from": format!("x{}", f.from),
                 "status": std::iter::once("ctxproxy").chain(self.strategies.iter().copied()).zip(&f.status)
                     .map(|(s, st)| (s.to_string(), json!(st.as_str()))).collect::<serde_json::Map<_, _>>(),
+                "searchRank": f.search_rank,
             })).collect::<Vec<_>>(),
+            "factsFoundBySearch": self.found_by_search(),
             "summary": self.summaries().iter().map(|(name, cost, reachable, in_prompt)| json!({
                 "strategy": name, "promptTokens": cost.prompt_tokens, "cachedTokens": cost.cached_tokens,
                 "effectiveCost": cost.effective(), "factsReachable": reachable, "factsInPrompt": in_prompt,

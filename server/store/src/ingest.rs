@@ -304,10 +304,10 @@ impl Writer {
         c.execute(
             "INSERT INTO exchanges (session_id, seq, at, header, header_source, summary, summary_source, outcome,
                 entities, header_line, header_o200k, header_cl100k, summary_o200k, summary_cl100k, line_o200k,
-                line_cl100k, full_o200k, full_cl100k, digests_o200k, digests_cl100k, raw_tokens)
+                line_cl100k, full_o200k, full_cl100k, digests_o200k, digests_cl100k, raw_tokens, terms)
              SELECT ?2, seq, at, header, header_source, summary, summary_source, outcome, entities, header_line,
                 header_o200k, header_cl100k, summary_o200k, summary_cl100k, line_o200k, line_cl100k, full_o200k,
-                full_cl100k, digests_o200k, digests_cl100k, raw_tokens
+                full_cl100k, digests_o200k, digests_cl100k, raw_tokens, terms
              FROM exchanges WHERE session_id = ?1 AND seq <= ?3 ORDER BY seq",
             params![parent, child, at],
         )?;
@@ -677,7 +677,10 @@ impl Writer {
     ) -> Result<summary::Trio> {
         let id = ExchangeId(seq);
         let caps = self.settings.caps.clone();
-        let mut trio = summary::summarise(id, kept, &caps, self.settings.encoding);
+        let facts = summary::ExchangeFacts::of(kept);
+        let seen = self.seen_terms(session, seq)?;
+        let mut trio = summary::summarise(&facts, &seen, &caps, self.settings.encoding);
+        let terms = facts.terms().join("\n");
         // A model-written header or summary outlives later extractive updates.
         if !is_new {
             let (h, hs, s, ss): (String, String, String, String) = self.conn.query_row(
@@ -717,15 +720,15 @@ impl Writer {
             self.conn.execute(
                 "INSERT INTO exchanges (session_id, seq, at, header, summary, outcome, entities, header_line,
                     header_o200k, header_cl100k, summary_o200k, summary_cl100k, line_o200k, line_cl100k,
-                    full_o200k, full_cl100k, digests_o200k, digests_cl100k, raw_tokens)
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19)",
+                    full_o200k, full_cl100k, digests_o200k, digests_cl100k, raw_tokens, terms)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20)",
                 params![
                     session, seq, at_text, trio.header.text, trio.summary.text, trio.outcome.as_str(), entities,
                     line,
                     count(Encoding::O200kBase, &trio.header.text), count(Encoding::Cl100kBase, &trio.header.text),
                     count(Encoding::O200kBase, &trio.summary.text), count(Encoding::Cl100kBase, &trio.summary.text),
                     count(Encoding::O200kBase, &line), count(Encoding::Cl100kBase, &line),
-                    o.full, c.full, o.digests, c.digests, raw_tokens
+                    o.full, c.full, o.digests, c.digests, raw_tokens, terms
                 ],
             )?;
         } else {
@@ -739,19 +742,36 @@ impl Writer {
                 "UPDATE exchanges SET header = ?3, summary = ?4, outcome = ?5, entities = ?6, header_line = ?7,
                     header_o200k = ?8, header_cl100k = ?9, summary_o200k = ?10, summary_cl100k = ?11,
                     line_o200k = ?12, line_cl100k = ?13, full_o200k = ?14, full_cl100k = ?15,
-                    digests_o200k = ?16, digests_cl100k = ?17, raw_tokens = ?18
+                    digests_o200k = ?16, digests_cl100k = ?17, raw_tokens = ?18, terms = ?19
                  WHERE session_id = ?1 AND seq = ?2",
                 params![
                     session, seq, trio.header.text, trio.summary.text, trio.outcome.as_str(), entities, line,
                     count(Encoding::O200kBase, &trio.header.text), count(Encoding::Cl100kBase, &trio.header.text),
                     count(Encoding::O200kBase, &trio.summary.text), count(Encoding::Cl100kBase, &trio.summary.text),
                     count(Encoding::O200kBase, &line), count(Encoding::Cl100kBase, &line),
-                    o.full, c.full, o.digests, c.digests, raw_tokens
+                    o.full, c.full, o.digests, c.digests, raw_tokens, terms
                 ],
             )?;
         }
         self.index_text(session, seq, &trio, kept)?;
         Ok(trio)
+    }
+
+    /// The terms of the session's exchanges before `seq` (the newest
+    /// `TERM_WINDOW` that have any), counted.
+    fn seen_terms(&self, session: &str, seq: u32) -> Result<summary::SeenTerms> {
+        let mut stmt = self.conn.prepare_cached(
+            "SELECT terms FROM exchanges
+             WHERE session_id = ?1 AND seq < ?2 AND terms != '' ORDER BY seq DESC LIMIT ?3",
+        )?;
+        let lists: Vec<Vec<String>> = stmt
+            .query_map(params![session, seq, summary::TERM_WINDOW], |r| {
+                Ok(r.get::<_, String>(0)?.lines().map(str::to_string).collect())
+            })?
+            .collect::<std::result::Result<_, _>>()?;
+        Ok(summary::SeenTerms::of(
+            lists.iter().rev().map(Vec::as_slice),
+        ))
     }
 
     /// (Re)writes the exchange's full-text row: header, summary, and every

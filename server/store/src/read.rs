@@ -9,7 +9,7 @@ use ctxproxy_core::digest::OutputKind;
 use ctxproxy_core::exchange::{Counted, KeptMessage, Level, Outcome, ToolResult};
 use ctxproxy_core::ids::{BlobHash, ExchangeId, MessageId, PromptId};
 use ctxproxy_core::message::{Message, Role, ToolCall, UserKind};
-use ctxproxy_core::summary::Trio;
+use ctxproxy_core::summary::{self, Trio};
 use ctxproxy_core::tokens::Encoding;
 use ctxproxy_core::view::{BlobRef, ExchangeView, HeaderItem, LevelTokens, SessionView};
 use ctxproxy_core::{packer, render};
@@ -378,13 +378,23 @@ fn session_row(r: &Row) -> rusqlite::Result<SessionListing> {
 /// limit is 64).
 const SNIPPET_TOKENS: i64 = 24;
 
+/// The FTS5 query for a search: any of its words, each quoted (so query
+/// syntax in them is text). Filler words ("what", "did", "the") match
+/// almost every exchange and only blur the ranking: they are left out
+/// unless the query has nothing else.
 fn fts_query(query: &str) -> Option<String> {
-    let words: Vec<String> = query
+    let words: Vec<&str> = query
         .split(|c: char| !(c.is_alphanumeric() || c == '_'))
         .filter(|w| !w.is_empty())
-        .map(|w| format!("\"{w}\""))
         .collect();
-    (!words.is_empty()).then(|| words.join(" OR "))
+    let telling: Vec<&str> = words
+        .iter()
+        .copied()
+        .filter(|w| !summary::is_stopword(w))
+        .collect();
+    let chosen = if telling.is_empty() { words } else { telling };
+    let quoted: Vec<String> = chosen.iter().map(|w| format!("\"{w}\"")).collect();
+    (!quoted.is_empty()).then(|| quoted.join(" OR "))
 }
 
 pub(crate) fn session_exists(conn: &Connection, id: &str) -> Result<bool> {

@@ -116,6 +116,10 @@ ALTER TABLE sessions DROP COLUMN l0_o200k;
 ALTER TABLE sessions DROP COLUMN l0_cl100k;
 "#,
     ),
+    // The words each exchange's header may carry (`ExchangeFacts::terms`,
+    // one a line), so that the next headers can leave out what many
+    // exchanges say. Exchanges stored before have none.
+    M::up("ALTER TABLE exchanges ADD COLUMN terms TEXT NOT NULL DEFAULT '';"),
 ];
 
 pub fn migrate(conn: &mut Connection) -> Result<(), rusqlite_migration::Error> {
