@@ -301,6 +301,8 @@ impl Report {
                 json!({
                     "exchange": format!("x{}", t.seq), "layers": layers, "total": t.total,
                     "prefixReused": t.prefix, "trimmed": t.trimmed,
+                    // The tool definitions and the reply primer: charged, in no layer.
+                    "outsideLayers": u64::from(t.total).saturating_sub(t.layers.iter().sum()),
                     "cumulativeEffectiveCost": cumulative[0][i],
                     "baselines": self.strategies.iter().zip(&t.baselines).enumerate()
                         .map(|(k, (s, (n, p)))| (s.to_string(), json!({

@@ -59,6 +59,9 @@ fn layer_style(key: &str) -> (&'static str, &'static str) {
     }
 }
 
+/// What a prompt charges outside its layers, stacked on top of them.
+const OUTSIDE_LAYERS: (&str, &str) = ("tool definitions + reply primer", "#cbd5e1");
+
 fn status_label(status: &str) -> &str {
     match status {
         "in-prompt" => "in prompt",
@@ -130,9 +133,15 @@ pub fn render(report: &Value, title: &str) -> String {
     let _ = write!(
         out,
         "<section><h2>ctxproxy's prompt by layer</h2>\
-<p class=\"muted\">Tokens of each layer of the prompt ctxproxy assembled, stacked; the dashed line is the budget.</p>"
+<p class=\"muted\">Tokens of each layer of the prompt ctxproxy assembled, stacked up to its total; the dashed line is the budget.</p>"
     );
-    legend(&mut out, LAYERS.iter().map(|(k, _)| layer_style(k)));
+    legend(
+        &mut out,
+        LAYERS
+            .iter()
+            .map(|(k, _)| layer_style(k))
+            .chain([OUTSIDE_LAYERS]),
+    );
     layer_chart(&mut out, turns, &labels, budget);
     out.push_str("</section>\n");
 
@@ -437,14 +446,16 @@ fn layer_chart(out: &mut String, turns: &[Value], labels: &[&str], budget: Optio
     let width = (frame.band() * 0.72).max(1.0);
     for (i, turn) in turns.iter().enumerate() {
         let _ = write!(out, r#"<g class="turn" data-turn="{}">"#, escape(labels[i]));
+        let segments = LAYERS
+            .iter()
+            .map(|(key, _)| (*key, layer_style(key), &turn["layers"][key]))
+            .chain([("outsideLayers", OUTSIDE_LAYERS, &turn["outsideLayers"])]);
         let mut base = 0.0;
-        for (key, _) in LAYERS {
-            let value = &turn["layers"][key];
+        for (key, (label, color), value) in segments {
             let tokens = value.as_f64().unwrap_or(0.0);
             if tokens <= 0.0 {
                 continue;
             }
-            let (label, color) = layer_style(key);
             let _ = write!(
                 out,
                 r#"<rect x="{x:.1}" y="{y:.1}" width="{width:.1}" height="{h:.1}" fill="{color}" data-layer="{key}" data-tokens="{value}"><title>{turn} · {label}: {shown} tokens</title></rect>"#,
@@ -540,7 +551,11 @@ fn turns_table(out: &mut String, turns: &[Value], strategies: &[&str]) {
     for (key, _) in LAYERS {
         let _ = write!(out, "<th>{}</th>", layer_style(key).0);
     }
-    out.push_str("<th>prefix reused</th><th>trimmed</th>");
+    let _ = write!(
+        out,
+        "<th>{}</th><th>prefix reused</th><th>trimmed</th>",
+        OUTSIDE_LAYERS.0
+    );
     for s in strategies {
         let _ = write!(out, "<th>{} tokens</th>", escape(s));
     }
@@ -554,6 +569,7 @@ fn turns_table(out: &mut String, turns: &[Value], strategies: &[&str]) {
         for (key, _) in LAYERS {
             out.push_str(&cell(key, &t["layers"][key]));
         }
+        out.push_str(&cell("outsideLayers", &t["outsideLayers"]));
         out.push_str(&cell("prefixReused", &t["prefixReused"]));
         out.push_str(&cell("trimmed", &t["trimmed"]));
         for field in ["total", "cumulativeEffectiveCost"] {
@@ -699,8 +715,9 @@ mod tests {
         let turn = |x: u32, total: u32, prefix: u32, full: u32, cost: f64, full_cost: f64| {
             json!({
                 "exchange": format!("x{x}"), "total": total, "prefixReused": prefix, "trimmed": 0,
+                "outsideLayers": 20,
                 "cumulativeEffectiveCost": cost,
-                "layers": {"system": 20, "currentContext": 30, "recent": total - 70, "headers": 10,
+                "layers": {"system": 20, "currentContext": 30, "recent": total - 90, "headers": 10,
                            "summaries": 0, "references": 0, "input": 10},
                 "baselines": {"full-history": {"total": full, "prefixReused": 0, "cumulativeEffectiveCost": full_cost}},
             })
