@@ -22,6 +22,8 @@ const LAYER_COLORS: Record<string, string> = {
   input: "var(--vscode-charts-purple, #b180d7)",
   [OUTSIDE_LAYERS]: "var(--vscode-disabledForeground, #8888)",
 };
+/** The budget is drawn when the largest figure is at least 1/BUDGET_HEADROOM of it. */
+const BUDGET_HEADROOM = 4;
 const CTXPROXY_COLOR = "var(--vscode-charts-blue, #3794ff)";
 const FULL_HISTORY_COLOR = "var(--vscode-charts-red, #f14c4c)";
 
@@ -104,8 +106,10 @@ export function renderSessionChart(chart: SessionChart, current?: string): strin
   const prompts = chart.prompts;
   if (prompts.length === 0) return `<p class="muted">No prompt of this session is recorded yet.</p>`;
   const hasFull = prompts.some((p) => p.fullHistory !== undefined);
-  const tokensMax = Math.max(...prompts.map((p) => Math.max(p.total, p.fullHistory ?? 0)), chart.budget ?? 0);
-  const tokens = scale(prompts.length, tokensMax);
+  const dataMax = Math.max(...prompts.map((p) => Math.max(p.total, p.fullHistory ?? 0)));
+  // A budget far above every prompt would flatten the bars: then it is named, not drawn.
+  const budgetOnScale = chart.budget !== undefined && chart.budget <= dataMax * BUDGET_HEADROOM;
+  const tokens = scale(prompts.length, budgetOnScale ? Math.max(dataMax, chart.budget ?? 0) : dataMax);
   const width = Math.max(1, tokens.band * 0.7);
   const bars = prompts
     .map((prompt, index) => {
@@ -127,7 +131,7 @@ export function renderSessionChart(chart: SessionChart, current?: string): strin
     })
     .join("");
   const budget =
-    chart.budget !== undefined
+    chart.budget !== undefined && budgetOnScale
       ? `<line class="budget" x1="${LEFT}" x2="${WIDTH - RIGHT}" y1="${tokens.y(chart.budget).toFixed(1)}" y2="${tokens.y(chart.budget).toFixed(1)}" data-budget="${chart.budget}"/><text class="budget-label" x="${WIDTH - RIGHT}" y="${(tokens.y(chart.budget) - 4).toFixed(1)}" text-anchor="end">budget ${formatTokens(chart.budget)}</text>`
       : "";
   // In packer order (every prompt lists every layer), those that hold tokens in some prompt.
@@ -145,6 +149,7 @@ export function renderSessionChart(chart: SessionChart, current?: string): strin
   const fullLabel = "full history (estimated: the exchanges as appended)";
   return `<section id="session-chart" data-prompts="${prompts.length}">
 <h3>Tokens per prompt, by layer</h3>
+${chart.budget !== undefined && !budgetOnScale ? `<p class="muted" id="budget-off-scale">Every prompt is under a quarter of the ${formatTokens(chart.budget)} budget, which is off the scale.</p>` : ""}
 ${legend([...[...layerNames].map(([name, label]): [string, string] => [label, LAYER_COLORS[name] ?? "#888"]), ...(hasFull ? [[fullLabel, FULL_HISTORY_COLOR] as [string, string]] : [])])}
 ${tokensChart}
 <h3>Cumulative effective cost</h3>

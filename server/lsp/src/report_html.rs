@@ -364,17 +364,33 @@ impl Frame {
     }
 
     fn budget_line(&self, out: &mut String, budget: Option<f64>) {
-        if let Some(b) = budget.filter(|b| *b <= self.y_max) {
-            let _ = write!(
+        let r = self.width - self.right;
+        let _ = match budget {
+            Some(b) if b > self.y_max => write!(
+                out,
+                r#"<text class="budget-label" x="{r}" y="{y}" text-anchor="end">budget {}: above the scale</text>"#,
+                group(b),
+                y = self.top + 10.0
+            ),
+            Some(b) => write!(
                 out,
                 r#"<line class="budget" x1="{l}" x2="{r}" y1="{y:.1}" y2="{y:.1}"/><text class="budget-label" x="{r}" y="{ty:.1}" text-anchor="end">budget {}</text>"#,
                 group(b),
                 l = self.left,
-                r = self.width - self.right,
                 y = self.y(b),
                 ty = self.y(b) - 5.0
-            );
-        }
+            ),
+            None => Ok(()),
+        };
+    }
+}
+
+/// The top of a token chart: the budget when some figure comes within a
+/// quarter of it, or the bars of a session far under it would be flat.
+fn with_budget(data_max: f64, budget: Option<f64>) -> f64 {
+    match budget {
+        Some(b) if b <= 4.0 * data_max => data_max.max(b),
+        _ => data_max,
     }
 }
 
@@ -389,9 +405,8 @@ fn line_chart(
     let data_max = series
         .iter()
         .flat_map(|s| s.values.iter().filter_map(|v| v.as_f64()))
-        .chain(budget)
         .fold(0.0, f64::max);
-    let frame = Frame::new(labels.len(), data_max);
+    let frame = Frame::new(labels.len(), with_budget(data_max, budget));
     frame.open(out, id, labels, y_title);
     frame.budget_line(out, budget);
     // ctxproxy last, so its line is drawn on top.
@@ -439,9 +454,8 @@ fn layer_chart(out: &mut String, turns: &[Value], labels: &[&str], budget: Optio
     let data_max = turns
         .iter()
         .filter_map(|t| t["total"].as_f64())
-        .chain(budget)
         .fold(0.0, f64::max);
-    let frame = Frame::new(labels.len(), data_max);
+    let frame = Frame::new(labels.len(), with_budget(data_max, budget));
     frame.open(out, "layers", labels, "tokens");
     let width = (frame.band() * 0.72).max(1.0);
     for (i, turn) in turns.iter().enumerate() {
@@ -639,24 +653,22 @@ fn nice_step(raw: f64) -> f64 {
     nice * magnitude
 }
 
-/// An axis label: `25k`, `2.5k`, `1.2M`; as precise as the step needs.
+/// An axis label: `25k`, `2.5k`, `1.2M`, or `1,500` under a step of a thousand;
+/// as precise as the step needs.
 fn compact(value: f64, step: f64) -> String {
-    let (unit, suffix) = if step >= 1e6 || value >= 1e6 && step >= 1e5 {
+    let (unit, suffix) = if value == 0.0 {
+        return "0".into();
+    } else if step >= 1e6 || value >= 1e6 && step >= 1e5 {
         (1e6, "M")
-    } else if step >= 100.0 {
+    } else if step >= 1e3 {
         (1e3, "k")
+    } else if step >= 1.0 {
+        return group(value);
     } else {
-        (1.0, "")
+        return format!("{value:.1}");
     };
     let scaled = value / unit;
-    let decimals = if (step / unit).fract() == 0.0 || scaled == 0.0 {
-        0
-    } else {
-        1
-    };
-    if scaled == 0.0 {
-        return "0".into();
-    }
+    let decimals = usize::from((step / unit).fract() != 0.0);
     format!("{scaled:.decimals$}{suffix}")
 }
 
@@ -763,7 +775,9 @@ mod tests {
         assert_eq!(nice_step(0.3), 0.5);
         assert_eq!(nice_step(0.0), 1.0);
         assert_eq!(compact(25_000.0, 5_000.0), "25k");
-        assert_eq!(compact(2_500.0, 500.0), "2.5k");
+        assert_eq!(compact(2_500.0, 500.0), "2,500");
+        assert_eq!(compact(0.0, 5_000.0), "0");
+        assert_eq!(compact(0.5, 0.5), "0.5");
         assert_eq!(compact(1_500_000.0, 500_000.0), "1.5M");
         assert_eq!(compact(40.0, 10.0), "40");
         assert_eq!(group(1_234_567.4), "1,234,567");

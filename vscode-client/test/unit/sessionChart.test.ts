@@ -80,6 +80,9 @@ test("the chart draws every figure, in data attributes the e2e test reads", () =
     assert.match(html, new RegExp(`data-prompt="${prompt.promptId}" data-value="${prompt.fullHistory}"`));
   }
   assert.match(html, /data-budget="1000"/);
+  const small = renderSessionChart({ ...chart, budget: 100_000 });
+  assert.doesNotMatch(small, /data-budget/, "a budget far above every prompt is not drawn");
+  assert.match(small, /under a quarter of the 100k budget/);
   assert.equal((html.match(/class="current"/g) ?? []).length, 1, "the prompt shown is outlined");
   assert.match(renderSessionChart({ sessionId: "s-1", prompts: [] }), /No prompt/);
 });
