@@ -111,6 +111,13 @@ pub fn read_session(path: &PathBuf) -> anyhow::Result<Vec<RecordedExchange>> {
 
 pub async fn run(args: Args) -> anyhow::Result<()> {
     let session_file = read_session(&args.file)?;
+    // Fail before the replay, not after it, when the page cannot be written.
+    if let Some(path) = &args.html {
+        let dir = path.parent().filter(|d| !d.as_os_str().is_empty());
+        if dir.is_some_and(|d| !d.is_dir()) {
+            bail!("--html {}: no such directory", path.display());
+        }
+    }
     let temp = tempfile::tempdir()?;
     let store_path = args
         .store
