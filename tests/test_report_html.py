@@ -40,7 +40,8 @@ def replayed(request, tmp_path_factory):
 
 
 class Dom(HTMLParser):
-    """Every element as (tag, attributes, ancestors' attributes), plus text by element id."""
+    """Every element as (tag, attributes, ancestors' attributes); an element's own text is its
+    attributes' `_text`, the text inside an element with an id is in `texts`."""
 
     def __init__(self):
         super().__init__()
@@ -58,6 +59,9 @@ class Dom(HTMLParser):
                 break
 
     def handle_data(self, data):
+        if self.stack:
+            innermost = self.stack[-1][1]
+            innermost["_text"] = innermost.get("_text", "") + data
         for _, attrs in self.stack:
             if "id" in attrs:
                 self.texts[attrs["id"]] = self.texts.get(attrs["id"], "") + data
@@ -123,6 +127,10 @@ def test_the_summary_and_turn_tables_hold_the_json_figures(replayed, dom):
                  for c in dom.within("td", data_strategy=s["strategy"]) if "data-field" in c}
         assert cells == {k: s[k] for k in ("promptTokens", "cachedTokens", "effectiveCost",
                                             "factsReachable", "factsInPrompt")}
+        # What a reader sees is the same figure, rounded, with thousands separators.
+        shown = {c["data-field"]: c["_text"] for c in dom.within("td", data_strategy=s["strategy"])
+                 if "data-field" in c}
+        assert shown == {k: f"{round(v):,}" for k, v in cells.items()}
     for t in report["turns"]:
         cells = {c["data-field"]: json.loads(c["data-value"]) for c in dom.within("td", data_turn=t["exchange"])}
         expected = {**t["layers"], "outsideLayers": t["outsideLayers"],
