@@ -146,7 +146,7 @@ export function renderSessionChart(chart: SessionChart, current?: string): strin
   const cost = scale(prompts.length, costMax);
   const costChart = `<svg id="session-cost" class="chart" viewBox="0 0 ${WIDTH} ${HEIGHT}" role="img" aria-label="cumulative effective cost">${axes(cost, prompts, "token-equivalents")}${line(cost, prompts, "full-history", FULL_HISTORY_COLOR, (p) => p.fullHistoryCumulativeCost)}${line(cost, prompts, "ctxproxy", CTXPROXY_COLOR, (p) => p.cumulativeCost)}</svg>`;
 
-  const fullLabel = "full history (estimated: the exchanges as appended)";
+  const fullLabel = "full history, at least (the exchanges' message text as appended)";
   return `<section id="session-chart" data-prompts="${prompts.length}">
 <h3>Tokens per prompt, by layer</h3>
 ${chart.budget !== undefined && !budgetOnScale ? `<p class="muted" id="budget-off-scale">Every prompt is under a quarter of the ${formatTokens(chart.budget)} budget, which is off the scale.</p>` : ""}
