@@ -111,29 +111,26 @@ pub fn render(report: &Value, title: &str) -> String {
     key_figures(&mut out, report, summary);
 
     let tokens = strategy_series(turns, &strategies, "total");
-    let _ = write!(
-        out,
+    out.push_str(
         "<section><h2>Prompt tokens per turn</h2>\
-<p class=\"muted\">What each strategy sends the model before each exchange. The dashed line is the budget.</p>"
+<p class=\"muted\">What each strategy sends the model before each exchange. The dashed line is the budget.</p>",
     );
     strategy_legend(&mut out, &tokens);
     line_chart(&mut out, "tokens", &tokens, &labels, budget, "tokens");
     out.push_str("</section>\n");
 
     let costs = strategy_series(turns, &strategies, "cumulativeEffectiveCost");
-    let _ = write!(
-        out,
+    out.push_str(
         "<section><h2>Cumulative effective cost</h2>\
-<p class=\"muted\">Tokens sent so far, a cached prefix (identical to the previous prompt's start) counted at a tenth.</p>"
+<p class=\"muted\">Tokens sent so far, a cached prefix (identical to the previous prompt's start) counted at a tenth.</p>",
     );
     strategy_legend(&mut out, &costs);
     line_chart(&mut out, "cost", &costs, &labels, None, "token-equivalents");
     out.push_str("</section>\n");
 
-    let _ = write!(
-        out,
+    out.push_str(
         "<section><h2>ctxproxy's prompt by layer</h2>\
-<p class=\"muted\">Tokens of each layer of the prompt ctxproxy assembled, stacked up to its total; the dashed line is the budget.</p>"
+<p class=\"muted\">Tokens of each layer of the prompt ctxproxy assembled, stacked up to its total; the dashed line is the budget.</p>",
     );
     legend(
         &mut out,
