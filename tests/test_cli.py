@@ -153,3 +153,12 @@ def test_digest_prints_what_the_model_would_see_so_it_masks():
         assert not leaked, (f.name, leaked)
     out = cli("digest", ctxlib.REPO / "fixtures/tool-outputs/secrets/ssh-key-cat.out").stdout
     assert "[secret:private-key]" in out and "BEGIN OPENSSH PRIVATE KEY" not in out.replace("[secret:private-key]", ""), out
+
+
+def test_replay_html_into_a_missing_directory_fails_before_replaying(tmp_path):
+    store = tmp_path / "s.db"
+    r = cli("replay", MINIMAL, "--report", "--html", tmp_path / "missing" / "r.html", "--store", store,
+            check=False)
+    assert r.returncode != 0
+    assert f"--html {tmp_path / 'missing' / 'r.html'}: no such directory" in r.stderr
+    assert not store.exists(), "nothing was replayed"

@@ -1,6 +1,7 @@
 // End-to-end test in a real VS Code (code-server 4.100.3 = VS Code 1.100.3) in headless Chromium:
 // installs the built .vsix, replays a recorded session through the extension, checks "Show What the
-// Model Saw" against ctx/explain from a second sidecar on the same store, opens an exchange from the
+// Model Saw" (its prompt picker, the prompt and the session's chart) against ctx/explain from a second
+// sidecar on the same store, opens an exchange from the
 // Sessions view, searches the archive, and saves screenshots into e2e/screenshots/.
 // Needs `bash e2e/install-deps.sh` first, and the ctxproxy binary (CTXPROXY_BIN or ../target/debug).
 import { spawn, spawnSync } from "node:child_process";
@@ -173,11 +174,27 @@ try {
   step(`status bar: ${statusText}`);
   await shot(page, "02-replayed");
 
-  begin("Show What the Model Saw renders the last prompt");
+  begin("Show What the Model Saw offers the session's prompts, newest first with their tokens");
   await runCommand(page, "ctxproxy: Show What the Model Saw");
   const promptRow = page.locator(".quick-input-list .monaco-list-row", { hasText: promptId }).first();
   await promptRow.waitFor();
   await shot(page, "03-prompt-picker");
+  const pickerRows = await page.locator(".quick-input-list .monaco-list-row").evaluateAll((rows) =>
+    rows.map((row) => ({
+      label: row.querySelector(".label-name")?.textContent?.trim() ?? "",
+      description: row.querySelector(".label-description")?.textContent?.trim() ?? "",
+    })),
+  );
+  const expectedIds = recorded.map((_, index) => `p${recorded.length - index}`);
+  if (JSON.stringify(pickerRows.map((row) => row.label)) !== JSON.stringify(expectedIds)) {
+    throw new Error(`the picker lists ${JSON.stringify(pickerRows)}, expected ${expectedIds.join(", ")}`);
+  }
+  if (!pickerRows.every((row) => /^\d+ tokens/.test(row.description))) {
+    throw new Error(`a picker row has no tokens: ${JSON.stringify(pickerRows)}`);
+  }
+  step(`picker: ${pickerRows.map((row) => `${row.label} (${row.description})`).join(", ")}`);
+
+  begin("Show What the Model Saw renders the newest prompt and the session's chart");
   await page.keyboard.press("Enter");
   const webview = page.frameLocator("iframe.webview.ready").frameLocator("#active-frame");
   await webview.locator("#layers tbody tr").first().waitFor({ timeout: 30000 });
@@ -190,13 +207,28 @@ try {
   const shownTotal = Number(await webview.locator("#total-tokens").innerText());
   const heading = await webview.locator("h1").innerText();
   const messageCount = await webview.locator("section.message").count();
+  await webview.locator("#session-chart svg#session-tokens g.prompt-bar rect").first().waitFor({ timeout: 15000 });
+  const chartBars = await webview.locator("#session-tokens g.prompt-bar").evaluateAll((bars) =>
+    bars.map((bar) => ({
+      promptId: bar.getAttribute("data-prompt"),
+      total: Number(bar.getAttribute("data-total")),
+      stacked: [...bar.querySelectorAll("rect[data-tokens]")].reduce((sum, rect) => sum + Number(rect.getAttribute("data-tokens")), 0),
+      painted: bar.getBoundingClientRect().height,
+    })),
+  );
+  const costPoints = await webview.locator('#session-cost g[data-series="ctxproxy"] circle').count();
+  await webview.locator("#session-chart").scrollIntoViewIfNeeded();
   await shot(page, "04-what-the-model-saw");
 
   begin("the webview's figures equal ctx/explain from a second sidecar on the same store");
   const reference = await startSidecarOnStore(binary, storePath);
   let explain;
+  const explained = [];
   try {
     explain = await reference.request("ctx/explain", { sessionId, promptId });
+    for (let seq = 1; seq <= recorded.length; seq++) {
+      explained.push(await reference.request("ctx/explain", { sessionId, promptId: `p${seq}` }));
+    }
   } finally {
     await reference.stop();
   }
@@ -212,8 +244,16 @@ try {
   if (Array.isArray(explain.messages) && messageCount !== explain.messages.length) {
     problems.push(`${messageCount} messages shown, explain has ${explain.messages.length}`);
   }
+  const chartTotals = chartBars.map((bar) => `${bar.promptId}=${bar.total}`).join(" ");
+  const explainTotals = explained.map((e) => `${e.promptId}=${e.tokens?.total}`).join(" ");
+  if (chartTotals !== explainTotals) problems.push(`chart bars ${chartTotals}, explain ${explainTotals}`);
+  for (const bar of chartBars) {
+    if (bar.stacked !== bar.total) problems.push(`${bar.promptId}: layers stack to ${bar.stacked}, not its total ${bar.total}`);
+    if (!(bar.painted > 0)) problems.push(`${bar.promptId}: the bar is not painted`);
+  }
+  if (costPoints !== recorded.length) problems.push(`${costPoints} points of cumulative cost, expected ${recorded.length}`);
   if (problems.length > 0) throw new Error(`the webview disagrees with ctx/explain:\n  ${problems.join("\n  ")}`);
-  step(`webview matches explain: total ${shownTotal}, ${shown.map((r) => `${r.layer}=${r.tokens}`).join(" ")}`);
+  step(`webview matches explain: total ${shownTotal}, ${shown.map((r) => `${r.layer}=${r.tokens}`).join(" ")}; chart ${chartTotals}`);
 
   begin("the Sessions view opens x1 in full");
   await page.locator('.activitybar .action-item a[aria-label^="ctxproxy"]').first().click();

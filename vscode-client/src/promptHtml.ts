@@ -1,7 +1,11 @@
 // Renders a PromptView as the HTML of the "What the Model Saw" webview: a layer table with token bars,
-// the items of each layer, what was trimmed, and the exact messages. Static HTML, no script.
+// the session's per-prompt chart, the items of each layer, what was trimmed, and the exact messages.
+// Static HTML and SVG, no script.
 // No vscode import.
 import { LayerView, MessageView, PromptView } from "./explainModel";
+import { escapeHtml } from "./html";
+import { SessionChart } from "./sessionChart";
+import { CHART_STYLE, renderSessionChart } from "./sessionChartHtml";
 import { formatPercent } from "./tokenFigures";
 
 export interface WebviewSecurity {
@@ -9,16 +13,7 @@ export interface WebviewSecurity {
   cspSource: string;
 }
 
-export function escapeHtml(text: string): string {
-  return text
-    .replace(/&/g, "&amp;")
-    .replace(/</g, "&lt;")
-    .replace(/>/g, "&gt;")
-    .replace(/"/g, "&quot;")
-    .replace(/'/g, "&#39;");
-}
-
-export function renderPromptHtml(view: PromptView, security: WebviewSecurity): string {
+export function renderPromptHtml(view: PromptView, security: WebviewSecurity, chart?: SessionChart): string {
   const title = `What the model saw: ${view.promptId}`;
   const budget = view.budget !== undefined ? ` of ${view.budget} budget` : "";
   const facts = [
@@ -35,7 +30,7 @@ export function renderPromptHtml(view: PromptView, security: WebviewSecurity): s
 <meta http-equiv="Content-Security-Policy" content="default-src 'none'; style-src ${security.cspSource} 'unsafe-inline';">
 <meta name="viewport" content="width=device-width, initial-scale=1.0">
 <title>${escapeHtml(title)}</title>
-<style>${STYLE}</style>
+<style>${STYLE}${CHART_STYLE}</style>
 </head>
 <body>
 <h1>${escapeHtml(title)}</h1>
@@ -43,6 +38,7 @@ export function renderPromptHtml(view: PromptView, security: WebviewSecurity): s
 ${facts.length > 0 ? `<p class="summary muted" id="prompt-facts">${escapeHtml(facts.join(" · "))}</p>` : ""}
 <h2>Layers</h2>
 ${renderLayerTable(view.layers, view.total)}
+${chart ? `<h2>Every prompt of the session</h2>\n${renderSessionChart(chart, view.promptId)}` : ""}
 ${view.layers.filter((layer) => layer.items.length > 0).map(renderLayerItems).join("\n")}
 <h2>Trimmed</h2>
 ${renderTrimmed(view)}

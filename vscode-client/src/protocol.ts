@@ -130,6 +130,8 @@ export interface SessionInfo {
   title: string;
   workspace: string;
   exchanges: number;
+  /** Prompts assembled for the session: p1 to p<prompts>. */
+  prompts: number;
   updatedAt: string;
   parent?: unknown;
 }

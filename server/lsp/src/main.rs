@@ -10,6 +10,7 @@ mod inspect;
 mod protocol;
 mod replay;
 mod report;
+mod report_html;
 mod server;
 mod service;
 

@@ -1,7 +1,8 @@
 //! `ctxproxy replay`: drives a recorded session through the same `Service`
 //! an editor talks to: before every exchange it assembles the prompt the
 //! model would get (the exchange's first message as input), then appends the
-//! exchange. Prints a per-turn table; `--report` adds the baselines and facts.
+//! exchange. Prints a per-turn table; `--report` adds the baselines and facts,
+//! `--html` writes the same report as a page.
 
 use std::path::PathBuf;
 
@@ -10,8 +11,8 @@ use serde::Deserialize;
 use serde_json::{json, Value};
 
 use crate::protocol::WireMessage;
-use crate::report;
 use crate::service::Service;
+use crate::{report, report_html};
 
 #[derive(clap::Args)]
 pub struct Args {
@@ -39,6 +40,9 @@ pub struct Args {
     /// Print the turns and summary as JSON instead of tables.
     #[arg(long)]
     json: bool,
+    /// Also write the report as one self-contained HTML page (charts per turn, the facts table) to this file.
+    #[arg(long, value_name = "OUT.html")]
+    html: Option<PathBuf>,
     /// Any other setting, as the JSON editors send in initializationOptions,
     /// e.g. '{"layers": {"recentFull": 3, "maxHeaders": 100}, "digest": {"inlineMaxTokens": 300}}'.
     /// Applied before --budget, --encoding and --order.
@@ -114,6 +118,13 @@ pub fn read_session(path: &PathBuf) -> anyhow::Result<Vec<RecordedExchange>> {
 
 pub async fn run(args: Args) -> anyhow::Result<()> {
     let session_file = read_session(&args.file)?;
+    // Fail before the replay, not after it, when the page cannot be written.
+    if let Some(path) = &args.html {
+        let dir = path.parent().filter(|d| !d.as_os_str().is_empty());
+        if dir.is_some_and(|d| !d.is_dir()) {
+            bail!("--html {}: no such directory", path.display());
+        }
+    }
     let temp = tempfile::tempdir()?;
     let store_path = args
         .store
@@ -169,11 +180,13 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
     let stats = service.stats(json!({"sessionId": session})).await?;
     service.store().checkpoint().await?;
     let out = report::Report::build(&session_file, &turns, &config, args.window, args.report);
+    let data = out.to_json(&session, &stats);
+    if let Some(path) = &args.html {
+        let page = report_html::render(&data, &title);
+        std::fs::write(path, page).with_context(|| format!("writing {}", path.display()))?;
+    }
     if args.json {
-        println!(
-            "{}",
-            serde_json::to_string_pretty(&out.to_json(&session, &stats))?
-        );
+        println!("{}", serde_json::to_string_pretty(&data)?);
     } else {
         print!("{}", out.to_text(&session, &stats));
         if args.store.is_some() {

@@ -15,7 +15,8 @@ use serde_json::{json, Value};
 use crate::replay::{RecordedExchange, Turn};
 use crate::service::to_core_messages;
 
-const LAYERS: [(&str, &str); 7] = [
+/// The prompt layers, in prompt order: the JSON key and the text table's column.
+pub(crate) const LAYERS: [(&str, &str); 7] = [
     ("system", "sys"),
     ("currentContext", "L0"),
     ("recent", "recent"),
@@ -49,6 +50,7 @@ struct FactRow {
 const SEARCH_TOP: usize = 3;
 
 pub struct Report {
+    budget: u32,
     strategies: Vec<&'static str>,
     turns: Vec<TurnRow>,
     facts: Vec<FactRow>,
@@ -141,10 +143,35 @@ impl Report {
             }
         }
         Report {
+            budget: config.budget,
             strategies: strategies.iter().map(|s| s.name()).collect(),
             turns: rows,
             facts,
         }
+    }
+
+    /// `(tokens, cached prefix)` of each turn under strategy `k` (0 is ctxproxy).
+    fn prompts(&self, k: usize) -> impl Iterator<Item = (u32, u32)> + '_ {
+        self.turns.iter().map(move |t| {
+            if k == 0 {
+                (t.total, t.prefix)
+            } else {
+                t.baselines[k - 1]
+            }
+        })
+    }
+
+    /// The effective cost of turns 1..=n under strategy `k`, for every n.
+    fn cumulative_costs(&self, k: usize) -> Vec<f64> {
+        let mut run = RunCost::default();
+        self.prompts(k)
+            .map(|prompt| {
+                let turn = RunCost::of([prompt]);
+                run.prompt_tokens += turn.prompt_tokens;
+                run.cached_tokens += turn.cached_tokens;
+                run.effective()
+            })
+            .collect()
     }
 
     /// (name, run cost, facts reachable, facts in prompt) per strategy, ctxproxy first.
@@ -152,13 +179,7 @@ impl Report {
         let mut out = Vec::new();
         let names = std::iter::once("ctxproxy").chain(self.strategies.iter().copied());
         for (k, name) in names.enumerate() {
-            let cost = RunCost::of(self.turns.iter().map(|t| {
-                if k == 0 {
-                    (t.total, t.prefix)
-                } else {
-                    t.baselines[k - 1]
-                }
-            }));
+            let cost = RunCost::of(self.prompts(k));
             let reachable = self
                 .facts
                 .iter()
@@ -310,9 +331,13 @@ impl Report {
     }
 
     pub fn to_json(&self, session: &str, stats: &Value) -> Value {
+        let cumulative: Vec<Vec<f64>> = (0..=self.strategies.len())
+            .map(|k| self.cumulative_costs(k))
+            .collect();
         json!({
             "sessionId": session,
-            "turns": self.turns.iter().map(|t| {
+            "budget": self.budget,
+            "turns": self.turns.iter().enumerate().map(|(i, t)| {
                 let mut layers = serde_json::Map::new();
                 for ((k, _), v) in LAYERS.iter().zip(&t.layers) {
                     layers.insert(k.to_string(), json!(v));
@@ -320,8 +345,14 @@ impl Report {
                 json!({
                     "exchange": format!("x{}", t.seq), "layers": layers, "total": t.total,
                     "prefixReused": t.prefix, "trimmed": t.trimmed,
-                    "baselines": self.strategies.iter().zip(&t.baselines)
-                        .map(|(s, (n, p))| (s.to_string(), json!({"total": n, "prefixReused": p})))
+                    // The tool definitions and the reply primer: charged, in no layer.
+                    "outsideLayers": u64::from(t.total).saturating_sub(t.layers.iter().sum()),
+                    "cumulativeEffectiveCost": cumulative[0][i],
+                    "baselines": self.strategies.iter().zip(&t.baselines).enumerate()
+                        .map(|(k, (s, (n, p)))| (s.to_string(), json!({
+                            "total": n, "prefixReused": p,
+                            "cumulativeEffectiveCost": cumulative[k + 1][i],
+                        })))
                         .collect::<serde_json::Map<_, _>>(),
                 })
             }).collect::<Vec<_>>(),

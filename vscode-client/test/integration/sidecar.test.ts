@@ -6,6 +6,8 @@ import { runChatTurn } from "../../src/chatLoop";
 import { CONTEXT_RETRIEVE, CONTEXT_SEARCH } from "../../src/contextTools";
 import { promptView } from "../../src/explainModel";
 import { renderPromptHtml } from "../../src/promptHtml";
+import { newestExchangeShown, sessionChart } from "../../src/sessionChart";
+import { loadSessionPrompts, promptPicks } from "../../src/sessionPrompts";
 import { promptStatusFromEvent } from "../../src/promptStatus";
 import { RetrievedItem, RetrieveResult } from "../../src/protocol";
 import { parseSessionJsonl, replaySession, ReplayResult } from "../../src/replay";
@@ -95,6 +97,33 @@ test("explain of the last prompt renders with the same figures as assemble", asy
   assert.deepEqual([...view.toolNames].sort(), [CONTEXT_RETRIEVE, CONTEXT_SEARCH]);
   const html = renderPromptHtml(view, { cspSource: "vscode-webview:" });
   assert.match(html, new RegExp(`<span id="total-tokens">${last.tokens.total}</span>`));
+});
+
+test("the session's prompts load from the server for the picker and chart, with assemble's figures", async () => {
+  const { sessions } = await running.sidecar.listSessions({});
+  const session = sessions.find((s) => s.sessionId === replayed.sessionId);
+  assert.equal(session?.prompts, replayed.prompts.length);
+  const prompts = await loadSessionPrompts(running.sidecar, replayed.sessionId, session.prompts);
+  assert.deepEqual(
+    prompts.map((p) => [p.promptId, p.total]),
+    replayed.prompts.map((p) => [p.promptId, p.tokens.total]),
+  );
+  assert.deepEqual(
+    promptPicks(prompts).map((p) => p.label),
+    replayed.prompts.map((p) => p.promptId).reverse(),
+  );
+  const { exchanges } = await running.sidecar.listExchanges({ sessionId: replayed.sessionId });
+  const chart = sessionChart(replayed.sessionId, prompts, exchanges);
+  // Each prompt is assembled before its exchange is appended: it shows every exchange before it.
+  assert.deepEqual(
+    prompts.map(newestExchangeShown),
+    replayed.prompts.map((_, index) => index),
+  );
+  for (const prompt of chart.prompts) {
+    assert.equal(prompt.layers.reduce((sum, layer) => sum + layer.tokens, 0), prompt.total);
+  }
+  const html = renderPromptHtml(prompts[prompts.length - 1], { cspSource: "vscode-webview:" }, chart);
+  assert.match(html, new RegExp(`id="session-chart" data-prompts="${prompts.length}"`));
 });
 
 test("search finds an exchange of the replayed session", async () => {

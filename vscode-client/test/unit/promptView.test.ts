@@ -3,7 +3,8 @@ import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { test } from "node:test";
 import { promptView } from "../../src/explainModel";
-import { escapeHtml, renderPromptHtml } from "../../src/promptHtml";
+import { escapeHtml } from "../../src/html";
+import { renderPromptHtml } from "../../src/promptHtml";
 
 const explain = JSON.parse(readFileSync(join(__dirname, "../../../test/data/explain-p3.json"), "utf8"));
 const fallback = { sessionId: "s-other", promptId: "p0" };

@@ -2,7 +2,7 @@ import assert from "node:assert/strict";
 import { test } from "node:test";
 import { exchangeItem, sessionItem, sortSessions } from "../../src/sessionItems";
 
-const session = { sessionId: "s-1", title: "fix config", workspace: "/w", exchanges: 3, updatedAt: "2026-11-21T10:00:00Z" };
+const session = { sessionId: "s-1", title: "fix config", workspace: "/w", exchanges: 3, prompts: 3, updatedAt: "2026-11-21T10:00:00Z" };
 
 test("a session shows its title, exchange count and id", () => {
   const item = sessionItem(session);
