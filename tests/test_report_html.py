@@ -152,6 +152,9 @@ def test_the_facts_table_gives_every_fact_its_status_under_every_strategy(replay
                 if tag == "td" and "data-status" in attrs]
     expected = [(s, f["status"][s]) for f in report["facts"] for s in strategies(report)]
     assert statuses == expected
+    ranks = [attrs["data-rank"] for tag, attrs, _ in dom.elements
+             if tag == "td" and attrs.get("class") == "search-rank"]
+    assert ranks == ["" if f["searchRank"] is None else str(f["searchRank"]) for f in report["facts"]]
 
 
 def test_the_page_embeds_the_json_report_and_fetches_nothing(replayed, dom):

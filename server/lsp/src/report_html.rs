@@ -66,6 +66,7 @@ fn status_label(status: &str) -> &str {
     match status {
         "in-prompt" => "in prompt",
         "one-retrieve-away" => "one retrieve away",
+        "answer-words-only" => "answer's words only",
         other => other,
     }
 }
@@ -524,8 +525,10 @@ fn facts_table(out: &mut String, report: &Value, strategies: &[&str]) {
     }
     out.push_str(
         "<p class=\"muted\">In prompt: the fact's text is in the prompt. One retrieve away: an id of the exchange it \
-came from is in the prompt, on a line with a word of the question.</p><table id=\"facts\"><thead><tr>\
-<th>turn</th><th>fact</th><th>from</th>",
+came from is in the prompt, on a line with a word of the question. Answer's words only: such an id is \
+there next to words of the fact alone, which a model asking does not know yet. Search: where \
+<code>context_search</code> with the question ranks the exchange the fact came from.</p>\
+<table id=\"facts\"><thead><tr><th>turn</th><th>fact</th><th>from</th><th>search</th>",
     );
     for s in strategies {
         let _ = write!(out, "<th>{}</th>", escape(s));
@@ -534,10 +537,13 @@ came from is in the prompt, on a line with a word of the question.</p><table id=
     for f in facts {
         let _ = write!(
             out,
-            "<tr class=\"fact\"><td>{}</td><td class=\"fact-text\"><code>{}</code></td><td>{}</td>",
+            "<tr class=\"fact\"><td>{}</td><td class=\"fact-text\"><code>{}</code></td><td>{}</td>\
+             <td class=\"search-rank\" data-rank=\"{rank}\">{}</td>",
             escape(f["turn"].as_str().unwrap_or("")),
             escape(f["fact"].as_str().unwrap_or("")),
             escape(f["from"].as_str().unwrap_or("")),
+            f["searchRank"].as_u64().map_or("not in the top 10".to_string(), |r| format!("#{r}")),
+            rank = f["searchRank"].as_u64().map_or(String::new(), |r| r.to_string()),
         );
         for s in strategies {
             let status = f["status"][s].as_str().unwrap_or("-");
@@ -709,6 +715,7 @@ td.num { text-align: right; }
 .status { display: inline-block; padding: 1px 8px; border-radius: 10px; font-size: 12px; white-space: nowrap; }
 .status.in-prompt { background: #dcfce7; color: #166534; }
 .status.one-retrieve-away { background: #fef3c7; color: #92400e; }
+.status.answer-words-only { background: #ffedd5; color: #9a3412; }
 .status.lost { background: #fee2e2; color: #991b1b; }
 details summary { cursor: pointer; font-weight: 600; }
 #turns { font-size: 12px; margin-top: 8px; }
