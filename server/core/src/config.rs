@@ -34,7 +34,7 @@ impl Default for LayerCaps {
             current_context_max: 100,
             recent_full: 5,
             tail_tokens: 3_000,
-            summaries: 10,
+            summaries: 40,
             summary_max: 120,
             header_max: 12,
             max_headers: 200,
