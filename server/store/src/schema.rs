@@ -120,6 +120,17 @@ ALTER TABLE sessions DROP COLUMN l0_cl100k;
     // one a line), so that the next headers can leave out what many
     // exchanges say. Exchanges stored before have none.
     M::up("ALTER TABLE exchanges ADD COLUMN terms TEXT NOT NULL DEFAULT '';"),
+    // Search matches words by their stem (Porter): a question about the
+    // "ports" a test "printed" finds the exchange that says "port" and
+    // "prints".
+    M::up(
+        r#"
+CREATE VIRTUAL TABLE exchange_text_stemmed USING fts5(header, summary, body, tokenize = 'porter unicode61');
+INSERT INTO exchange_text_stemmed (rowid, header, summary, body) SELECT rowid, header, summary, body FROM exchange_text;
+DROP TABLE exchange_text;
+ALTER TABLE exchange_text_stemmed RENAME TO exchange_text;
+"#,
+    ),
 ];
 
 pub fn migrate(conn: &mut Connection) -> Result<(), rusqlite_migration::Error> {

@@ -483,4 +483,11 @@ fn a_search_hit_carries_the_words_around_its_match_in_the_raw_output() {
     let snippet = &hits[0].snippet;
     assert!(snippet.contains("NUL byte at offset 19"), "{snippet}");
     assert!(!snippet.contains('\n') && snippet.len() < 400, "{snippet}");
+    // Words match by their stem: "offsets" and "matching" find "offset"
+    // and "matches".
+    let stemmed = t
+        .store
+        .read_now(|r| r.search(Some(&s), None, "offsets matching", 5))
+        .unwrap();
+    assert_eq!(stemmed.len(), 1);
 }
