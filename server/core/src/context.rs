@@ -559,6 +559,19 @@ Already explained (do not re-introduce): let statements; parse_let(); Diagnostic
     }
 
     #[test]
+    fn a_search_pattern_is_no_active_file() {
+        // coding-strsim x40: `grep {"pattern": "\\.len\\(\\)"}` listed the
+        // regex as a file; so would a glob or a regex quoted in prose.
+        let ctx = run(&[r#"user: any other `.len()` on a string?
+            assistant: -> grep {"pattern":"\\.len\\(\\)","path":"src/lib.rs"}
+            tool: 373:    let a_len = a_elems.len();
+            assistant: -> glob {"pattern":"src/**/*.rs"}
+            tool: src/lib.rs
+            assistant: Only `a_elems.len()`, searched with `\.len\(` and `foo.*\.rs`."#]);
+        assert_eq!(ctx.files, vec!["src/lib.rs".to_string()]);
+    }
+
+    #[test]
     fn leaves_out_what_the_prompt_shows() {
         let ctx = run(&[READ, FAIL]);
         let caps = LayerCaps::default();

@@ -27,10 +27,26 @@ pub(crate) fn digest(label: &str, text: &str, draft: &mut Draft) {
     };
     draft.headline(format!("{label}: {outcome}"));
     diagnostics::render(&diagnostics, draft);
+    // Which crate failed is said only by cargo's closing lines
+    // (`error: could not compile `fetchy``): shown, once each.
+    let mut closing: Vec<&str> = Vec::new();
+    for line in text.lines().map(str::trim) {
+        if CLOSING_ERROR.is_match(line) && !closing.contains(&line) {
+            closing.push(line);
+        }
+    }
+    for line in closing {
+        draft.require(line);
+    }
     if let Some(line) = finished {
         draft.push(line.trim());
     }
 }
+
+/// cargo's and rustc's closing errors: which crate did not compile, and why
+/// rustc stopped. Not findings (`is_summary`), but the outcome.
+static CLOSING_ERROR: LazyLock<Regex> =
+    LazyLock::new(|| Regex::new(r"^error: (?:could not compile |aborting due to )").unwrap());
 
 /// Every finding of the output, whichever of the three formats it is in.
 pub(crate) fn parse(text: &str) -> Vec<Diagnostic> {
