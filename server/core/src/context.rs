@@ -227,9 +227,13 @@ pub fn advance(
         .collect();
     let (mut files, mut functions, mut concepts) = (edited, Vec::new(), Vec::new());
     for e in &trio.entities {
-        // A path, or a directory; not a date such as 12/2028.
-        let bucket = if looks_like_path(e) || e.contains('/') && e.chars().any(char::is_alphabetic)
-        {
+        // A path, or a directory; not a date such as 12/2028, a formula
+        // (`a / max(b)`) or a pattern (`src/**`).
+        let directory = e.contains('/')
+            && e.chars().any(char::is_alphabetic)
+            && e.chars()
+                .all(|c| c.is_alphanumeric() || "/._-~".contains(c));
+        let bucket = if looks_like_path(e) || directory {
             &mut files
         } else if e.ends_with("()")
             || e.contains("::")
@@ -567,8 +571,11 @@ Already explained (do not re-introduce): let statements; parse_let(); Diagnostic
             tool: 373:    let a_len = a_elems.len();
             assistant: -> glob {"pattern":"src/**/*.rs"}
             tool: src/lib.rs
-            assistant: Only `a_elems.len()`, searched with `\.len\(` and `foo.*\.rs`."#]);
-        assert_eq!(ctx.files, vec!["src/lib.rs".to_string()]);
+            assistant: Only `a_elems.len()`, searched with `\.len\(` and `foo.*\.rs`; the score is `1.0 - distance / max(a, b)` for `src/tests/`."#]);
+        assert_eq!(
+            ctx.files,
+            vec!["src/lib.rs".to_string(), "src/tests/".to_string()]
+        );
     }
 
     #[test]
