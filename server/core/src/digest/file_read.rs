@@ -138,7 +138,8 @@ fn outline_lines(language: Language, source: &str, draft: &mut Draft) {
             draft.require(marker);
         }
         if keep[i] {
-            draft.push(line);
+            // Budgeted with the markers: `finish` must not drop it unsaid.
+            draft.require(line);
         }
     }
 }

@@ -52,6 +52,7 @@ pub fn digest_standalone(
         let facts = BlobFacts {
             id: BlobHash::of(content).short_id(),
             bytes: content.len() as u64,
+            // Not shown: a binary digest's footer has no token count.
             tokens: 0,
         };
         return digest_binary(&output, content, &facts, limits, encoding);

@@ -231,7 +231,8 @@ fn directory_lines(entries: &[Entry], dirs: &BTreeSet<String>, draft: &mut Draft
         if draft.cost(line) + reserve > draft.room() {
             break;
         }
-        draft.push(line.clone());
+        // Budgeted here: `finish` must not drop it as optional.
+        draft.require(line.clone());
         left -= count;
     }
     if left > 0 {
