@@ -40,7 +40,7 @@ pub(crate) fn digest(label: &str, text: &str, draft: &mut Draft) {
         .map(|(ext, n)| format!(".{ext} {n}"))
         .collect();
     if !kinds.is_empty() {
-        draft.push(format!("files by extension: {}", kinds.join(", ")));
+        draft.push(format!("by extension: {}", kinds.join(", ")));
     }
     let lines: Vec<String> = text
         .lines()
