@@ -153,3 +153,13 @@ def test_digest_prints_what_the_model_would_see_so_it_masks():
         assert not leaked, (f.name, leaked)
     out = cli("digest", ctxlib.REPO / "fixtures/tool-outputs/secrets/ssh-key-cat.out").stdout
     assert "[secret:private-key]" in out and "BEGIN OPENSSH PRIVATE KEY" not in out.replace("[secret:private-key]", ""), out
+
+
+def test_digest_of_a_binary_file_names_its_size_and_type(tmp_path):
+    # A PNG made here: signature, then bytes that are not UTF-8.
+    png = b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR" + bytes(range(256)) * 40
+    f = tmp_path / "logo.png"
+    f.write_bytes(png)
+    out = cli("digest", f, "--tool", "read_file", "--args", '{"path": "logo.png"}').stdout
+    assert out.startswith(f"logo.png: binary, {len(png)} bytes, PNG image\n"), out
+    assert "\ufffd" not in out and "IHDR" not in out, out
