@@ -162,3 +162,13 @@ def test_replay_html_into_a_missing_directory_fails_before_replaying(tmp_path):
     assert r.returncode != 0
     assert f"--html {tmp_path / 'missing' / 'r.html'}: no such directory" in r.stderr
     assert not store.exists(), "nothing was replayed"
+
+
+def test_digest_of_a_binary_file_names_its_size_and_type(tmp_path):
+    # A PNG made here: signature, then bytes that are not UTF-8.
+    png = b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR" + bytes(range(256)) * 40
+    f = tmp_path / "logo.png"
+    f.write_bytes(png)
+    out = cli("digest", f, "--tool", "read_file", "--args", '{"path": "logo.png"}').stdout
+    assert out.startswith(f"logo.png: binary, {len(png)} bytes, PNG image\n"), out
+    assert "\ufffd" not in out and "IHDR" not in out, out

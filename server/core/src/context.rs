@@ -227,9 +227,13 @@ pub fn advance(
         .collect();
     let (mut files, mut functions, mut concepts) = (edited, Vec::new(), Vec::new());
     for e in &trio.entities {
-        // A path, or a directory; not a date such as 12/2028.
-        let bucket = if looks_like_path(e) || e.contains('/') && e.chars().any(char::is_alphabetic)
-        {
+        // A path, or a directory; not a date such as 12/2028, a formula
+        // (`a / max(b)`) or a pattern (`src/**`).
+        let directory = e.contains('/')
+            && e.chars().any(char::is_alphabetic)
+            && e.chars()
+                .all(|c| c.is_alphanumeric() || "/._-~".contains(c));
+        let bucket = if looks_like_path(e) || directory {
             &mut files
         } else if e.ends_with("()")
             || e.contains("::")
@@ -556,6 +560,22 @@ Active symbols: parse_let(); Diagnostic
 Concepts: cargo test let; let
 Already explained (do not re-introduce): let statements; parse_let(); Diagnostic
 "#,
+        );
+    }
+
+    #[test]
+    fn a_search_pattern_is_no_active_file() {
+        // coding-strsim x40: `grep {"pattern": "\\.len\\(\\)"}` listed the
+        // regex as a file; so would a glob or a regex quoted in prose.
+        let ctx = run(&[r#"user: any other `.len()` on a string?
+            assistant: -> grep {"pattern":"\\.len\\(\\)","path":"src/lib.rs"}
+            tool: 373:    let a_len = a_elems.len();
+            assistant: -> glob {"pattern":"src/**/*.rs"}
+            tool: src/lib.rs
+            assistant: Only `a_elems.len()`, searched with `\.len\(` and `foo.*\.rs`; the score is `1.0 - distance / max(a, b)` for `src/tests/`."#]);
+        assert_eq!(
+            ctx.files,
+            vec!["src/lib.rs".to_string(), "src/tests/".to_string()]
         );
     }
 

@@ -65,6 +65,10 @@ pub struct ToolCall {
 pub struct Message {
     pub role: Role,
     pub content: String,
+    /// A tool output's bytes when they are not UTF-8 (sent as base64): kept
+    /// and returned exactly; `content` is then empty until the store puts
+    /// the digest there.
+    pub raw: Option<Vec<u8>>,
     pub kind: Option<UserKind>,
     pub tool_calls: Vec<ToolCall>,
     pub tool_call_id: Option<String>,
@@ -78,6 +82,7 @@ impl Message {
         Message {
             role,
             content: content.into(),
+            raw: None,
             kind: None,
             tool_calls: Vec::new(),
             tool_call_id: None,

@@ -421,6 +421,20 @@ const PATH_KEYS: &[&str] = &[
     "new_path",
 ];
 const COMMAND_KEYS: &[&str] = &["command", "cmd", "script"];
+/// Arguments that hold what a search looks for: a regex or a query, which
+/// may look like a file name (`\.len\(`, `*.rs`) and name none.
+const PATTERN_KEYS: &[&str] = &[
+    "pattern",
+    "regex",
+    "query",
+    "search",
+    "search_term",
+    "searchTerm",
+    "q",
+    "glob",
+    "include",
+    "exclude",
+];
 
 fn action_of(tool: &str, arguments: &str) -> Action {
     let class = classify(tool);
@@ -513,7 +527,9 @@ impl EntityList {
         self.scan_codes(text);
         for m in PATH.find_iter(text) {
             let p = m.as_str();
-            if looks_like_path(p) && !p.starts_with("//") {
+            // `a_elems.len()` is a call, not a file.
+            let call = text[m.end()..].starts_with('(');
+            if looks_like_path(p) && !p.starts_with("//") && !call {
                 self.add(p, 1);
             }
         }
@@ -532,13 +548,17 @@ impl EntityList {
     }
 
     /// Short string values of tool arguments: ids, names, places, symbols.
+    /// A search pattern is none of these: `\.len\(` names no file.
     fn scan_arguments(&mut self, arguments: &str) {
         let Ok(serde_json::Value::Object(map)) =
             serde_json::from_str::<serde_json::Value>(arguments)
         else {
             return;
         };
-        for v in map.values() {
+        for (k, v) in &map {
+            if PATTERN_KEYS.contains(&k.as_str()) {
+                continue;
+            }
             if let Some(s) = v.as_str() {
                 if !s.is_empty() && s.len() <= 40 && s.split_whitespace().count() <= 3 {
                     self.push(s);
@@ -567,9 +587,19 @@ pub(crate) fn looks_like_path(s: &str) -> bool {
     if NOT_PATHS.iter().any(|n| s.eq_ignore_ascii_case(n)) || s.contains("://") || s.contains(' ') {
         return false;
     }
+    // A regex (`\.len\(`, `foo.*rs`) or a glob (`src/**/*.rs`) is no file.
+    let escaped_punctuation = s
+        .as_bytes()
+        .windows(2)
+        .any(|w| w[0] == b'\\' && w[1].is_ascii_punctuation());
+    if escaped_punctuation || s.contains(['*', '?', '|', '^', '$']) {
+        return false;
+    }
     let name = s.rsplit('/').next().unwrap_or(s);
     let has_ext = name.rsplit_once('.').is_some_and(|(stem, ext)| {
-        !stem.is_empty() && ext.chars().next().is_some_and(|c| c.is_ascii_alphabetic())
+        !stem.is_empty()
+            && ext.chars().next().is_some_and(|c| c.is_ascii_alphabetic())
+            && ext.chars().all(|c| c.is_ascii_alphanumeric())
     });
     has_ext && !name.chars().all(|c| c.is_ascii_digit() || c == '.')
 }

@@ -312,3 +312,182 @@ fn print_ratio_table() {
     assert!(table.contains("Median ratio"));
     println!("{table}");
 }
+
+/// The output as a terminal shows it: colours removed and, of a line
+/// redrawn with `\r`, the last drawing (read here without the digesters).
+fn terminal_text(raw: &str) -> String {
+    let ansi = re(r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)|\x1b[@-Z\\-_]");
+    let text = ansi.replace_all(raw, "");
+    text.split('\n')
+        .map(|line| {
+            line.split('\r')
+                .rev()
+                .find(|part| !part.trim().is_empty())
+                .unwrap_or("")
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// What a digest of `kind` must show of `text`, each item as a string the
+/// digest contains, and the word its "… N more WORD" markers count them by
+/// (`None`: none may be left out).
+fn must_show(kind: digest::OutputKind, text: &str) -> (Vec<String>, Option<&'static str>) {
+    use digest::OutputKind as K;
+    let lines: Vec<&str> = text.lines().collect();
+    let captures = |pattern: &str, pick: &dyn Fn(&regex::Captures) -> String| -> Vec<String> {
+        let r = re(pattern);
+        lines
+            .iter()
+            .filter_map(|l| r.captures(l).map(|c| pick(&c)))
+            .collect()
+    };
+    let last_segment = |name: &str| {
+        let name = name.split(" - ").next().unwrap();
+        name.rsplit("::").next().unwrap().to_string()
+    };
+    match kind {
+        K::RustBuild | K::CargoTest => {
+            let mut items = captures(r"^error(?:\[(E\d+)\])?: (.+)$", &|c| match c.get(1) {
+                Some(code) => format!("error {}", code.as_str()),
+                None => c[0].chars().take(28).collect(),
+            });
+            items.extend(captures(r"^(?:\S+):\d+:\d+: error\[(E\d+)\]", &|c| {
+                format!("error {}", &c[1])
+            }));
+            items.extend(captures(r"^test (\S+) \.\.\. FAILED$", &|c| {
+                last_segment(&c[1])
+            }));
+            items.extend(captures(r"^\s+FAIL \[.*\] \S+ (\S+)$", &|c| last_segment(&c[1])));
+            (items, None)
+        }
+        K::Pytest => (
+            captures(r"^(?:FAILED|ERROR) (\S+)", &|c| last_segment(&c[1])),
+            None,
+        ),
+        K::GoTest => {
+            let mut items = captures(r"--- FAIL: (\S+)", &|c| c[1].to_string());
+            items.extend(captures(r"^FAIL\s+(\S+)\s+[\d.]+s$", &|c| c[1].to_string()));
+            (items, None)
+        }
+        K::JsTest => (
+            captures(r"^\s+● (.+)$", &|c| {
+                c[1].rsplit(" › ").next().unwrap().trim().to_string()
+            }),
+            None,
+        ),
+        K::Tsc => (captures(r"error (TS\d+):", &|c| c[1].to_string()), None),
+        K::Eslint => (
+            captures(r"^\s+\d+:\d+\s+error\s+.*\s([\w@/-]+)$", &|c| c[1].to_string()),
+            None,
+        ),
+        K::Listing => (listed_directories(&lines), Some("directories")),
+        K::Generic => (
+            captures(r"^error\b|^ERROR\b|^fatal\b|\w+Error:|^\*\*\* ", &|c| {
+                let line = lines.iter().find(|l| l.contains(&c[0])).unwrap();
+                line.trim().chars().take(30).collect()
+            }),
+            Some("error lines"),
+        ),
+        K::FileRead => (
+            captures(
+                r"^\s*(?:pub(?:\([^)]*\))?\s+)?(?:async\s+|const\s+|unsafe\s+)*fn\s+(\w+)|^\s*(?:async\s+)?def\s+(\w+)|^func\s+(?:\([^)]*\)\s*)?(\w+)|^\s+(?:static\s+)?(?:async\s+)?(?:get\s+|set\s+)?([A-Za-z_$][\w$]*)\s*\([^)]*\)\s*\{\s*$",
+                &|c| {
+                    (1..=4)
+                        .find_map(|i| c.get(i))
+                        .unwrap()
+                        .as_str()
+                        .to_string()
+                },
+            )
+            .into_iter()
+            .filter(|name| !["if", "for", "while", "switch", "catch", "function"].contains(&name.as_str()))
+            .collect(),
+            Some(""),
+        ),
+        _ => (Vec::new(), None),
+    }
+}
+
+/// Directories of a listing: `d` rows of `ls -l`, `tree` lines with
+/// children, and every parent below the common root of listed paths; each
+/// as `name/`, as the digest writes it.
+fn listed_directories(lines: &[&str]) -> Vec<String> {
+    let mut dirs = BTreeSet::new();
+    let long = re(r"^d[rwxsStT-]{9}\S*\s+.*\d\d:?\d\d (.+)$");
+    let tree = re(r"^([│ ]*)[├└]── (.+)$");
+    let paths: Vec<&str> = lines
+        .iter()
+        .map(|l| l.trim())
+        .filter(|l| l.contains('/') && !l.contains(' '))
+        .collect();
+    for (i, l) in lines.iter().enumerate() {
+        if let Some(c) = long.captures(l).filter(|c| !matches!(&c[1], "." | "..")) {
+            dirs.insert(c[1].to_string());
+        }
+        if let (Some(c), Some(next)) = (tree.captures(l), lines.get(i + 1)) {
+            let depth = c[1].chars().count();
+            if tree
+                .captures(next)
+                .is_some_and(|n| n[1].chars().count() > depth)
+            {
+                dirs.insert(c[2].to_string());
+            }
+        }
+    }
+    if !paths.is_empty() {
+        let first: Vec<&str> = paths[0].split('/').collect();
+        let common = (0..first.len())
+            .take_while(|&i| paths.iter().all(|p| p.split('/').nth(i) == Some(first[i])))
+            .count()
+            .min(first.len() - 1);
+        for p in &paths {
+            let parts: Vec<&str> = p.split('/').collect();
+            for depth in common.max(1)..parts.len() {
+                dirs.insert(parts[depth - 1].to_string());
+            }
+        }
+    }
+    dirs.into_iter().map(|d| format!("{d}/")).collect()
+}
+
+/// The numbers of the digest's `… N more WORD` markers, summed.
+fn counted(digest: &str, word: &str) -> usize {
+    let marker = re(&format!(r"… (\d+) more {}", regex::escape(word)));
+    marker
+        .captures_iter(digest)
+        .map(|c| c[1].parse::<usize>().unwrap())
+        .sum()
+}
+
+/// DIGESTS.md's rule: every error, failure, listed directory and (file
+/// reads) definition of an output is in its digest, or the digest counts
+/// those it leaves out; the blob id in its footer is where to grep them.
+#[test]
+fn every_error_failure_and_directory_is_shown_or_counted() {
+    let mut checked = 0;
+    let mut failures = Vec::new();
+    for f in fixtures() {
+        if f.digest.whole || f.digest.headline.contains("unchanged since") {
+            continue;
+        }
+        let (items, counted_as) = must_show(f.digest.kind, &terminal_text(&f.raw));
+        let missing: BTreeSet<&String> = items
+            .iter()
+            .filter(|item| !f.digest.text.contains(item.as_str()))
+            .collect();
+        checked += items.len();
+        let counted = counted_as.map_or(0, |word| counted(&f.digest.text, word));
+        if missing.len() > counted || !f.digest.text.contains("[b3:") {
+            failures.push(format!(
+                "{}/{}: {} left out, {counted} counted: {missing:?}\n{}",
+                f.kind,
+                f.name,
+                missing.len(),
+                f.digest.text
+            ));
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n\n"));
+    assert!(checked > 300, "only {checked} items checked");
+}

@@ -27,8 +27,9 @@ fn open_existing(path: &Path) -> anyhow::Result<Store> {
 pub fn inspect(store: &Path, session: &str, raw_id: &str, full: bool) -> anyhow::Result<()> {
     let store = open_existing(store)?;
     let id = ItemId::parse(raw_id)?;
-    let text = store.read_now(|r| -> Result<String, StoreError> {
-        Ok(match &id {
+    // Text ends with a newline; a blob that is not UTF-8 is written exactly.
+    let out = store.read_now(|r| -> Result<Vec<u8>, StoreError> {
+        let text = match &id {
             ItemId::Exchange(x) => {
                 let e = r.exchange(session, *x)?;
                 let mut out = format!(
@@ -61,15 +62,22 @@ pub fn inspect(store: &Path, session: &str, raw_id: &str, full: bool) -> anyhow:
                 out.push_str(&item.message.content);
                 out
             }
-            ItemId::Blob(hex) => r.blob(hex)?.text,
+            ItemId::Blob(hex) => {
+                let blob = r.blob(hex)?;
+                match blob.raw {
+                    Some(bytes) => return Ok(bytes),
+                    None => blob.text,
+                }
+            }
             ItemId::Prompt(_) => {
                 return Err(StoreError::Invalid(
                     "use `ctxproxy show-prompt` for prompts".into(),
                 ))
             }
-        })
+        };
+        Ok(format!("{text}\n").into_bytes())
     })?;
-    println!("{text}");
+    std::io::Write::write_all(&mut std::io::stdout().lock(), &out)?;
     Ok(())
 }
 
@@ -180,11 +188,10 @@ pub fn digest(a: DigestArgs) -> anyhow::Result<()> {
         bail!("give a FILE to digest, or --table DIR")
     };
     let raw = std::fs::read(&file).with_context(|| format!("reading {}", file.display()))?;
-    let text = String::from_utf8_lossy(&raw);
     println!(
         "{}",
         digest::digest_standalone(
-            &text,
+            &raw,
             a.tool.as_deref(),
             a.args.as_deref(),
             None,

@@ -1,10 +1,12 @@
 //! The wire: request params and results of every `ctx/` method, and their
 //! conversion to and from the core's plain data. Only this crate knows JSON-RPC.
 
+use base64::engine::general_purpose::STANDARD as BASE64;
+use base64::Engine;
 use ctxproxy_core::message::{Message, Role, ToolCall, UserKind};
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
-use serde_json::Value;
+use serde_json::{json, Value};
 
 use crate::service::ServiceError;
 
@@ -141,9 +143,22 @@ impl WireMessage {
                 ),
             )
         })?;
+        let mut raw = None;
         let content = match &self.content {
             Value::Null => String::new(),
             Value::String(s) => s.clone(),
+            // A tool output's bytes, exactly: JSON strings cannot carry bytes
+            // that are not UTF-8.
+            Value::Object(form) if role == Role::Tool => {
+                let bytes = content_bytes(form).map_err(|why| bad("content", why))?;
+                match String::from_utf8(bytes) {
+                    Ok(text) => text,
+                    Err(e) => {
+                        raw = Some(e.into_bytes());
+                        String::new()
+                    }
+                }
+            }
             Value::Array(parts) => {
                 let mut text = String::new();
                 for (i, p) in parts.iter().enumerate() {
@@ -158,6 +173,12 @@ impl WireMessage {
                     }
                 }
                 text
+            }
+            Value::Object(_) => {
+                return Err(bad(
+                    "content",
+                    "only a tool message's content may be {\"base64\": …}".into(),
+                ))
             }
             other => return Err(bad("content", format!("expected a string, got {other}"))),
         };
@@ -193,6 +214,7 @@ impl WireMessage {
         Ok(Message {
             role,
             content,
+            raw,
             kind,
             tool_calls,
             tool_call_id: self.tool_call_id.clone(),
@@ -202,10 +224,15 @@ impl WireMessage {
         })
     }
 
+    /// The wire form of a message; `content` is `{"base64": …}` when the
+    /// message holds bytes that are not UTF-8.
     pub fn from_core(m: &Message) -> WireMessage {
         WireMessage {
             role: m.role.as_str().to_string(),
-            content: Value::String(m.content.clone()),
+            content: match &m.raw {
+                Some(bytes) => json!({ "base64": BASE64.encode(bytes) }),
+                None => Value::String(m.content.clone()),
+            },
             kind: m.kind.map(|k| k.as_str().to_string()),
             tool_calls: m
                 .tool_calls
@@ -325,4 +352,22 @@ pub struct ListExchangesParams {
     pub session_id: String,
     pub from: Option<u32>,
     pub limit: Option<u32>,
+}
+
+/// The bytes of a `{"base64": "…"}` content (standard alphabet, padded).
+fn content_bytes(form: &serde_json::Map<String, Value>) -> Result<Vec<u8>, String> {
+    if let Some(key) = form.keys().find(|k| *k != "base64") {
+        return Err(format!(
+            "unknown field `{key}`: a tool output's bytes are given as {{\"base64\": \"…\"}}"
+        ));
+    }
+    let Some(encoded) = form.get("base64") else {
+        return Err("expected a string, a list of text parts or {\"base64\": \"…\"}".into());
+    };
+    let Some(encoded) = encoded.as_str() else {
+        return Err(format!("base64: expected a string, got {encoded}"));
+    };
+    BASE64
+        .decode(encoded)
+        .map_err(|e| format!("base64: not standard padded base64 ({e})"))
 }

@@ -7,12 +7,14 @@
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 
+use base64::engine::general_purpose::STANDARD as BASE64;
+use base64::Engine;
 use ctxproxy_core::config::Config;
 use ctxproxy_core::context::Housekeeping;
 use ctxproxy_core::ids::{ExchangeId, ItemId, PromptId};
 use ctxproxy_core::message::Message;
 use ctxproxy_core::slice;
-use ctxproxy_core::tokens;
+use ctxproxy_core::tokens::{self, Encoding};
 use ctxproxy_store::{settle, Event, NewSession, Store, StoreError};
 use serde_json::{json, Value};
 use tokio::sync::mpsc;
@@ -336,30 +338,47 @@ impl Service {
                 r.session(&session)?;
                 Ok(p.ids
                     .iter()
-                    .map(|raw| match retrieve_one(r, &session, raw, format.as_deref()) {
-                        Ok((kind, fmt, text, extra)) => {
-                            let text = match (&p.lines, &p.grep) {
-                                (Some([a, b]), _) => slice::lines(&text, *a, *b).unwrap_or_default(),
-                                (None, Some(g)) => slice::grep(&text, g).unwrap_or_default(),
-                                (None, None) => text,
-                            };
-                            let cut = slice::cap(text, p.max_tokens, encoding);
-                            let mut item = json!({
-                                "id": raw.trim(),
-                                "kind": kind,
-                                "format": fmt,
-                                "tokens": tokens::count(encoding, &cut.text),
-                                "truncated": cut.truncated,
-                                "text": cut.text,
-                            });
-                            if let Value::Object(extra) = extra {
-                                item.as_object_mut().expect("object").extend(extra);
-                            }
-                            item
-                        }
-                        Err(e) => {
+                    .map(|raw| {
+                        let item = retrieve_one(r, &session, raw, format.as_deref()).and_then(
+                            |(kind, fmt, body, extra)| {
+                                let (cut, encoded) = match body {
+                                    Body::Text(text) => {
+                                        let text = match (&p.lines, &p.grep) {
+                                            (Some([a, b]), _) => {
+                                                slice::lines(&text, *a, *b).unwrap_or_default()
+                                            }
+                                            (None, Some(g)) => {
+                                                slice::grep(&text, g).unwrap_or_default()
+                                            }
+                                            (None, None) => text,
+                                        };
+                                        (slice::cap(text, p.max_tokens, encoding), None)
+                                    }
+                                    Body::Bytes(bytes) => {
+                                        let cut = bytes_as_base64(raw, &bytes, &p, encoding)?;
+                                        (cut, Some("base64"))
+                                    }
+                                };
+                                let mut item = json!({
+                                    "id": raw.trim(),
+                                    "kind": kind,
+                                    "format": fmt,
+                                    "tokens": tokens::count(encoding, &cut.text),
+                                    "truncated": cut.truncated,
+                                    "text": cut.text,
+                                });
+                                if let Some(encoding) = encoded {
+                                    item["encoding"] = json!(encoding);
+                                }
+                                if let Value::Object(extra) = extra {
+                                    item.as_object_mut().expect("object").extend(extra);
+                                }
+                                Ok(item)
+                            },
+                        );
+                        item.unwrap_or_else(|e| {
                             json!({"id": raw, "error": {"code": e.code(), "message": e.to_string()}})
-                        }
+                        })
                     })
                     .collect::<Vec<_>>())
             })
@@ -505,13 +524,52 @@ pub fn to_core_messages(
         .collect()
 }
 
-/// One retrieve item: (kind, format, text, extra fields).
+/// What a retrieve item returns: text, or bytes that are not UTF-8.
+enum Body {
+    Text(String),
+    Bytes(Vec<u8>),
+}
+
+impl Body {
+    fn of(text: String, raw: Option<Vec<u8>>) -> Body {
+        match raw {
+            Some(bytes) => Body::Bytes(bytes),
+            None => Body::Text(text),
+        }
+    }
+}
+
+/// Bytes as standard base64 (`encoding: "base64"`): exact, never U+FFFD.
+/// `maxTokens` keeps a prefix of whole 4-character groups, so what is
+/// returned decodes to the first bytes; `lines` and `grep` are for text.
+fn bytes_as_base64(
+    id: &str,
+    bytes: &[u8],
+    p: &RetrieveParams,
+    encoding: Encoding,
+) -> Result<slice::Slice, ServiceError> {
+    if p.lines.is_some() || p.grep.is_some() {
+        return Err(ServiceError::InvalidParams(format!(
+            "`{}` is binary ({} bytes): lines and grep apply to text; retrieve it without them (base64)",
+            id.trim(),
+            bytes.len()
+        )));
+    }
+    let mut cut = slice::cap(BASE64.encode(bytes), p.max_tokens, encoding);
+    if cut.truncated {
+        let whole_groups = cut.text.len() / 4 * 4;
+        cut.text.truncate(whole_groups);
+    }
+    Ok(cut)
+}
+
+/// One retrieve item: (kind, format, body, extra fields).
 fn retrieve_one(
     r: &ctxproxy_store::Reader,
     session: &str,
     raw: &str,
     format: Option<&str>,
-) -> Result<(&'static str, String, String, Value), ServiceError> {
+) -> Result<(&'static str, String, Body, Value), ServiceError> {
     // One sentence per failed item: the model reads it.
     let id = ItemId::parse(raw).map_err(|e| ServiceError::UnknownId(e.to_string()))?;
     match id {
@@ -526,7 +584,7 @@ fn retrieve_one(
             Ok((
                 "exchange",
                 fmt.to_string(),
-                text,
+                Body::Text(text),
                 json!({"at": e.at, "outcome": e.outcome.as_str()}),
             ))
         }
@@ -544,14 +602,15 @@ fn retrieve_one(
             if let Some(b) = item.blob {
                 extra["blobId"] = json!(b.short_id());
             }
-            Ok(("message", "full".into(), item.message.content, extra))
+            let body = Body::of(item.message.content, item.message.raw);
+            Ok(("message", "full".into(), body, extra))
         }
         ItemId::Blob(hex) => {
             let b = r.blob(&hex)?;
             Ok((
                 "blob",
                 "full".into(),
-                b.text,
+                Body::of(b.text, b.raw),
                 json!({"blobId": b.hash.short_id(), "bytes": b.bytes, "rawTokens": b.tokens}),
             ))
         }

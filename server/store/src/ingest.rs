@@ -5,7 +5,7 @@ use std::path::PathBuf;
 
 use ctxproxy_core::config::{DigestLimits, LayerCaps};
 use ctxproxy_core::context::{self, CurrentContext, Housekeeping};
-use ctxproxy_core::digest::{self, BlobFacts, PriorRead, ToolOutput};
+use ctxproxy_core::digest::{self, BlobFacts, OutputKind, PriorRead, ToolOutput};
 use ctxproxy_core::exchange::{self, Counted, KeptMessage, ToolResult};
 use ctxproxy_core::ids::{BlobHash, ExchangeId, MessageId, PromptId};
 use ctxproxy_core::message::{Message, Role};
@@ -478,8 +478,10 @@ impl Writer {
             arguments: arguments.as_deref(),
             content: &m.content,
         };
-        let hash = BlobHash::of(m.content.as_bytes());
-        let (tokens, duplicate_of) = self.put_blob(session, id, &hash, m.content.as_bytes())?;
+        // Bytes that are not UTF-8 arrive as `raw` and are kept as sent.
+        let raw = m.raw.as_deref().unwrap_or(m.content.as_bytes());
+        let hash = BlobHash::of(raw);
+        let (tokens, duplicate_of) = self.put_blob(session, id, &hash, raw)?;
         let path = digest::read_path(&output);
         let prior = match &path {
             Some(p) => self.prior_read(session, p, &hash)?,
@@ -487,10 +489,13 @@ impl Writer {
         };
         let facts = BlobFacts {
             id: hash.short_id(),
-            bytes: m.content.len() as u64,
+            bytes: raw.len() as u64,
             tokens,
         };
-        let d = digest::digest(&output, &facts, prior.as_ref(), &self.settings.digest, enc);
+        let d = match &m.raw {
+            Some(raw) => digest::digest_binary(&output, raw, &facts, &self.settings.digest, enc),
+            None => digest::digest(&output, &facts, prior.as_ref(), &self.settings.digest, enc),
+        };
         if let Some(p) = &path {
             self.conn.execute(
                 "INSERT INTO file_reads (session_id, path, seq, hash) VALUES (?1, ?2, ?3, ?4)
@@ -502,7 +507,7 @@ impl Writer {
             blob: hash,
             kind: d.kind,
             path,
-            bytes: m.content.len() as u64,
+            bytes: facts.bytes,
             tokens,
             headline: d.headline,
             digest: d.text.clone(),
@@ -525,6 +530,7 @@ impl Writer {
         });
         let kept_message = Message {
             content: d.text,
+            raw: None,
             ..m
         };
         // A whole output has no reference line: nothing more to retrieve.
@@ -791,6 +797,8 @@ impl Writer {
         let mut body = String::new();
         for k in kept {
             match &k.result {
+                // Bytes that are not text: their digest says what they are.
+                Some(r) if r.kind == OutputKind::Binary => body.push_str(&r.digest),
                 Some(r) => {
                     let raw = read::blob_bytes(&self.conn, &self.blob_dir, &r.blob)?;
                     let raw = &raw[..raw.len().min(FTS_BLOB_MAX_BYTES)];

@@ -64,7 +64,10 @@ pub struct MessageItem {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct BlobText {
     pub hash: BlobHash,
+    /// The blob as text; empty when it is not UTF-8 (then `raw`).
     pub text: String,
+    /// The bytes of a blob that is not UTF-8, exactly as stored.
+    pub raw: Option<Vec<u8>>,
     pub bytes: u64,
     pub tokens: u32,
 }
@@ -192,8 +195,8 @@ impl<'a> Reader<'a> {
         let mut message = k.message;
         let blob = k.result.map(|r| r.blob);
         if let Some(hash) = &blob {
-            message.content =
-                String::from_utf8_lossy(&blob_bytes(self.conn, self.blob_dir, hash)?).into_owned();
+            (message.content, message.raw) =
+                text_or_raw(blob_bytes(self.conn, self.blob_dir, hash)?);
         }
         Ok(MessageItem { id, message, blob })
     }
@@ -207,10 +210,11 @@ impl<'a> Reader<'a> {
             |r| Ok((r.get(0)?, r.get(1)?)),
         )?;
         let bytes = bytes as u64;
-        let raw = blob_bytes(self.conn, self.blob_dir, &hash)?;
+        let (text, raw) = text_or_raw(blob_bytes(self.conn, self.blob_dir, &hash)?);
         Ok(BlobText {
             hash,
-            text: String::from_utf8_lossy(&raw).into_owned(),
+            text,
+            raw,
             bytes,
             tokens,
         })
@@ -465,6 +469,7 @@ pub(crate) fn load_messages(
             message: Message {
                 role: Role::parse(&role).unwrap_or(Role::User),
                 content,
+                raw: None,
                 kind: kind.as_deref().and_then(UserKind::parse),
                 tool_calls: calls.as_deref().map(decode_tool_calls).unwrap_or_default(),
                 tool_call_id: r.get(5)?,
@@ -476,6 +481,15 @@ pub(crate) fn load_messages(
         })
     })?;
     Ok(rows.collect::<std::result::Result<_, _>>()?)
+}
+
+/// Stored bytes as text when they are UTF-8, else as the bytes themselves:
+/// a blob is returned exactly, never with U+FFFD in place of its bytes.
+fn text_or_raw(bytes: Vec<u8>) -> (String, Option<Vec<u8>>) {
+    match String::from_utf8(bytes) {
+        Ok(text) => (text, None),
+        Err(e) => (String::new(), Some(e.into_bytes())),
+    }
 }
 
 /// The stored header, summary and outcome of an exchange.

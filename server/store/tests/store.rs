@@ -129,6 +129,50 @@ fn large_blobs_live_in_files_and_corruption_is_detected() {
 }
 
 #[test]
+fn binary_output_is_kept_byte_for_byte_and_described() {
+    let t = common::open();
+    let s = common::session(&t.store);
+    // A gzip header and bytes that are not UTF-8, over the inline limit.
+    let mut bytes = vec![0x1f, 0x8b, 0x08, 0x00];
+    bytes.extend((0..200_000u32).map(|i| (i.wrapping_mul(2_654_435_761) >> 13) as u8));
+    let mut binary = result("c", "run_command", "");
+    binary.raw = Some(bytes.clone());
+    let s1 = s.clone();
+    let out = write(&t.store, move |w| {
+        w.append(
+            &s1,
+            vec![
+                msg(Role::User, "show the archive"),
+                call("c", "run_command", r#"{"command":"cat out.tar.gz"}"#),
+                binary,
+            ],
+        )
+    })
+    .unwrap();
+    let hash = out.blobs[0].hash;
+    assert_eq!(out.blobs[0].bytes, 200_004);
+    let blob = t.store.read_now(|r| r.blob(&hash.to_hex())).unwrap();
+    assert_eq!(blob.raw.as_deref(), Some(&bytes[..]));
+    assert_eq!(blob.text, "");
+    assert_eq!(blob.bytes, 200_004);
+    let id = MessageId {
+        exchange: ExchangeId(1),
+        index: 3,
+    };
+    let item = t.store.read_now(|r| r.message(&s, id)).unwrap();
+    assert_eq!(item.message.raw.as_deref(), Some(&bytes[..]));
+    // The conversation keeps the digest: size and type, not the bytes.
+    let exchange = t
+        .store
+        .read_now(|r| r.exchange_full_text(&s, ExchangeId(1)))
+        .unwrap();
+    assert!(
+        exchange.contains("out.tar.gz: binary, 200004 bytes, gzip compressed data"),
+        "{exchange}"
+    );
+}
+
+#[test]
 fn blob_prefixes_resolve_or_fail_clearly() {
     let t = common::open();
     let s = common::session(&t.store);

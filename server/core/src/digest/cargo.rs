@@ -27,8 +27,33 @@ pub(crate) fn digest(label: &str, text: &str, draft: &mut Draft) {
     };
     draft.headline(format!("{label}: {outcome}"));
     diagnostics::render(&diagnostics, draft);
+    closing_errors(text, draft);
     if let Some(line) = finished {
         draft.push(line.trim());
+    }
+}
+
+/// cargo's and rustc's closing errors: which crate did not compile, why
+/// rustc stopped, which test target failed and how to rerun it. Not
+/// findings (`is_summary`), but the outcome.
+static CLOSING_ERROR: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(
+        r"^error: (?:could not compile |aborting due to |test (?:run )?failed|\d+ targets? failed)",
+    )
+    .unwrap()
+});
+
+/// Shows cargo's closing errors (`error: could not compile `fetchy``), once
+/// each: only they say which crate or test target failed.
+pub(crate) fn closing_errors(text: &str, draft: &mut Draft) {
+    let mut closing: Vec<&str> = Vec::new();
+    for line in text.lines().map(str::trim) {
+        if CLOSING_ERROR.is_match(line) && !closing.contains(&line) {
+            closing.push(line);
+        }
+    }
+    for line in closing {
+        draft.require(line);
     }
 }
 

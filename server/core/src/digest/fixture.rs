@@ -4,7 +4,7 @@
 //! notes) are for the readers and tests that know them.
 
 use crate::config::DigestLimits;
-use crate::digest::{digest, BlobFacts, Digest, PriorRead, ToolOutput};
+use crate::digest::{digest, digest_binary, BlobFacts, Digest, PriorRead, ToolOutput};
 use crate::ids::{BlobHash, ExchangeId};
 use crate::secrets;
 use crate::tokens::{self, Encoding};
@@ -32,18 +32,33 @@ pub fn fixture_prior(cmd_file_text: &str) -> Option<&str> {
 }
 
 /// Digests `content` with no store behind it: the blob facts are computed
-/// here (the store passes the ones it counted at ingest instead).
+/// here (the store passes the ones it counted at ingest instead). Bytes
+/// that are not UTF-8 are digested as binary, unmasked, as the store keeps them.
 pub fn digest_standalone(
-    content: &str,
+    content: &[u8],
     tool: Option<&str>,
     arguments: Option<&str>,
     prior: Option<&PriorRead>,
     limits: &DigestLimits,
     encoding: Encoding,
 ) -> Digest {
+    let arguments = arguments.map(|a| secrets::mask(a, secrets::Source::Conversation).text);
+    let Ok(content) = std::str::from_utf8(content) else {
+        let output = ToolOutput {
+            tool,
+            arguments: arguments.as_deref(),
+            content: "",
+        };
+        let facts = BlobFacts {
+            id: BlobHash::of(content).short_id(),
+            bytes: content.len() as u64,
+            // Not shown: a binary digest's footer has no token count.
+            tokens: 0,
+        };
+        return digest_binary(&output, content, &facts, limits, encoding);
+    };
     // As the store does: masked before it is hashed, digested or shown.
     let content = &*secrets::mask(content, secrets::Source::ToolOutput).text;
-    let arguments = arguments.map(|a| secrets::mask(a, secrets::Source::Conversation).text);
     let output = ToolOutput {
         tool,
         arguments: arguments.as_deref(),
@@ -76,7 +91,7 @@ pub fn digest_fixture(
         changed_from: (before != text).then(|| before.to_string()),
     });
     let d = digest_standalone(
-        &text,
+        text.as_bytes(),
         tool.as_deref(),
         arguments.as_deref(),
         prior.as_ref(),

@@ -1,9 +1,23 @@
 //! Any other output: repeats collapsed with counts, progress lines dropped,
-//! head and tail kept, the last lines first in importance (how it ended).
+//! error lines first (every one shown or counted), then head and tail kept,
+//! the last lines first in importance (how it ended).
 
 use super::clean;
 use super::draft::Draft;
 use crate::tokens;
+use regex::Regex;
+use std::sync::LazyLock;
+
+/// A line that reports an error or failure in free-form output: a leading
+/// `error`, `fatal`, `failed`, `panic`, `npm error`, an exception's
+/// `NameError:`, an upper-case `ERROR`/`FAILED`/`FATAL`/`ERR!` word (log
+/// levels), or `***` (make, compileall).
+static ERROR_LINE: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(
+        r"(?i:^\W*(?:error|fatal|failed|failure|panic|traceback)\b)|\b\w*(?:Error|Exception):(?:\s|$)|\b(?:ERROR|FATAL|FAILED|ERR!)\b|^npm error\b|\*\*\* ",
+    )
+    .unwrap()
+});
 
 pub(crate) fn digest(label: &str, text: &str, draft: &mut Draft) {
     let collapsed = clean::collapse_repeats(
@@ -17,12 +31,57 @@ pub(crate) fn digest(label: &str, text: &str, draft: &mut Draft) {
     let last = lines
         .last()
         .map(|l| tokens::truncate(draft.encoding(), l.trim(), 24).to_string());
+    let errors: Vec<(usize, &str)> = text
+        .lines()
+        .enumerate()
+        .filter(|(_, l)| ERROR_LINE.is_match(l))
+        .map(|(i, l)| (i + 1, l.trim()))
+        .collect();
+    let errors_said = if errors.is_empty() {
+        String::new()
+    } else {
+        format!(
+            ", {}",
+            super::diagnostics::plural(errors.len(), "error line")
+        )
+    };
     let headline = match last {
-        Some(last) => format!("{label}: {} lines, ends: {last}", text.lines().count()),
+        Some(last) => format!(
+            "{label}: {} lines{errors_said}, ends: {last}",
+            text.lines().count()
+        ),
         None => format!("{label}: empty"),
     };
     draft.headline(headline);
+    error_lines(&errors, draft);
     head_and_tail(&lines, draft);
+}
+
+/// Error lines with their line numbers, up to half the room; the rest
+/// counted, so the model knows to grep the blob for them.
+fn error_lines(errors: &[(usize, &str)], draft: &mut Draft) {
+    let encoding = draft.encoding();
+    let room = draft.room() / 2;
+    let mut used = 0;
+    let mut shown = 0;
+    for (line, text) in errors {
+        let entry = format!("L{line}: {}", tokens::truncate(encoding, text, 40));
+        let last = shown + 1 == errors.len();
+        let reserve = if last { 0 } else { 16 };
+        let cost = draft.cost(&entry);
+        if used + cost + reserve > room {
+            break;
+        }
+        used += cost;
+        draft.require(entry);
+        shown += 1;
+    }
+    if shown < errors.len() {
+        draft.require(format!(
+            "… {} more error lines (grep the blob for them)",
+            errors.len() - shown
+        ));
+    }
 }
 
 /// Bars and spinners: lines mostly made of bar characters.

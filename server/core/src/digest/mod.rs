@@ -10,6 +10,7 @@
 //! to fit; when even the shortest form exceeds the cap, the digest exceeds it
 //! rather than drop one (see `draft.rs`).
 
+mod binary;
 mod cargo;
 mod classify;
 mod clean;
@@ -28,6 +29,7 @@ mod table;
 mod test_run;
 mod tests_output;
 
+pub use binary::{is_binary, type_guess};
 pub use classify::{classify, read_path};
 pub use fixture::{digest_fixture, digest_standalone, fixture_call, fixture_prior};
 pub use table::ratio_table;
@@ -63,6 +65,8 @@ pub enum OutputKind {
     Json,
     /// Any other command output: logs, progress, plain text.
     Generic,
+    /// Bytes that are not text (`is_binary`): never shown, only described.
+    Binary,
 }
 
 impl OutputKind {
@@ -83,10 +87,11 @@ impl OutputKind {
             OutputKind::Listing => "listing",
             OutputKind::Json => "json",
             OutputKind::Generic => "output",
+            OutputKind::Binary => "binary",
         }
     }
 
-    pub const ALL: [OutputKind; 15] = [
+    pub const ALL: [OutputKind; 16] = [
         OutputKind::FileRead,
         OutputKind::Search,
         OutputKind::RustBuild,
@@ -102,6 +107,7 @@ impl OutputKind {
         OutputKind::Listing,
         OutputKind::Json,
         OutputKind::Generic,
+        OutputKind::Binary,
     ];
 
     /// The kind `as_str` named; the store keeps kinds by name.
@@ -166,6 +172,10 @@ pub fn digest(
     limits: &DigestLimits,
     encoding: Encoding,
 ) -> Digest {
+    // Text with NUL bytes is binary too (an archive that happens to be UTF-8).
+    if binary::has_nul(output.content.as_bytes()) {
+        return digest_binary(output, output.content.as_bytes(), facts, limits, encoding);
+    }
     let kind = classify(output);
     let footer = footer(facts);
     let mut draft = Draft::new(encoding, limits.inline_max_tokens, &footer);
@@ -192,6 +202,7 @@ pub fn digest(
         OutputKind::Listing => listing::digest(&label, text, &mut draft),
         OutputKind::Json => json::digest(&label, text, &mut draft),
         OutputKind::Generic => log::digest(&label, text, &mut draft),
+        OutputKind::Binary => unreachable!("binary output is digested by digest_binary"),
     }
     // The whole output can replace the digest only when it fits the cap;
     // untouched by cleaning, its size is already known (`facts.tokens`), so
@@ -211,5 +222,33 @@ pub fn digest(
             digest
         },
         whole,
+    }
+}
+
+/// Digests a tool result whose bytes are not text (`is_binary`): its size
+/// and type, never its bytes; `output.content` is not read.
+pub fn digest_binary(
+    output: &ToolOutput,
+    bytes: &[u8],
+    facts: &BlobFacts,
+    limits: &DigestLimits,
+    encoding: Encoding,
+) -> Digest {
+    // Lines and grep do not apply to bytes: the footer says what does.
+    let footer = format!(
+        "[{} · {} bytes · binary: context_retrieve returns its bytes as base64]",
+        facts.id, facts.bytes
+    );
+    let mut draft = Draft::new(encoding, limits.inline_max_tokens, &footer);
+    let label = read_path(output)
+        .or_else(|| classify::command(output))
+        .unwrap_or_else(|| output.tool.unwrap_or("output").to_string());
+    binary::digest(&label, bytes, &mut draft);
+    let (headline, text, _) = draft.finish();
+    Digest {
+        kind: OutputKind::Binary,
+        headline,
+        text,
+        whole: false,
     }
 }

@@ -140,6 +140,26 @@ pub(crate) fn outline(language: Language, text: &str) -> Vec<Definition> {
         .collect()
 }
 
+/// What a definition is called, from its signature: the name before the
+/// parameters (`async calculateConfigForFile(filePath)`, Go's `func (c
+/// *Client) Do(`), after a keyword (`class ESLint`, `type Client struct`),
+/// or the signature itself.
+pub(crate) fn name(signature: &str) -> &str {
+    static CALLED: LazyLock<Regex> =
+        LazyLock::new(|| Regex::new(r"([A-Za-z_$][\w$]*)(?:<[^()]*>)?\(").unwrap());
+    static KEYWORD: LazyLock<Regex> = LazyLock::new(|| {
+        Regex::new(r"\b(?:class|struct|enum|trait|interface|type|mod|union|namespace|record|const|static|macro_rules!)\s*(?:mut\s+)?([A-Za-z_$][\w$]*)").unwrap()
+    });
+    // `pub(crate) fn empty()`: a visibility is no name.
+    let called = CALLED
+        .captures_iter(signature)
+        .filter_map(|c| c.get(1))
+        .find(|m| m.as_str() != "pub");
+    called
+        .or_else(|| KEYWORD.captures(signature).and_then(|c| c.get(1)))
+        .map_or(signature, |m| m.as_str())
+}
+
 /// The definition's line without its body: cut before `{` and `where`.
 fn signature(line: &str) -> String {
     let cut = line
@@ -177,6 +197,36 @@ mod tests {
             .map(|(l, d, s)| (*l, *d, s.to_string()))
             .collect();
         assert_eq!(got, want, "{source}");
+    }
+
+    #[test]
+    fn names_of_definitions() {
+        let cases = [
+            (
+                "async calculateConfigForFile(filePath)",
+                "calculateConfigForFile",
+            ),
+            ("static get version()", "version"),
+            ("class ESLint", "ESLint"),
+            ("pub(crate) fn empty() -> ByteClasses", "empty"),
+            ("pub(crate) struct ByteClasses([u8; 256]);", "ByteClasses"),
+            ("func (c *Client) Do(req *Request) (*Response, error)", "Do"),
+            ("type Client struct", "Client"),
+            (
+                "pub fn new<I, P>(patterns: I) -> Result<AhoCorasick, BuildError>",
+                "new",
+            ),
+            ("export const add = (a: number) =>", "add"),
+            ("class Foo(Base)", "Foo"),
+            ("macro_rules! try_opt", "try_opt"),
+            (
+                "impl<'a, 'h> Iterator for FindIter<'a, 'h>",
+                "impl<'a, 'h> Iterator for FindIter<'a, 'h>",
+            ),
+        ];
+        for (signature, want) in cases {
+            assert_eq!(name(signature), want, "{signature}");
+        }
     }
 
     #[test]

@@ -38,6 +38,7 @@ pub(crate) fn cargo(label: &str, text: &str, draft: &mut Draft) {
     let (failures, counts) = parse_cargo(text);
     draft.headline(format!("{label}: {}", counts.outcome(&failures)));
     test_run::render(&failures, draft);
+    super::cargo::closing_errors(text, draft);
 }
 
 fn parse_cargo(text: &str) -> (Vec<Failure>, Counts) {
@@ -154,7 +155,8 @@ pub(crate) fn go(label: &str, text: &str, draft: &mut Draft) {
     let mut logs: Vec<(String, String, String)> = Vec::new();
     let mut counts = Counts::default();
     let mut current: Option<&str> = None;
-    let mut packages = (0, 0);
+    let mut packages_ok = 0;
+    let mut packages_failed: Vec<&str> = Vec::new();
     for line in text.lines() {
         if let Some(c) = GO_FAIL.captures(line) {
             test_run::entry(&mut failures, &c[2]);
@@ -169,9 +171,9 @@ pub(crate) fn go(label: &str, text: &str, draft: &mut Draft) {
             logs.push((test.to_string(), c[1].to_string(), c[2].to_string()));
         } else if let Some(c) = GO_PACKAGE.captures(line) {
             if &c[1] == "ok" {
-                packages.0 += 1
+                packages_ok += 1
             } else {
-                packages.1 += 1
+                packages_failed.push(c.get(2).map_or("", |m| m.as_str()));
             }
         }
     }
@@ -182,10 +184,13 @@ pub(crate) fn go(label: &str, text: &str, draft: &mut Draft) {
         }
     }
     let outcome = counts.outcome(&failures);
-    let packages = match packages {
-        (ok, 0) => format!("{} ok", plural(ok, "package")),
-        (ok, failed) => format!("{} failed, {ok} ok", plural(failed, "package")),
+    let packages = match packages_failed.len() {
+        0 => format!("{} ok", plural(packages_ok, "package")),
+        failed => format!("{} failed, {packages_ok} ok", plural(failed, "package")),
     };
     draft.headline(format!("{label}: {outcome} ({packages})"));
     test_run::render(&failures, draft);
+    if !packages_failed.is_empty() {
+        draft.require(format!("FAIL packages: {}", packages_failed.join(", ")));
+    }
 }

@@ -92,6 +92,7 @@ fn message(v: &Value) -> Message {
     Message {
         role: Role::parse(v["role"].as_str().unwrap()).unwrap(),
         content: s("content").unwrap_or_default(),
+        raw: None,
         kind: v["kind"].as_str().and_then(UserKind::parse),
         tool_calls: v["toolCalls"]
             .as_array()
