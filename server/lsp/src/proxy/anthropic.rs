@@ -569,3 +569,280 @@ fn append_str(block: &mut Value, key: &str, more: &Value) {
     text.push_str(more.as_str().unwrap_or_default());
     block[key] = json!(text);
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn pretty(v: &Value) -> String {
+        serde_json::to_string_pretty(v).unwrap()
+    }
+
+    fn request_as_text(r: &ClientRequest) -> String {
+        let messages: Vec<Value> = r
+            .messages
+            .iter()
+            .map(|m| serde_json::to_value(crate::protocol::WireMessage::from_core(m)).unwrap())
+            .collect();
+        pretty(&json!({"system": r.system, "stream": r.stream, "messages": messages}))
+    }
+
+    fn thinking() -> Value {
+        json!({"type": "thinking", "thinking": "The file first.", "signature": "EqQBCkYIARgCKkA+sig/=="})
+    }
+
+    fn client_request() -> Value {
+        json!({
+            "model": "claude-sonnet-4-5",
+            "max_tokens": 1024,
+            "metadata": {"user_id": "u"},
+            "thinking": {"type": "enabled", "budget_tokens": 2000},
+            "system": [
+                {"type": "text", "text": "You are Claude Code."},
+                {"type": "text", "text": "Be brief."}
+            ],
+            "tools": [
+                {"name": "Read", "description": "Reads a file", "input_schema": {"type": "object"}},
+                {"name": "WebFetch", "input_schema": {"type": "object"}, "defer_loading": true}
+            ],
+            "messages": [
+                {"role": "user", "content": "Look at main.rs"},
+                {"role": "assistant", "content": [
+                    thinking(),
+                    {"type": "text", "text": "Reading it."},
+                    {"type": "tool_use", "id": "toolu_1", "name": "Read", "input": {"path": "main.rs"}}
+                ]},
+                {"role": "user", "content": [
+                    {"type": "tool_result", "tool_use_id": "toolu_1", "content": [
+                        {"type": "text", "text": "fn main() {}"},
+                        {"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": "AAAA"}}
+                    ]},
+                    {"type": "text", "text": "<system-reminder>be careful</system-reminder>"}
+                ]}
+            ]
+        })
+    }
+
+    #[test]
+    fn requests_become_ctxproxy_messages() {
+        let parsed = Anthropic::parse(&client_request()).unwrap();
+        insta::assert_snapshot!(request_as_text(&parsed));
+        let plain = json!({"system": "Plain.", "messages": [{"role": "user", "content": "hi"}]});
+        assert_eq!(Anthropic::parse(&plain).unwrap().system, "Plain.");
+    }
+
+    #[test]
+    fn malformed_requests_name_the_field() {
+        let cases = [
+            json!("hi"),
+            json!({"messages": {}}),
+            json!({"system": 3, "messages": [{"role": "user", "content": "hi"}]}),
+            json!({"messages": [{"role": "system", "content": "hi"}]}),
+            json!({"messages": [{"role": "user", "content": [{"text": "no type"}]}]}),
+            json!({"messages": [{"role": "user", "content": [{"type": "tool_result"}]}]}),
+            json!({"messages": [{"role": "assistant", "content": [{"type": "tool_use", "id": "t"}]}]}),
+            json!({"messages": [{"role": "user", "content": [{"type": "text"}]}]}),
+        ];
+        let errors: Vec<String> = cases
+            .iter()
+            .map(|c| {
+                let e = Anthropic::parse(c).unwrap_err();
+                format!("{} | {}", e.param, e.message)
+            })
+            .collect();
+        insta::assert_snapshot!(errors.join("\n"));
+    }
+
+    /// What `ctx/assemble` returns for the request above, in this format.
+    fn prompt() -> Value {
+        json!({
+            "promptId": "p3",
+            "system": "You are Claude Code.\nBe brief.",
+            "messages": [
+                {"role": "user", "content": [{"type": "text", "text": "Look at main.rs\n"}]},
+                {"role": "assistant", "content": [
+                    {"type": "text", "text": "Reading it.\n"},
+                    {"type": "tool_use", "id": "toolu_1", "name": "Read", "input": {"path": "main.rs"}}
+                ]},
+                {"role": "user", "content": [
+                    {"type": "tool_result", "tool_use_id": "toolu_1", "content": "fn main() {}\n"},
+                    {"type": "text", "text": "## Current context\n"}
+                ]}
+            ],
+            "tools": [{"name": "context_retrieve", "input_schema": {"type": "object"}}, {"name": "context_search", "input_schema": {"type": "object"}}]
+        })
+    }
+
+    #[test]
+    fn the_assembled_prompt_keeps_system_blocks_thinking_and_gets_breakpoints() {
+        let body = Anthropic::upstream_body(&client_request(), &prompt(), "s-abc");
+        insta::assert_snapshot!(pretty(&body));
+        // The thinking block comes back byte for byte, before the call it led to.
+        assert_eq!(body["messages"][1]["content"][0], thinking());
+        assert!(count_breakpoints(&body) <= MAX_BREAKPOINTS);
+    }
+
+    #[test]
+    fn a_client_with_its_own_breakpoints_keeps_them() {
+        let mut client = client_request();
+        for i in 0..3 {
+            client["tools"][0]["cache_control"] = json!({"type": "ephemeral"});
+            client["system"][i % 2]["cache_control"] = json!({"type": "ephemeral", "ttl": "1h"});
+        }
+        let body = Anthropic::upstream_body(&client, &prompt(), "s-abc");
+        assert_eq!(body["system"], client["system"]);
+        assert!(body["tools"][2].get("cache_control").is_none());
+        // Three of the client's, one on the stable part of the messages.
+        assert_eq!(count_breakpoints(&body), 4);
+        assert!(body["messages"][1]["content"][2]
+            .get("cache_control")
+            .is_some());
+        // A string system prompt is marked as one block.
+        let plain = json!({"system": "Plain.", "messages": [{"role": "user", "content": "hi"}]});
+        let body = Anthropic::upstream_body(&plain, &prompt(), "s-abc");
+        assert_eq!(
+            body["system"],
+            json!([{"type": "text", "text": "Plain.", "cache_control": {"type": "ephemeral"}}])
+        );
+    }
+
+    fn event(name: &str, data: Value) -> sse::Event {
+        sse::Event {
+            event: name.into(),
+            data: data.to_string(),
+        }
+    }
+
+    fn round(
+        id: &str,
+        blocks: &[(Value, Vec<Value>)],
+        stop: &str,
+        usage: Value,
+    ) -> Vec<sse::Event> {
+        let mut out = vec![event(
+            "message_start",
+            json!({"type": "message_start", "message": {"id": id, "type": "message", "role": "assistant", "content": [], "model": "claude", "usage": usage}}),
+        )];
+        out.push(event("ping", json!({"type": "ping"})));
+        for (i, (start, deltas)) in blocks.iter().enumerate() {
+            out.push(event(
+                "content_block_start",
+                json!({"type": "content_block_start", "index": i, "content_block": start}),
+            ));
+            for d in deltas {
+                out.push(event(
+                    "content_block_delta",
+                    json!({"type": "content_block_delta", "index": i, "delta": d}),
+                ));
+            }
+            out.push(event(
+                "content_block_stop",
+                json!({"type": "content_block_stop", "index": i}),
+            ));
+        }
+        out.push(event(
+            "message_delta",
+            json!({"type": "message_delta", "delta": {"stop_reason": stop, "stop_sequence": null}, "usage": {"output_tokens": 12}}),
+        ));
+        out.push(event("message_stop", json!({"type": "message_stop"})));
+        out
+    }
+
+    #[test]
+    fn streams_splice_over_context_rounds() {
+        let round1 = round(
+            "msg_1",
+            &[
+                (
+                    json!({"type": "thinking", "thinking": "", "signature": ""}),
+                    vec![
+                        json!({"type": "thinking_delta", "thinking": "Need x2."}),
+                        json!({"type": "signature_delta", "signature": "sig1=="}),
+                    ],
+                ),
+                (
+                    json!({"type": "text", "text": ""}),
+                    vec![json!({"type": "text_delta", "text": "Checking history. "})],
+                ),
+                (
+                    json!({"type": "tool_use", "id": "toolu_ctx", "name": "context_retrieve", "input": {}}),
+                    vec![
+                        json!({"type": "input_json_delta", "partial_json": "{\"ids\": [\"x"}),
+                        json!({"type": "input_json_delta", "partial_json": "2\"]}"}),
+                    ],
+                ),
+            ],
+            "tool_use",
+            json!({"input_tokens": 900, "output_tokens": 1, "cache_read_input_tokens": 800}),
+        );
+        let round2 = round(
+            "msg_2",
+            &[
+                (
+                    json!({"type": "text", "text": ""}),
+                    vec![json!({"type": "text_delta", "text": "It was pytest."})],
+                ),
+                (
+                    json!({"type": "tool_use", "id": "toolu_bash", "name": "Bash", "input": {}}),
+                    vec![
+                        json!({"type": "input_json_delta", "partial_json": "{\"command\": \"pytest\"}"}),
+                    ],
+                ),
+            ],
+            "tool_use",
+            json!({"input_tokens": 950, "output_tokens": 1, "cache_read_input_tokens": 900}),
+        );
+        let mut s = Anthropic::splicer(&json!({}));
+        let mut out = Vec::new();
+        for e in round1 {
+            out.extend(s.event(e));
+        }
+        let turn1 = s.end_round();
+        let (calls, own) = Anthropic::calls(&turn1);
+        assert_eq!((calls.len(), own), (1, false));
+        assert_eq!(calls[0].arguments, "{\"ids\":[\"x2\"]}");
+        out.extend(s.keep_alive());
+        for e in round2 {
+            out.extend(s.event(e));
+        }
+        s.end_round();
+        out.extend(s.finish());
+        let client_turn = s.client_turn();
+        insta::assert_snapshot!(format!(
+            "{}\ncontinuation turn: {}\nrecorded: {}",
+            String::from_utf8(out).unwrap(),
+            pretty(&turn1),
+            pretty(&client_turn)
+        ));
+        let next = json!({"messages": [{"role": "user", "content": "go"}, client_turn]});
+        let parsed = Anthropic::parse(&next).unwrap();
+        assert_eq!(
+            Anthropic::turn_message(&client_turn).as_ref(),
+            parsed.messages.last()
+        );
+    }
+
+    #[test]
+    fn whole_replies_splice_over_context_rounds() {
+        let round1 = json!({"id": "msg_1", "type": "message", "role": "assistant", "stop_reason": "tool_use",
+            "content": [
+                {"type": "text", "text": "Checking. "},
+                {"type": "tool_use", "id": "toolu_ctx", "name": "context_search", "input": {"query": "pytest"}}
+            ],
+            "usage": {"input_tokens": 100, "output_tokens": 10}});
+        let turn = Anthropic::assistant_turn(&round1);
+        let (calls, _) = Anthropic::calls(&turn);
+        let mut body = json!({"messages": []});
+        Anthropic::continue_with(
+            &mut body,
+            &turn,
+            &[(calls[0].clone(), "x2 [s-1] ran pytest".into())],
+        );
+        let round2 = json!({"id": "msg_2", "type": "message", "role": "assistant", "stop_reason": "end_turn",
+            "content": [{"type": "text", "text": "You ran pytest in x2."}],
+            "usage": {"input_tokens": 130, "output_tokens": 8}});
+        let spliced = Anthropic::splice(&[round1, round2]);
+        insta::assert_snapshot!(pretty(&json!({"continuation": body, "client": spliced})));
+    }
+}

@@ -114,12 +114,14 @@ pub fn to_message(m: &Value, field: &str) -> Result<Message, BadRequest> {
             name: m["name"].as_str().map(str::to_string),
             ..Message::new(Role::Tool, content)
         },
-        other => return Err(BadRequest::new(
-            format!("{field}.role"),
-            format!(
+        other => {
+            return Err(BadRequest::new(
+                format!("{field}.role"),
+                format!(
                 "{field}.role: expected system, developer, user, assistant or tool, got {other:?}"
             ),
-        )),
+            ))
+        }
     };
     if let Some(name) = m.get("name").and_then(Value::as_str) {
         message.name = Some(name.to_string());
@@ -509,5 +511,219 @@ impl Splicer for ChunkSplicer {
 
     fn error_event(&self, body: &Value) -> Vec<u8> {
         Self::chunk_bytes(body)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn pretty(v: &Value) -> String {
+        serde_json::to_string_pretty(v).unwrap()
+    }
+
+    fn request_as_text(r: &ClientRequest) -> String {
+        let messages: Vec<Value> = r
+            .messages
+            .iter()
+            .map(|m| serde_json::to_value(crate::protocol::WireMessage::from_core(m)).unwrap())
+            .collect();
+        pretty(&json!({"system": r.system, "stream": r.stream, "messages": messages}))
+    }
+
+    fn client_request() -> Value {
+        json!({
+            "model": "gpt-4.1",
+            "stream": true,
+            "stream_options": {"include_usage": true},
+            "temperature": 0.2,
+            "tool_choice": "auto",
+            "tools": [{"type": "function", "function": {"name": "read_file", "parameters": {"type": "object"}}}],
+            "messages": [
+                {"role": "system", "content": "You are terse."},
+                {"role": "developer", "content": [{"type": "text", "text": "Prefer Rust."}]},
+                {"role": "user", "content": [
+                    {"type": "text", "text": "What does this show?"},
+                    {"type": "image_url", "image_url": {"url": "data:image/png;base64,AAAA"}}
+                ]},
+                {"role": "assistant", "content": null, "tool_calls": [
+                    {"id": "call_1", "type": "function", "function": {"name": "read_file", "arguments": "{\"path\": \"a.rs\"}"}}
+                ]},
+                {"role": "tool", "tool_call_id": "call_1", "content": "fn main() {}"},
+                {"role": "assistant", "content": "It is an empty program."},
+                {"role": "user", "content": "Thanks"}
+            ]
+        })
+    }
+
+    #[test]
+    fn requests_become_ctxproxy_messages() {
+        let parsed = OpenAi::parse(&client_request()).unwrap();
+        insta::assert_snapshot!(request_as_text(&parsed));
+    }
+
+    #[test]
+    fn malformed_requests_name_the_field() {
+        let cases = [
+            json!([]),
+            json!({"messages": "hi"}),
+            json!({"messages": []}),
+            json!({"messages": [{"content": "hi"}]}),
+            json!({"messages": [{"role": "robot", "content": "hi"}]}),
+            json!({"messages": [{"role": "user", "content": 7}]}),
+            json!({"messages": [{"role": "user", "content": [{"text": "x"}]}]}),
+            json!({"messages": [{"role": "tool", "content": "x"}]}),
+            json!({"messages": [{"role": "assistant", "tool_calls": [{"id": "c", "function": {}}]}]}),
+            json!({"stream": "yes", "messages": [{"role": "user", "content": "hi"}]}),
+        ];
+        let errors: Vec<String> = cases
+            .iter()
+            .map(|c| {
+                let e = OpenAi::parse(c).unwrap_err();
+                format!("{} | {}", e.param, e.message)
+            })
+            .collect();
+        insta::assert_snapshot!(errors.join("\n"));
+    }
+
+    #[test]
+    fn the_assembled_prompt_replaces_the_history_only() {
+        let prompt = json!({
+            "promptId": "p2",
+            "messages": [
+                {"role": "system", "content": "You are terse.\n\nPrefer Rust."},
+                {"role": "user", "content": "## Earlier exchanges\nx1 asked about an image\n"},
+                {"role": "user", "content": "Thanks\n"},
+            ],
+            "tools": ctxproxy_core::render::tool_definitions(),
+        });
+        let body = OpenAi::upstream_body(&client_request(), &prompt, "s-abc");
+        insta::assert_snapshot!(pretty(&body));
+        // A client's own cache key is kept.
+        let mut own = client_request();
+        own["prompt_cache_key"] = json!("mine");
+        assert_eq!(
+            OpenAi::upstream_body(&own, &prompt, "s-abc")["prompt_cache_key"],
+            "mine"
+        );
+    }
+
+    #[test]
+    fn whole_replies_splice_over_context_rounds() {
+        let round1 = json!({
+            "id": "chatcmpl-1", "object": "chat.completion", "model": "gpt-4.1",
+            "choices": [{"index": 0, "finish_reason": "tool_calls", "message": {
+                "role": "assistant", "content": "Checking. ",
+                "tool_calls": [{"id": "call_ctx", "type": "function", "function": {"name": "context_retrieve", "arguments": "{\"ids\":[\"x1\"]}"}}]
+            }}],
+            "usage": {"prompt_tokens": 100, "completion_tokens": 10, "total_tokens": 110, "prompt_tokens_details": {"cached_tokens": 64}}
+        });
+        let turn = OpenAi::assistant_turn(&round1);
+        let (calls, own) = OpenAi::calls(&turn);
+        assert_eq!(calls.len(), 1);
+        assert!(!own);
+        let mut body = json!({"messages": []});
+        OpenAi::continue_with(
+            &mut body,
+            &turn,
+            &[(calls[0].clone(), "## x1 (full)\nhello".into())],
+        );
+        let round2 = json!({
+            "id": "chatcmpl-2", "object": "chat.completion", "model": "gpt-4.1",
+            "choices": [{"index": 0, "finish_reason": "tool_calls", "message": {
+                "role": "assistant", "content": "Now reading.",
+                "tool_calls": [{"id": "call_2", "type": "function", "function": {"name": "read_file", "arguments": "{}"}}]
+            }}],
+            "usage": {"prompt_tokens": 130, "completion_tokens": 5, "total_tokens": 135, "prompt_tokens_details": {"cached_tokens": 100}}
+        });
+        let spliced = OpenAi::splice(&[round1, round2]);
+        insta::assert_snapshot!(pretty(&json!({"continuation": body, "client": spliced})));
+    }
+
+    /// Feeds rounds of chunks through the splicer: what the client reads,
+    /// and the message recorded.
+    fn splice_stream(client: &Value, rounds: &[Vec<Value>]) -> (String, Value) {
+        let mut s = OpenAi::splicer(client);
+        let mut out = Vec::new();
+        for (i, round) in rounds.iter().enumerate() {
+            for chunk in round {
+                out.extend(s.event(sse::Event {
+                    event: String::new(),
+                    data: chunk.to_string(),
+                }));
+            }
+            // Each round's own `[DONE]` is the upstream's; only ours reaches the client.
+            assert!(s
+                .event(sse::Event {
+                    event: String::new(),
+                    data: "[DONE]".into(),
+                })
+                .is_empty());
+            s.end_round();
+            if i + 1 < rounds.len() {
+                out.extend(s.keep_alive());
+            }
+        }
+        out.extend(s.finish());
+        (String::from_utf8(out).unwrap(), s.client_turn())
+    }
+
+    fn chunk(id: &str, delta: Value, finish: Value) -> Value {
+        json!({"id": id, "object": "chat.completion.chunk", "created": 1, "model": "gpt-4.1",
+               "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]})
+    }
+
+    #[test]
+    fn streams_splice_over_context_rounds() {
+        let round1 = vec![
+            chunk(
+                "c-1",
+                json!({"role": "assistant", "content": ""}),
+                Value::Null,
+            ),
+            chunk("c-1", json!({"content": "Let me check. "}), Value::Null),
+            chunk(
+                "c-1",
+                json!({"tool_calls": [{"index": 0, "id": "call_ctx", "type": "function", "function": {"name": "context_search", "arguments": ""}}]}),
+                Value::Null,
+            ),
+            chunk(
+                "c-1",
+                json!({"tool_calls": [{"index": 0, "function": {"arguments": "{\"query\":\"tests\"}"}}]}),
+                Value::Null,
+            ),
+            chunk("c-1", json!({}), json!("tool_calls")),
+            json!({"id": "c-1", "object": "chat.completion.chunk", "choices": [], "usage": {"prompt_tokens": 50, "completion_tokens": 7, "total_tokens": 57}}),
+        ];
+        let round2 = vec![
+            chunk(
+                "c-2",
+                json!({"role": "assistant", "content": "Found it. "}),
+                Value::Null,
+            ),
+            chunk(
+                "c-2",
+                json!({"tool_calls": [{"index": 0, "id": "call_run", "type": "function", "function": {"name": "run", "arguments": "{\"cmd\":"}}]}),
+                Value::Null,
+            ),
+            chunk(
+                "c-2",
+                json!({"tool_calls": [{"index": 0, "function": {"arguments": "\"pytest\"}"}}]}),
+                Value::Null,
+            ),
+            chunk("c-2", json!({}), json!("tool_calls")),
+            json!({"id": "c-2", "object": "chat.completion.chunk", "choices": [], "usage": {"prompt_tokens": 80, "completion_tokens": 9, "total_tokens": 89}}),
+        ];
+        let client = json!({"stream": true, "stream_options": {"include_usage": true}});
+        let (text, turn) = splice_stream(&client, &[round1.clone(), round2.clone()]);
+        insta::assert_snapshot!(format!("{text}\nrecorded: {}", pretty(&turn)));
+        // The recorded turn reads back as the client's next request will carry it.
+        let next = json!({"messages": [{"role": "user", "content": "go"}, turn]});
+        let parsed = OpenAi::parse(&next).unwrap();
+        assert_eq!(OpenAi::turn_message(&turn).as_ref(), parsed.messages.last());
+        // Without include_usage the client gets no usage chunk.
+        let (text, _) = splice_stream(&json!({"stream": true}), &[round1, round2]);
+        assert!(!text.contains("\"usage\""));
     }
 }
