@@ -265,6 +265,25 @@ impl Service {
         self.assemble_request(&p.session_id, request).await
     }
 
+    /// The prompt the next assemble would give, not recorded (and not the
+    /// previous prompt of prefix-reuse figures).
+    pub async fn preview_request(&self, session_id: &str, request: assemble::Request) -> Reply {
+        if let Some(input) = &request.input {
+            self.check_payload(std::slice::from_ref(input), "input")?;
+        }
+        let session = session_id.to_string();
+        let unrecorded = Arc::new(assemble::LastPrompts::default());
+        let encoding = request.encoding;
+        assemble::flatten(
+            settle(self.store.write(move |w| {
+                w.preview(&session, encoding, move |id, view, caps| {
+                    assemble::run(id, view, &request, caps, &unrecorded)
+                })
+            }))
+            .await,
+        )
+    }
+
     /// `ctx/assemble` with a typed request.
     pub async fn assemble_request(&self, session_id: &str, request: assemble::Request) -> Reply {
         if let Some(input) = &request.input {

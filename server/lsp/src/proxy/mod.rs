@@ -131,6 +131,8 @@ pub fn router(proxy: Arc<Proxy>) -> Router {
         .route("/chat/completions", post(model::<openai::OpenAi>))
         .route("/v1/messages", post(model::<anthropic::Anthropic>))
         .route("/messages", post(model::<anthropic::Anthropic>))
+        .route("/v1/messages/count_tokens", post(count_tokens))
+        .route("/messages/count_tokens", post(count_tokens))
         .fallback(passthrough)
         .with_state(proxy)
 }
@@ -181,78 +183,66 @@ fn header_str<'a>(headers: &'a HeaderMap, name: &str) -> Option<&'a str> {
     headers.get(name).and_then(|v| v.to_str().ok())
 }
 
-/// `POST /v1/chat/completions` and `POST /v1/messages`.
-async fn model<A: Api>(State(proxy): State<Arc<Proxy>>, request: Request) -> Response {
+/// A model request, read and checked.
+struct Incoming {
+    url: String,
+    headers: HeaderMap,
+    client_body: Value,
+    request: api::ClientRequest,
+    budget: Option<u32>,
+    passthrough: bool,
+    key: String,
+}
+
+/// Reads a model request: the token, the body in the API's shape, and
+/// ctxproxy's own headers; a refusal is the response to send.
+async fn read_request<A: Api>(proxy: &Proxy, request: Request) -> Result<Incoming, Response> {
     let (parts, body) = request.into_parts();
     let headers = parts.headers;
     if !proxy.authorised(&headers) {
-        return error::<A>(
+        return Err(error::<A>(
             StatusCode::UNAUTHORIZED,
             ErrorKind::Unauthorized,
             UNAUTHORISED,
             None,
-        );
+        ));
     }
+    let bad = |message: &str, param: &str| {
+        error::<A>(
+            StatusCode::BAD_REQUEST,
+            ErrorKind::InvalidRequest,
+            message,
+            Some(param),
+        )
+    };
     let path = parts
         .uri
         .path_and_query()
         .map_or_else(|| parts.uri.path().to_string(), |p| p.as_str().to_string());
-    let url = proxy.upstreams.url_for(&path);
-    let bytes = match axum::body::to_bytes(body, usize::MAX).await {
-        Ok(b) => b,
-        Err(e) => {
-            return error::<A>(
-                StatusCode::BAD_REQUEST,
-                ErrorKind::InvalidRequest,
-                &format!("body: {e}"),
-                Some("body"),
-            )
-        }
-    };
-    let client_body: Value = match serde_json::from_slice(&bytes) {
-        Ok(v) => v,
-        Err(e) => {
-            return error::<A>(
-                StatusCode::BAD_REQUEST,
-                ErrorKind::InvalidRequest,
-                &format!("body: not JSON: {e}"),
-                Some("body"),
-            )
-        }
-    };
-    let request = match A::parse(&client_body) {
-        Ok(r) => r,
-        Err(bad) => {
-            return error::<A>(
-                StatusCode::BAD_REQUEST,
-                ErrorKind::InvalidRequest,
-                &bad.message,
-                Some(&bad.param),
-            )
-        }
-    };
+    let bytes = axum::body::to_bytes(body, usize::MAX)
+        .await
+        .map_err(|e| bad(&format!("body: {e}"), "body"))?;
+    let client_body: Value =
+        serde_json::from_slice(&bytes).map_err(|e| bad(&format!("body: not JSON: {e}"), "body"))?;
+    let request = A::parse(&client_body).map_err(|b| bad(&b.message, &b.param))?;
     let budget = match header_str(&headers, "x-ctxproxy-budget").map(str::parse::<u32>) {
         None => None,
         Some(Ok(b)) if b > 0 => Some(b),
         Some(_) => {
-            return error::<A>(
-                StatusCode::BAD_REQUEST,
-                ErrorKind::InvalidRequest,
+            return Err(bad(
                 "x-ctxproxy-budget: expected a positive number of tokens",
-                Some("x-ctxproxy-budget"),
-            )
+                "x-ctxproxy-budget",
+            ))
         }
     };
     let passthrough = match header_str(&headers, "x-ctxproxy-mode") {
         None | Some("assemble") => false,
         Some("passthrough") => true,
         Some(other) => {
-            return error::<A>(
-                StatusCode::BAD_REQUEST,
-                ErrorKind::InvalidRequest,
+            return Err(bad(
                 &format!("x-ctxproxy-mode: expected passthrough or assemble, got {other:?}"),
-                Some("x-ctxproxy-mode"),
-            )
+                "x-ctxproxy-mode",
+            ))
         }
     };
     let first_user = request
@@ -261,60 +251,139 @@ async fn model<A: Api>(State(proxy): State<Arc<Proxy>>, request: Request) -> Res
         .find(|m| m.role == Role::User)
         .map_or("", |m| m.content.as_str());
     let key = session::session_key(&headers, &client_body, &request.system, first_user);
+    Ok(Incoming {
+        url: proxy.upstreams.url_for(&path),
+        headers,
+        client_body,
+        request,
+        budget,
+        passthrough,
+        key,
+    })
+}
+
+impl Incoming {
+    fn assemble_request(
+        &self,
+        config: &ctxproxy_core::config::Config,
+        format: crate::format::Format,
+        input: Option<ctxproxy_core::message::Message>,
+    ) -> assemble::Request {
+        assemble::Request {
+            budget: self.budget.unwrap_or(config.budget),
+            encoding: config.encoding,
+            order: config.order,
+            format,
+            system: Some(self.request.system.clone()).filter(|s| !s.is_empty()),
+            input,
+        }
+    }
+}
+
+fn our_headers(session: &str, prompt: Option<&str>) -> HeaderMap {
+    let mut ours = HeaderMap::new();
+    if let Ok(v) = HeaderValue::from_str(session) {
+        ours.insert("x-ctxproxy-session", v);
+    }
+    if let Some(v) = prompt.and_then(|p| HeaderValue::from_str(p).ok()) {
+        ours.insert("x-ctxproxy-prompt", v);
+    }
+    ours
+}
+
+/// `POST /v1/chat/completions` and `POST /v1/messages`.
+async fn model<A: Api>(State(proxy): State<Arc<Proxy>>, request: Request) -> Response {
+    let incoming = match read_request::<A>(&proxy, request).await {
+        Ok(i) => i,
+        Err(refusal) => return refusal,
+    };
     let service = &proxy.service;
-    let mut turn = match proxy.sessions.begin(service, &key, request.messages).await {
+    let messages = incoming.request.messages.clone();
+    let mut turn = match proxy.sessions.begin(service, &incoming.key, messages).await {
         Ok(t) => t,
         Err(e) => return service_error::<A>(e),
     };
     if let Err(e) = turn.store_earlier(service).await {
         return service_error::<A>(e);
     }
-    let (upstream_body, prompt_id) = if passthrough {
-        (client_body.clone(), None)
+    let (upstream_body, prompt_id) = if incoming.passthrough {
+        (incoming.client_body.clone(), None)
     } else {
-        let config = service.config();
-        let assemble_request = assemble::Request {
-            budget: budget.unwrap_or(config.budget),
-            encoding: config.encoding,
-            order: config.order,
-            format: A::FORMAT,
-            system: Some(request.system.clone()).filter(|s| !s.is_empty()),
-            input: turn.input.clone(),
-        };
-        match service
-            .assemble_request(&turn.session, assemble_request)
-            .await
-        {
+        let request = incoming.assemble_request(&service.config(), A::FORMAT, turn.input.clone());
+        match service.assemble_request(&turn.session, request).await {
             Ok(prompt) => (
-                A::upstream_body(&client_body, &prompt, &turn.session),
+                A::upstream_body(&incoming.client_body, &prompt, &turn.session),
                 prompt["promptId"].as_str().map(str::to_string),
             ),
             Err(e) => return service_error::<A>(e),
         }
     };
-    let mut ours = HeaderMap::new();
-    if let Ok(v) = HeaderValue::from_str(&turn.session) {
-        ours.insert("x-ctxproxy-session", v);
-    }
-    if let Some(v) = prompt_id
-        .as_deref()
-        .and_then(|p| HeaderValue::from_str(p).ok())
-    {
-        ours.insert("x-ctxproxy-prompt", v);
-    }
     let exchange = rounds::Exchange {
         proxy: proxy.clone(),
-        url,
-        headers: upstream::request_headers(&headers, true),
-        client_body,
+        url: incoming.url,
+        headers: upstream::request_headers(&incoming.headers, true),
+        ours: our_headers(&turn.session, prompt_id.as_deref()),
+        client_body: incoming.client_body,
         body: upstream_body,
         turn,
-        ours,
     };
-    if request.stream {
+    if incoming.request.stream {
         rounds::streamed::<A>(exchange).await
     } else {
         rounds::whole::<A>(exchange).await
+    }
+}
+
+/// `POST /v1/messages/count_tokens`: the upstream counts what would be
+/// forwarded. When the session holds all of the history but its newest
+/// message, that is the assembled prompt (previewed, not recorded); any
+/// other history is counted as sent.
+async fn count_tokens(State(proxy): State<Arc<Proxy>>, request: Request) -> Response {
+    type A = anthropic::Anthropic;
+    let incoming = match read_request::<A>(&proxy, request).await {
+        Ok(i) => i,
+        Err(refusal) => return refusal,
+    };
+    let service = &proxy.service;
+    let found = if incoming.passthrough {
+        None
+    } else {
+        match proxy
+            .sessions
+            .peek(service, &incoming.key, &incoming.request.messages)
+            .await
+        {
+            Ok(found) => found,
+            Err(e) => return service_error::<A>(e),
+        }
+    };
+    let (body, ours) = match found {
+        None => (incoming.client_body.clone(), HeaderMap::new()),
+        Some((session, input)) => {
+            let request = incoming.assemble_request(&service.config(), A::FORMAT, Some(input));
+            match service.preview_request(&session, request).await {
+                Ok(prompt) => (
+                    A::upstream_body(&incoming.client_body, &prompt, &session),
+                    our_headers(&session, None),
+                ),
+                Err(e) => return service_error::<A>(e),
+            }
+        }
+    };
+    let headers = upstream::request_headers(&incoming.headers, true);
+    let bytes = Bytes::from(body.to_string());
+    match proxy
+        .client
+        .send(axum::http::Method::POST, &incoming.url, headers, bytes)
+        .await
+    {
+        Ok(resp) => rounds::relay(resp, false, ours),
+        Err(e) => error::<A>(
+            StatusCode::BAD_GATEWAY,
+            ErrorKind::Upstream,
+            &e.to_string(),
+            None,
+        ),
     }
 }
 

@@ -189,6 +189,43 @@ pub struct Turn {
 }
 
 impl Sessions {
+    async fn lock(
+        &self,
+        service: &Service,
+        key: &str,
+    ) -> Result<OwnedMutexGuard<Branches>, ServiceError> {
+        let lock = self.keys.entry(key.to_string()).or_default().clone();
+        let mut guard = lock.lock_owned().await;
+        if !guard.loaded {
+            guard.list = load_branches(service, key).await?;
+            guard.loaded = true;
+        }
+        Ok(guard)
+    }
+
+    /// The session a request continues and its newest message, without
+    /// storing anything: only when a branch holds every message but that
+    /// one (what `count_tokens` can answer for exactly).
+    pub async fn peek(
+        &self,
+        service: &Service,
+        key: &str,
+        messages: &[Message],
+    ) -> Result<Option<(String, Message)>, ServiceError> {
+        let mut guard = self.lock(service, key).await?;
+        let mask = service.config().redact_secrets;
+        let sent: Vec<Fingerprint> = messages.iter().map(fingerprint).collect();
+        let Some((newest, history)) = messages.split_last() else {
+            return Ok(None);
+        };
+        for b in guard.list.iter_mut() {
+            if b.prints.len() == history.len() && b.matched(history, &sent, mask) == history.len() {
+                return Ok(Some((b.session.clone(), newest.clone())));
+            }
+        }
+        Ok(None)
+    }
+
     /// Finds (or opens, or forks) the session `messages` continue.
     pub async fn begin(
         &self,
@@ -196,12 +233,7 @@ impl Sessions {
         key: &str,
         mut messages: Vec<Message>,
     ) -> Result<Turn, ServiceError> {
-        let lock = self.keys.entry(key.to_string()).or_default().clone();
-        let mut guard = lock.lock_owned().await;
-        if !guard.loaded {
-            guard.list = load_branches(service, key).await?;
-            guard.loaded = true;
-        }
+        let mut guard = self.lock(service, key).await?;
         let mask = service.config().redact_secrets;
         let sent: Vec<Fingerprint> = messages.iter().map(fingerprint).collect();
         let best = guard
