@@ -13,10 +13,12 @@ mod rounds;
 mod session;
 mod sse;
 mod upstream;
+pub mod via_proxy;
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 use anyhow::Context;
 use axum::body::{Body, Bytes};
@@ -280,6 +282,17 @@ impl Incoming {
     }
 }
 
+/// `server-timing: ingest;dur=0.41, assemble;dur=1.20` (milliseconds): the
+/// store's share of the time the proxy adds, for `replay --via-proxy`.
+fn server_timing(timing: &[(&str, Duration)]) -> Option<HeaderValue> {
+    let text = timing
+        .iter()
+        .map(|(name, d)| format!("{name};dur={:.3}", d.as_secs_f64() * 1000.0))
+        .collect::<Vec<_>>()
+        .join(", ");
+    HeaderValue::from_str(&text).ok()
+}
+
 fn our_headers(session: &str, prompt: Option<&str>) -> HeaderMap {
     let mut ours = HeaderMap::new();
     if let Ok(v) = HeaderValue::from_str(session) {
@@ -299,6 +312,7 @@ async fn model<A: Api>(State(proxy): State<Arc<Proxy>>, request: Request) -> Res
     };
     let service = &proxy.service;
     let messages = incoming.request.messages.clone();
+    let started = Instant::now();
     let mut turn = match proxy.sessions.begin(service, &incoming.key, messages).await {
         Ok(t) => t,
         Err(e) => return service_error::<A>(e),
@@ -306,23 +320,28 @@ async fn model<A: Api>(State(proxy): State<Arc<Proxy>>, request: Request) -> Res
     if let Err(e) = turn.store_earlier(service).await {
         return service_error::<A>(e);
     }
+    let mut timing = vec![("ingest", started.elapsed())];
     let (upstream_body, prompt_id) = if incoming.passthrough {
         (incoming.client_body.clone(), None)
     } else {
+        let started = Instant::now();
         let request = incoming.assemble_request(&service.config(), A::FORMAT, turn.input.clone());
-        match service.assemble_request(&turn.session, request).await {
-            Ok(prompt) => (
-                A::upstream_body(&incoming.client_body, &prompt, &turn.session),
-                prompt["promptId"].as_str().map(str::to_string),
-            ),
+        let prompt = match service.assemble_request(&turn.session, request).await {
+            Ok(prompt) => prompt,
             Err(e) => return service_error::<A>(e),
-        }
+        };
+        timing.push(("assemble", started.elapsed()));
+        (
+            A::upstream_body(&incoming.client_body, &prompt, &turn.session),
+            prompt["promptId"].as_str().map(str::to_string),
+        )
     };
     let exchange = rounds::Exchange {
         proxy: proxy.clone(),
         url: incoming.url,
         headers: upstream::request_headers(&incoming.headers, true),
         ours: our_headers(&turn.session, prompt_id.as_deref()),
+        timing,
         client_body: incoming.client_body,
         body: upstream_body,
         turn,

@@ -6,7 +6,7 @@
 
 use std::future::Future;
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use axum::body::{Body, Bytes};
 use axum::http::{HeaderMap, Method, StatusCode};
@@ -18,7 +18,7 @@ use tokio::sync::mpsc;
 
 use super::api::{Api, ErrorKind, Splicer};
 use super::session::Turn;
-use super::{channel_body, context_tools, error, sse, upstream, Proxy};
+use super::{channel_body, context_tools, error, server_timing, sse, upstream, Proxy};
 
 /// Internal context-tool rounds answered per request.
 pub const MAX_ROUNDS: usize = 4;
@@ -36,6 +36,8 @@ pub struct Exchange {
     pub turn: Turn,
     /// `x-ctxproxy-session` / `x-ctxproxy-prompt`.
     pub ours: HeaderMap,
+    /// The store's work so far, for `server-timing`.
+    pub timing: Vec<(&'static str, Duration)>,
 }
 
 impl Exchange {
@@ -127,7 +129,13 @@ pub async fn whole<A: Api>(x: Exchange) -> Response {
     let reply = A::splice(&replies);
     let mut out_headers = upstream::response_headers(&headers, true);
     out_headers.extend(x.ours.clone());
+    let mut timing = x.timing.clone();
+    let started = Instant::now();
     x.record::<A>(&A::assistant_turn(&reply)).await;
+    timing.push(("record", started.elapsed()));
+    if let Some(v) = server_timing(&timing) {
+        out_headers.insert("server-timing", v);
+    }
     let mut response = Json(reply).into_response();
     response.headers_mut().extend(out_headers);
     response
@@ -145,6 +153,9 @@ pub async fn streamed<A: Api>(mut x: Exchange) -> Response {
     }
     let mut headers = upstream::response_headers(first.headers(), true);
     headers.extend(std::mem::take(&mut x.ours));
+    if let Some(v) = server_timing(&x.timing) {
+        headers.insert("server-timing", v);
+    }
     let (tx, rx) = mpsc::channel::<Bytes>(64);
     tokio::spawn(pump::<A>(x, first, tx));
     let mut response = Response::new(channel_body(rx));
