@@ -162,7 +162,11 @@ struct ProxyProcess {
 
 impl ProxyProcess {
     fn start(upstream: &str) -> ProxyProcess {
-        let dir = tempfile::tempdir().unwrap();
+        Self::start_in(tempfile::tempdir().unwrap(), upstream)
+    }
+
+    /// Starts on the store in `dir` (kept from an earlier process).
+    fn start_in(dir: tempfile::TempDir, upstream: &str) -> ProxyProcess {
         let store = dir.path().join("store.db");
         let mut child = Command::new(env!("CARGO_BIN_EXE_ctxproxy"))
             .args(["proxy", "--listen", "127.0.0.1:0", "--store"])
@@ -196,6 +200,15 @@ impl ProxyProcess {
             _dir: dir,
             stderr,
         }
+    }
+
+    fn sessions(&self) -> String {
+        let out = Command::new(env!("CARGO_BIN_EXE_ctxproxy"))
+            .args(["sessions", "--store"])
+            .arg(&self.store)
+            .output()
+            .unwrap();
+        String::from_utf8(out.stdout).unwrap()
     }
 
     fn stats(&self) -> Value {
@@ -421,4 +434,48 @@ fn assert_no_key(dir: &Path) {
             assert!(!found, "{} holds the key", path.display());
         }
     }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sessions_continue_across_restarts_and_fork_where_history_diverges() {
+    let (up, _) = start_upstream().await;
+    let mut proxy = ProxyProcess::start(&up);
+    let secret = "password=hunter2-Xy9$kq";
+    let mut history = vec![json!({"role": "user", "content": format!("connect with {secret}")})];
+    let mut ids = Vec::new();
+    for turn in 0..2 {
+        let r = post_chat(&proxy, "r", &chat(json!(history), false)).await;
+        ids.push(
+            r.headers()["x-ctxproxy-session"]
+                .to_str()
+                .unwrap()
+                .to_string(),
+        );
+        let body = json_of(r).await;
+        history.push(body["choices"][0]["message"].clone());
+        history.push(json!({"role": "user", "content": format!("step {turn}")}));
+    }
+    assert_eq!(ids[0], ids[1]);
+    // After a restart the stored history (its secret masked) is recognised.
+    proxy.stop();
+    let dir = std::mem::replace(&mut proxy._dir, tempfile::tempdir().unwrap());
+    drop(proxy);
+    let proxy = ProxyProcess::start_in(dir, &up);
+    let r = post_chat(&proxy, "r", &chat(json!(history), false)).await;
+    assert_eq!(r.headers()["x-ctxproxy-session"].to_str().unwrap(), ids[0]);
+    assert_eq!(r.headers()["x-ctxproxy-prompt"], "p3");
+    // An edited history forks at the last whole exchange before the edit.
+    let mut edited = history.clone();
+    edited[2] = json!({"role": "user", "content": "a different second question"});
+    let r = post_chat(&proxy, "r", &chat(json!(edited), false)).await;
+    let fork = r.headers()["x-ctxproxy-session"]
+        .to_str()
+        .unwrap()
+        .to_string();
+    assert_ne!(fork, ids[0]);
+    let listing = proxy.sessions();
+    assert_eq!(listing.matches("name:r").count(), 2, "{listing}");
+    let stats = proxy.stats();
+    // Each has x1 (the fork's a copy), x2 and x3.
+    assert_eq!(stats["exchanges"], 3 + 3, "{stats}");
 }

@@ -151,9 +151,15 @@ fn error<A: Api>(
 
 fn service_error<A: Api>(e: ServiceError) -> Response {
     match e {
-        ServiceError::InvalidParams(_)
-        | ServiceError::BudgetTooSmall(_)
-        | ServiceError::PayloadTooLarge(_) => error::<A>(
+        ServiceError::BudgetTooSmall(_) => error::<A>(
+            StatusCode::BAD_REQUEST,
+            ErrorKind::InvalidRequest,
+            &format!(
+                "x-ctxproxy-budget: {e}; raise it with the x-ctxproxy-budget header or --config '{{\"budget\": N}}'"
+            ),
+            Some("x-ctxproxy-budget"),
+        ),
+        ServiceError::InvalidParams(_) | ServiceError::PayloadTooLarge(_) => error::<A>(
             StatusCode::BAD_REQUEST,
             ErrorKind::InvalidRequest,
             &e.to_string(),
