@@ -9,8 +9,8 @@ use ctxproxy_core::message::{Message, Role, ToolCall};
 use serde_json::{json, Value};
 
 use super::api::{
-    add_usage, expected, is_context_tool, stream_flag, Api, BadRequest, ClientRequest, ContextCall,
-    ErrorKind, Splicer,
+    add_usage, expected, is_context_tool, stream_flag, without_messages, Api, BadRequest,
+    ClientRequest, ContextCall, ErrorKind, Splicer,
 };
 use super::sse;
 use crate::format::Format;
@@ -284,7 +284,7 @@ impl Api for Anthropic {
     }
 
     fn upstream_body(client: &Value, prompt: &Value, _session: &str) -> Value {
-        let mut body = client.clone();
+        let mut body = without_messages(client);
         let thinking = thinking_by_call(client);
         let mut messages = prompt["messages"].as_array().cloned().unwrap_or_default();
         for m in &mut messages {

@@ -151,6 +151,21 @@ fn add_maps(t: &mut Map<String, Value>, m: &Map<String, Value>) {
     }
 }
 
+/// The client's body without its history: what every forwarded body
+/// starts from (cloning the history only to replace it costs a copy of
+/// the whole conversation on every request).
+pub fn without_messages(client: &Value) -> Value {
+    match client {
+        Value::Object(map) => Value::Object(
+            map.iter()
+                .filter(|(k, _)| *k != "messages")
+                .map(|(k, v)| (k.clone(), v.clone()))
+                .collect(),
+        ),
+        other => other.clone(),
+    }
+}
+
 /// The text a request field holds as `{field}: expected …`.
 pub fn expected(field: &str, what: &str, got: &Value) -> BadRequest {
     let kind = match got {

@@ -6,8 +6,8 @@ use ctxproxy_core::message::{Message, Role, ToolCall};
 use serde_json::{json, Value};
 
 use super::api::{
-    add_usage, expected, is_context_tool, stream_flag, Api, BadRequest, ClientRequest, ContextCall,
-    ErrorKind, Splicer,
+    add_usage, expected, is_context_tool, stream_flag, without_messages, Api, BadRequest,
+    ClientRequest, ContextCall, ErrorKind, Splicer,
 };
 use super::sse;
 use crate::format::Format;
@@ -176,7 +176,7 @@ impl Api for OpenAi {
     }
 
     fn upstream_body(client: &Value, prompt: &Value, session: &str) -> Value {
-        let mut body = client.clone();
+        let mut body = without_messages(client);
         let client_messages = client["messages"]
             .as_array()
             .map(Vec::as_slice)

@@ -136,8 +136,10 @@ fn store_time(headers: &axum::http::HeaderMap) -> Duration {
         .get("server-timing")
         .and_then(|v| v.to_str().ok())
         .unwrap_or_default();
+    // The store's work; `match` (finding the new messages) is the proxy's own.
     let ms: f64 = text
         .split(',')
+        .filter(|part| !part.trim_start().starts_with("match;"))
         .filter_map(|part| {
             part.split_once("dur=")
                 .and_then(|(_, d)| d.trim().parse::<f64>().ok())
