@@ -145,6 +145,18 @@ async fn start_upstream() -> (String, Shared) {
     let seen = Shared::default();
     let app = Router::new()
         .route("/v1/chat/completions", post(upstream))
+        .route(
+            "/v1/models",
+            axum::routing::get(|headers: HeaderMap| async move {
+                let project = headers
+                    .get("openai-project")
+                    .map(|v| v.to_str().unwrap().to_string());
+                (
+                    [("x-upstream", "yes")],
+                    Json(json!({"object": "list", "project": project})),
+                )
+            }),
+        )
         .with_state(seen.clone());
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let url = format!("http://{}", listener.local_addr().unwrap());
@@ -162,11 +174,11 @@ struct ProxyProcess {
 
 impl ProxyProcess {
     fn start(upstream: &str) -> ProxyProcess {
-        Self::start_in(tempfile::tempdir().unwrap(), upstream)
+        Self::start_in(tempfile::tempdir().unwrap(), upstream, &[])
     }
 
     /// Starts on the store in `dir` (kept from an earlier process).
-    fn start_in(dir: tempfile::TempDir, upstream: &str) -> ProxyProcess {
+    fn start_in(dir: tempfile::TempDir, upstream: &str, extra: &[&str]) -> ProxyProcess {
         let store = dir.path().join("store.db");
         let mut child = Command::new(env!("CARGO_BIN_EXE_ctxproxy"))
             .args(["proxy", "--listen", "127.0.0.1:0", "--store"])
@@ -177,6 +189,7 @@ impl ProxyProcess {
                 "--anthropic-upstream",
                 upstream,
             ])
+            .args(extra)
             .stderr(Stdio::piped())
             .spawn()
             .unwrap();
@@ -460,7 +473,7 @@ async fn sessions_continue_across_restarts_and_fork_where_history_diverges() {
     proxy.stop();
     let dir = std::mem::replace(&mut proxy._dir, tempfile::tempdir().unwrap());
     drop(proxy);
-    let proxy = ProxyProcess::start_in(dir, &up);
+    let proxy = ProxyProcess::start_in(dir, &up, &[]);
     let r = post_chat(&proxy, "r", &chat(json!(history), false)).await;
     assert_eq!(r.headers()["x-ctxproxy-session"].to_str().unwrap(), ids[0]);
     assert_eq!(r.headers()["x-ctxproxy-prompt"], "p3");
@@ -478,4 +491,40 @@ async fn sessions_continue_across_restarts_and_fork_where_history_diverges() {
     let stats = proxy.stats();
     // Each has x1 (the fork's a copy), x2 and x3.
     assert_eq!(stats["exchanges"], 3 + 3, "{stats}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn other_paths_pass_through_and_a_token_is_required_when_set() {
+    let (up, _) = start_upstream().await;
+    let proxy = ProxyProcess::start_in(tempfile::tempdir().unwrap(), &up, &["--token", "T0k"]);
+    let http = client();
+    let models = |token: Option<&str>| {
+        let mut r = http
+            .get(format!("{}/v1/models", proxy.url))
+            .header("openai-project", "proj_1");
+        if let Some(t) = token {
+            r = r.header("x-ctxproxy-token", t);
+        }
+        r.send()
+    };
+    let r = models(None).await.unwrap();
+    assert_eq!(r.status(), 401);
+    let r = models(Some("wrong")).await.unwrap();
+    assert_eq!(r.status(), 401);
+    let r = models(Some("T0k")).await.unwrap();
+    assert_eq!(r.status(), 200);
+    assert_eq!(r.headers()["x-upstream"], "yes");
+    // Headers cross by denylist: the project header reaches the upstream.
+    assert_eq!(
+        json_of(r).await,
+        json!({"object": "list", "project": "proj_1"})
+    );
+    let r = http
+        .post(format!("{}/v1/chat/completions", proxy.url))
+        .body("{}")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 401);
+    assert_eq!(json_of(r).await["error"]["code"], "invalid_ctxproxy_token");
 }
