@@ -315,6 +315,9 @@ async fn errors_keep_the_contract() {
         let body = json_of(r).await;
         assert_eq!(body["error"]["message"], "slow down");
     }
+    // The retry continued the session the failed request opened: one, empty.
+    assert_eq!(proxy.sessions().matches("name:e").count(), 1);
+    assert_eq!(proxy.stats()["messages"], 0);
     // The health check.
     let r = http
         .get(format!("{}/healthz", proxy.url))

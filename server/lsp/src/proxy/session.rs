@@ -163,6 +163,13 @@ impl Branch {
     }
 }
 
+/// What a request does with a key's branches.
+enum Choice {
+    Continue(usize),
+    Fork(usize),
+    Open,
+}
+
 #[derive(Default)]
 pub struct Branches {
     loaded: bool,
@@ -235,22 +242,31 @@ impl Sessions {
         let mut guard = self.lock(service, key).await?;
         let mask = service.config().redact_secrets;
         let sent: Vec<Fingerprint> = messages.iter().map(fingerprint).collect();
-        let best = guard
+        let scores: Vec<(usize, usize)> = guard
             .list
             .iter_mut()
-            .enumerate()
-            .map(|(i, b)| (b.matched(&messages, &sent, mask), b.prints.len(), i))
-            .max_by_key(|(matched, len, i)| {
-                (
-                    *matched == *len && *matched > 0,
-                    *matched,
-                    *len,
-                    std::cmp::Reverse(*i),
-                )
-            });
-        let (branch, from) = match best {
-            Some((matched, len, i)) if matched == len && matched > 0 => (i, matched),
-            Some((matched, _, i)) if matched > 0 => {
+            .map(|b| (b.matched(&messages, &sent, mask), b.prints.len()))
+            .collect();
+        // The longest branch the request repeats whole; else the one it
+        // repeats most of (forked); else one that holds nothing yet (a
+        // request that failed before its reply was recorded); else a new one.
+        let whole = (0..scores.len())
+            .filter(|&i| scores[i].0 == scores[i].1 && scores[i].1 > 0)
+            .max_by_key(|&i| (scores[i].1, std::cmp::Reverse(i)));
+        let partial = (0..scores.len())
+            .filter(|&i| scores[i].0 > 0)
+            .max_by_key(|&i| (scores[i].0, std::cmp::Reverse(i)));
+        let empty = (0..scores.len()).find(|&i| scores[i].1 == 0);
+        let choice = match (whole, partial, empty) {
+            (Some(i), _, _) => Choice::Continue(i),
+            (None, Some(i), _) => Choice::Fork(i),
+            (None, None, Some(i)) => Choice::Continue(i),
+            (None, None, None) => Choice::Open,
+        };
+        let (branch, from) = match choice {
+            Choice::Continue(i) => (i, scores[i].0),
+            Choice::Fork(i) => {
+                let matched = scores[i].0;
                 let parent = guard.list[i].clone();
                 let diverging = parent.prints[matched].exchange;
                 let at = diverging - 1;
@@ -273,7 +289,7 @@ impl Sessions {
                 );
                 (0, keep)
             }
-            _ => {
+            Choice::Open => {
                 let session = open(service, key, None).await?;
                 guard.list.insert(
                     0,
