@@ -77,6 +77,29 @@ fn user_id_session(user_id: &str) -> Option<String> {
         .filter(|id| !id.is_empty())
 }
 
+/// The message byte for byte: what a client that echoes its history
+/// exactly (most do) is matched by, at hashing speed.
+fn exact(m: &Message) -> Fingerprint {
+    let mut h = blake3::Hasher::new();
+    let mut field = |text: &str| {
+        h.update(&(text.len() as u64).to_le_bytes());
+        h.update(text.as_bytes());
+    };
+    field(m.role.as_str());
+    field(&m.content);
+    for c in &m.tool_calls {
+        field(&c.id);
+        field(&c.name);
+        field(&c.arguments);
+    }
+    field(m.tool_call_id.as_deref().unwrap_or(""));
+    let mut out = [0; 16];
+    out.copy_from_slice(&h.finalize().as_bytes()[..16]);
+    out
+}
+
+/// The message without its whitespace: computed only when the exact
+/// fingerprint differs.
 fn fingerprint(m: &Message) -> Fingerprint {
     // Whitespace is left out: clients re-serialise what they were sent
     // (arguments re-indented, text blocks joined) and it stays the same
@@ -103,8 +126,9 @@ fn fingerprint(m: &Message) -> Fingerprint {
 /// One stored message of a branch.
 #[derive(Clone, Debug)]
 struct Print {
-    /// Of the message as a client sent it, once this process has seen it.
-    sent: Option<Fingerprint>,
+    /// Of the message as a client sent it (exact, without whitespace), once
+    /// this process has seen it.
+    sent: Option<(Fingerprint, Fingerprint)>,
     /// Of the message as stored, for history read back after a restart.
     stored: Option<Fingerprint>,
     exchange: u32,
@@ -117,26 +141,35 @@ struct Branch {
 }
 
 impl Branch {
-    /// How many of `sent` repeat this branch's history, in order.
-    fn matched(&mut self, incoming: &[Message], sent: &[Fingerprint], mask: bool) -> usize {
+    /// How many of `incoming` (with their exact fingerprints) repeat this
+    /// branch's history, in order.
+    fn matched(&mut self, incoming: &[Message], exacts: &[Fingerprint], mask: bool) -> usize {
         let mut n = 0;
-        for (p, (m, f)) in self.prints.iter_mut().zip(incoming.iter().zip(sent)) {
-            let same = match (p.sent, p.stored) {
-                (Some(s), _) => s == *f,
+        for (p, (m, e)) in self.prints.iter_mut().zip(incoming.iter().zip(exacts)) {
+            let sent = match (p.sent, p.stored) {
+                (Some((exact, _)), _) if exact == *e => Some((exact, None)),
+                (Some((_, spaced)), _) => {
+                    let f = fingerprint(m);
+                    (f == spaced).then_some((*e, Some(f)))
+                }
                 (None, Some(stored)) => {
                     let as_stored = if mask {
                         secrets::mask_message(m.clone())
                     } else {
                         m.clone()
                     };
-                    fingerprint(&as_stored) == stored
+                    (fingerprint(&as_stored) == stored).then(|| (*e, Some(fingerprint(m))))
                 }
-                (None, None) => false,
+                (None, None) => None,
             };
-            if !same {
+            let Some((exact, spaced)) = sent else {
                 break;
-            }
-            p.sent = Some(*f);
+            };
+            // Remember the client's own form, to match it exactly next time.
+            let spaced = spaced
+                .or(p.sent.map(|(_, s)| s))
+                .unwrap_or_else(|| fingerprint(m));
+            p.sent = Some((exact, spaced));
             n += 1;
         }
         n
@@ -155,7 +188,7 @@ impl Branch {
                 exchange += 1;
             }
             self.prints.push(Print {
-                sent: Some(fingerprint(m)),
+                sent: Some((exact(m), fingerprint(m))),
                 stored: None,
                 exchange,
             });
@@ -220,7 +253,7 @@ impl Sessions {
     ) -> Result<Option<(String, Message)>, ServiceError> {
         let mut guard = self.lock(service, key).await?;
         let mask = service.config().redact_secrets;
-        let sent: Vec<Fingerprint> = messages.iter().map(fingerprint).collect();
+        let sent: Vec<Fingerprint> = messages.iter().map(exact).collect();
         let Some((newest, history)) = messages.split_last() else {
             return Ok(None);
         };
@@ -241,7 +274,7 @@ impl Sessions {
     ) -> Result<Turn, ServiceError> {
         let mut guard = self.lock(service, key).await?;
         let mask = service.config().redact_secrets;
-        let sent: Vec<Fingerprint> = messages.iter().map(fingerprint).collect();
+        let sent: Vec<Fingerprint> = messages.iter().map(exact).collect();
         let scores: Vec<(usize, usize)> = guard
             .list
             .iter_mut()
@@ -458,6 +491,30 @@ mod tests {
         let c = Message::new(Role::User, "two words");
         assert_eq!(fingerprint(&a), fingerprint(&b));
         assert_ne!(fingerprint(&b), fingerprint(&c));
+    }
+
+    #[test]
+    fn a_branch_matches_an_echo_exactly_or_up_to_whitespace_and_stops_at_a_change() {
+        let stored = [
+            Message::new(Role::User, "run the tests"),
+            Message::new(Role::Assistant, "All  passed.\n"),
+            Message::new(Role::User, "thanks"),
+        ];
+        let mut b = Branch {
+            session: "s".into(),
+            prints: Vec::new(),
+        };
+        b.push(&stored);
+        let exacts = |ms: &[Message]| ms.iter().map(exact).collect::<Vec<_>>();
+        assert_eq!(b.matched(&stored, &exacts(&stored), false), 3);
+        let mut respaced = stored.clone();
+        respaced[1].content = "All passed.".into();
+        assert_eq!(b.matched(&respaced, &exacts(&respaced), false), 3);
+        // The respaced form is now the one remembered: matched exactly.
+        assert_eq!(b.prints[1].sent.unwrap().0, exact(&respaced[1]));
+        let mut edited = stored.clone();
+        edited[1].content = "Two failed.".into();
+        assert_eq!(b.matched(&edited, &exacts(&edited), false), 1);
     }
 
     #[test]
