@@ -44,7 +44,7 @@ fn exchange(i: u32) -> Vec<Value> {
     ]
 }
 
-fn percentile(sorted: &[Duration], p: f64) -> Duration {
+pub fn percentile(sorted: &[Duration], p: f64) -> Duration {
     let idx = ((sorted.len() as f64 - 1.0) * p).round() as usize;
     sorted[idx.min(sorted.len() - 1)]
 }

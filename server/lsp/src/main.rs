@@ -8,6 +8,7 @@ mod format;
 mod frames;
 mod inspect;
 mod protocol;
+mod proxy;
 mod replay;
 mod report;
 mod report_html;
@@ -48,6 +49,8 @@ enum Command {
         #[command(flatten)]
         store: StoreArg,
     },
+    /// Serve the OpenAI / Anthropic model APIs over HTTP: assistants use ctxproxy by changing their base URL.
+    Proxy(proxy::Args),
     /// Replay a recorded session (JSON Lines) as an editor would, and print a per-turn table.
     Replay(replay::Args),
     /// Show an exchange, message, blob or prompt of a session.
@@ -126,6 +129,7 @@ fn main() -> anyhow::Result<()> {
             // (and the process) alive: leave at once, as LSP's `exit` asks.
             std::process::exit(code)
         }
+        Command::Proxy(args) => runtime.block_on(proxy::serve(args)),
         Command::Replay(args) => runtime.block_on(replay::run(args)),
         Command::Inspect {
             session,

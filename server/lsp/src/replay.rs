@@ -43,6 +43,11 @@ pub struct Args {
     /// Also write the report as one self-contained HTML page (charts per turn, the facts table) to this file.
     #[arg(long, value_name = "OUT.html")]
     html: Option<PathBuf>,
+    /// Send every model call of the session through an in-process `ctxproxy proxy` as an OpenAI
+    /// client would (the whole history each time), to a scripted upstream on loopback; print the
+    /// tokens the client sent against those the upstream got, and the time the proxy added.
+    #[arg(long, conflicts_with = "report")]
+    via_proxy: bool,
     /// Any other setting, as the JSON editors send in initializationOptions,
     /// e.g. '{"layers": {"recentFull": 3, "maxHeaders": 100}, "digest": {"inlineMaxTokens": 300}}'.
     /// Applied before --budget, --encoding and --order.
@@ -147,6 +152,11 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
         config.order = crate::config::parse_order(o, "--order")?;
     }
     let service = Service::open(store_path.clone(), config.clone(), None)?;
+    if args.via_proxy {
+        let calls = crate::proxy::via_proxy::run(&session_file, service).await?;
+        print!("{}", crate::proxy::via_proxy::report(&calls, args.json));
+        return Ok(());
+    }
     let title = args
         .file
         .file_name()

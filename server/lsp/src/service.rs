@@ -181,8 +181,13 @@ impl Service {
             title: p.title,
             parent,
         };
-        let id = settle(self.store.write(move |w| w.open_session(new))).await?;
+        let id = self.open_new_session(new).await?;
         Ok(json!({"sessionId": id}))
+    }
+
+    /// `ctx/openSession` with typed params: the new session's id.
+    pub async fn open_new_session(&self, new: NewSession) -> Result<String, ServiceError> {
+        Ok(settle(self.store.write(move |w| w.open_session(new))).await?)
     }
 
     pub async fn append(&self, params: Value) -> Reply {
@@ -200,7 +205,18 @@ impl Service {
                 }
             },
         };
-        let session = p.session_id.clone();
+        self.append_messages(&p.session_id, messages, expected)
+            .await
+    }
+
+    /// `ctx/append` with typed params (messages already checked).
+    pub async fn append_messages(
+        &self,
+        session: &str,
+        messages: Vec<Message>,
+        expected: Option<ExchangeId>,
+    ) -> Reply {
+        let session = session.to_string();
         let outcome = settle(
             self.store
                 .write(move |w| w.append_to(&session, messages, expected)),
@@ -248,10 +264,34 @@ impl Service {
     pub async fn assemble(&self, params: Value) -> Reply {
         let p: AssembleParams = parse(params)?;
         let request = assemble::Request::from_params(&p, &self.config())?;
+        self.assemble_request(&p.session_id, request).await
+    }
+
+    /// The prompt the next assemble would give, not recorded (and not the
+    /// previous prompt of prefix-reuse figures).
+    pub async fn preview_request(&self, session_id: &str, request: assemble::Request) -> Reply {
         if let Some(input) = &request.input {
             self.check_payload(std::slice::from_ref(input), "input")?;
         }
-        let session = p.session_id.clone();
+        let session = session_id.to_string();
+        let unrecorded = Arc::new(assemble::LastPrompts::default());
+        let encoding = request.encoding;
+        assemble::flatten(
+            settle(self.store.write(move |w| {
+                w.preview(&session, encoding, move |id, view, caps| {
+                    assemble::run(id, view, &request, caps, &unrecorded)
+                })
+            }))
+            .await,
+        )
+    }
+
+    /// `ctx/assemble` with a typed request.
+    pub async fn assemble_request(&self, session_id: &str, request: assemble::Request) -> Reply {
+        if let Some(input) = &request.input {
+            self.check_payload(std::slice::from_ref(input), "input")?;
+        }
+        let session = session_id.to_string();
         let last = self.last_prompts.clone();
         let encoding = request.encoding;
         // The caps are the writer's: configuration changes reach it in order.
@@ -270,11 +310,11 @@ impl Service {
             "prefixReused": reply["prefixReused"],
             "layers": reply["tokens"]["layers"],
         });
-        self.emit("contextAssembled", &p.session_id, event);
+        self.emit("contextAssembled", session_id, event);
         if let Some(trimmed) = reply["trimmed"].as_array().filter(|t| !t.is_empty()) {
             self.emit(
                 "layerTrimmed",
-                &p.session_id,
+                session_id,
                 json!({"promptId": reply["promptId"], "trimmed": trimmed}),
             );
         }
@@ -305,7 +345,11 @@ impl Service {
     }
 
     pub async fn retrieve(&self, params: Value) -> Reply {
-        let p: RetrieveParams = parse(params)?;
+        self.retrieve_parsed(parse(params)?).await
+    }
+
+    /// `ctx/retrieve` with typed params.
+    pub async fn retrieve_parsed(&self, p: RetrieveParams) -> Reply {
         let format = match p.format.as_deref() {
             None => None,
             Some(f @ ("header" | "summary" | "full")) => Some(f.to_string()),
@@ -387,7 +431,11 @@ impl Service {
     }
 
     pub async fn search(&self, params: Value) -> Reply {
-        let p: SearchParams = parse(params)?;
+        self.search_parsed(parse(params)?).await
+    }
+
+    /// `ctx/search` with typed params.
+    pub async fn search_parsed(&self, p: SearchParams) -> Reply {
         let limit = p.limit.unwrap_or(20).clamp(1, 500);
         let hits = self
             .store

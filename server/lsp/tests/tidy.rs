@@ -91,6 +91,27 @@ fn core_does_no_io() {
     }
 }
 
+/// The HTTP front door is one edge beside LSP: only `server/lsp/src/proxy/`
+/// names an HTTP crate; everything else reaches the store through `Service`.
+#[test]
+fn only_the_proxy_module_knows_http() {
+    let proxy_dir = root().join("server/lsp/src/proxy");
+    for krate in CRATES {
+        let mut files = Vec::new();
+        rust_files(&root().join(krate).join("src"), &mut files);
+        for f in files.iter().filter(|f| !f.starts_with(&proxy_dir)) {
+            let text = read(f);
+            for http in ["axum::", "reqwest::", "hyper::", "use axum", "use reqwest"] {
+                assert!(
+                    !text.contains(http),
+                    "{} uses {http}: only server/lsp/src/proxy/ knows HTTP",
+                    f.display()
+                );
+            }
+        }
+    }
+}
+
 #[test]
 fn every_dependency_is_used() {
     for krate in CRATES {

@@ -985,6 +985,35 @@ impl Writer {
             &LayerCaps,
         ) -> std::result::Result<AssembledPrompt<T>, E>,
     ) -> Result<std::result::Result<T, E>> {
+        self.assemble_as(session, encoding, true, pack)
+    }
+
+    /// `assemble` without recording: the prompt the next `assemble` would
+    /// give (counting tokens for a client that asks before it sends).
+    pub fn preview<T, E>(
+        &mut self,
+        session: &str,
+        encoding: Encoding,
+        pack: impl FnOnce(
+            PromptId,
+            &SessionView,
+            &LayerCaps,
+        ) -> std::result::Result<AssembledPrompt<T>, E>,
+    ) -> Result<std::result::Result<T, E>> {
+        self.assemble_as(session, encoding, false, pack)
+    }
+
+    fn assemble_as<T, E>(
+        &mut self,
+        session: &str,
+        encoding: Encoding,
+        record: bool,
+        pack: impl FnOnce(
+            PromptId,
+            &SessionView,
+            &LayerCaps,
+        ) -> std::result::Result<AssembledPrompt<T>, E>,
+    ) -> Result<std::result::Result<T, E>> {
         let caps = self.settings.caps.clone();
         let window = packer::window_len(&caps);
         let view = read::session_view(&self.conn, session, encoding, &caps, window)?;
@@ -998,6 +1027,9 @@ impl Writer {
             Ok(a) => a,
             Err(e) => return Ok(Err(e)),
         };
+        if !record {
+            return Ok(Ok(assembled.value));
+        }
         self.conn.execute(
             "INSERT INTO prompts (session_id, seq, created_at, total_tokens, record) VALUES (?1, ?2, ?3, ?4, ?5)",
             params![

@@ -201,6 +201,26 @@ impl<'a> Reader<'a> {
         Ok(MessageItem { id, message, blob })
     }
 
+    /// Every message of a session in order, as `message` returns each (tool
+    /// results as their original text), with its exchange: what a client that
+    /// resends its whole history is compared against.
+    pub fn session_messages(&self, session: &str) -> Result<Vec<(ExchangeId, Message)>> {
+        let listing = self.session(session)?;
+        let mut out = Vec::new();
+        for seq in 1..=listing.exchanges {
+            for k in load_messages(self.conn, session, seq)? {
+                let mut message = k.message;
+                if let Some(r) = &k.result {
+                    message.content =
+                        String::from_utf8_lossy(&blob_bytes(self.conn, self.blob_dir, &r.blob)?)
+                            .into_owned();
+                }
+                out.push((ExchangeId(seq), message));
+            }
+        }
+        Ok(out)
+    }
+
     /// A blob by any unambiguous hex prefix of 8 to 64 characters.
     pub fn blob(&self, hex_prefix: &str) -> Result<BlobText> {
         let hash = self.resolve_blob(hex_prefix)?;

@@ -1,0 +1,456 @@
+//! `ctxproxy proxy`: the OpenAI / Anthropic front door, the one edge that
+//! knows HTTP. Each model request is handled in order: find the session,
+//! store what is new, assemble under the budget, forward, answer context
+//! tools, reply (streamed as the upstream streams), record the reply: all
+//! through the same `Service` the LSP server drives. Any other path is
+//! forwarded unchanged.
+
+mod anthropic;
+mod api;
+mod context_tools;
+mod openai;
+mod rounds;
+mod session;
+mod sse;
+mod upstream;
+pub mod via_proxy;
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use anyhow::Context;
+use axum::body::{Body, Bytes};
+use axum::extract::{Request, State};
+use axum::http::{HeaderMap, HeaderValue, StatusCode};
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
+use axum::{Json, Router};
+use ctxproxy_core::message::Role;
+use serde_json::{json, Value};
+
+use crate::assemble;
+use crate::service::{Service, ServiceError};
+use api::{Api, ErrorKind};
+use upstream::Upstreams;
+
+#[derive(clap::Args)]
+pub struct Args {
+    /// Address to listen on; port 0 lets the OS choose (the ready line says which).
+    #[arg(long, default_value = "127.0.0.1:8787")]
+    listen: SocketAddr,
+    /// The store database (default: $CTXPROXY_STORE, else <data dir>/ctxproxy/store.db).
+    #[arg(long)]
+    store: Option<PathBuf>,
+    /// Settings as the JSON editors send in initializationOptions, e.g. '{"budget": 24000}'.
+    #[arg(long, value_name = "JSON")]
+    config: Option<String>,
+    /// Base URL of the OpenAI-compatible API.
+    #[arg(long, default_value = "https://api.openai.com")]
+    openai_upstream: String,
+    /// Base URL of the Anthropic API.
+    #[arg(long, default_value = "https://api.anthropic.com")]
+    anthropic_upstream: String,
+    /// Require `x-ctxproxy-token: T` on every request; needed to listen beyond loopback.
+    #[arg(long, value_name = "T")]
+    token: Option<String>,
+}
+
+/// Everything a handler needs; one per proxy.
+pub struct Proxy {
+    service: Service,
+    upstreams: Upstreams,
+    client: upstream::Client,
+    sessions: session::Sessions,
+    token: Option<String>,
+}
+
+pub async fn serve(args: Args) -> anyhow::Result<()> {
+    if !args.listen.ip().is_loopback() && args.token.is_none() {
+        anyhow::bail!(
+            "--listen {}: not a loopback address; give --token T to accept requests from other hosts",
+            args.listen
+        );
+    }
+    let mut config = ctxproxy_core::config::Config::default();
+    let mut store_path = None;
+    if let Some(text) = &args.config {
+        let value: Value = serde_json::from_str(text).context("--config is not JSON")?;
+        let (c, path) =
+            crate::config::apply(&config, value).map_err(|e| anyhow::anyhow!("--config: {e}"))?;
+        config = c;
+        store_path = path;
+    }
+    let store_path = args
+        .store
+        .or(store_path)
+        .unwrap_or_else(crate::config::default_store_path);
+    if let Some(dir) = store_path.parent() {
+        std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
+    }
+    std::thread::spawn(ctxproxy_core::tokens::warm_up);
+    let proxy = Arc::new(Proxy {
+        service: Service::open(store_path, config, None)?,
+        upstreams: Upstreams {
+            openai: args.openai_upstream,
+            anthropic: args.anthropic_upstream,
+        },
+        client: upstream::Client::new().context("building the HTTP client")?,
+        sessions: session::Sessions::default(),
+        token: args.token,
+    });
+    let listener = tokio::net::TcpListener::bind(args.listen)
+        .await
+        .with_context(|| format!("listening on {}", args.listen))?;
+    let addr = listener.local_addr()?;
+    eprintln!("ctxproxy proxy listening on http://{addr}");
+    axum::serve(listener, router(proxy.clone()))
+        .with_graceful_shutdown(shutdown_signal())
+        .await?;
+    proxy.service.store().checkpoint().await?;
+    Ok(())
+}
+
+async fn shutdown_signal() {
+    #[cfg(unix)]
+    {
+        let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
+            .expect("SIGTERM handler");
+        tokio::select! {
+            _ = tokio::signal::ctrl_c() => {}
+            _ = term.recv() => {}
+        }
+    }
+    #[cfg(not(unix))]
+    let _ = tokio::signal::ctrl_c().await;
+}
+
+pub fn router(proxy: Arc<Proxy>) -> Router {
+    Router::new()
+        .route("/healthz", get(|| async { Json(json!({"ok": true})) }))
+        .route("/v1/chat/completions", post(model::<openai::OpenAi>))
+        .route("/chat/completions", post(model::<openai::OpenAi>))
+        .route("/v1/messages", post(model::<anthropic::Anthropic>))
+        .route("/messages", post(model::<anthropic::Anthropic>))
+        .route("/v1/messages/count_tokens", post(count_tokens))
+        .route("/messages/count_tokens", post(count_tokens))
+        .fallback(passthrough)
+        .with_state(proxy)
+}
+
+/// Our own error, in the API's shape.
+fn error<A: Api>(
+    status: StatusCode,
+    kind: ErrorKind,
+    message: &str,
+    param: Option<&str>,
+) -> Response {
+    (status, Json(A::error_body(kind, message, param))).into_response()
+}
+
+fn service_error<A: Api>(e: ServiceError) -> Response {
+    match e {
+        ServiceError::BudgetTooSmall(_) => error::<A>(
+            StatusCode::BAD_REQUEST,
+            ErrorKind::InvalidRequest,
+            &format!(
+                "x-ctxproxy-budget: {e}; raise it with the x-ctxproxy-budget header or --config '{{\"budget\": N}}'"
+            ),
+            Some("x-ctxproxy-budget"),
+        ),
+        ServiceError::InvalidParams(_) | ServiceError::PayloadTooLarge(_) => error::<A>(
+            StatusCode::BAD_REQUEST,
+            ErrorKind::InvalidRequest,
+            &e.to_string(),
+            None,
+        ),
+        _ => error::<A>(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            ErrorKind::Internal,
+            &format!("ctxproxy: {e}"),
+            None,
+        ),
+    }
+}
+
+impl Proxy {
+    fn authorised(&self, headers: &HeaderMap) -> bool {
+        match &self.token {
+            None => true,
+            Some(t) => headers
+                .get("x-ctxproxy-token")
+                .is_some_and(|v| v.as_bytes() == t.as_bytes()),
+        }
+    }
+}
+
+const UNAUTHORISED: &str = "ctxproxy: this proxy requires the x-ctxproxy-token header";
+
+fn header_str<'a>(headers: &'a HeaderMap, name: &str) -> Option<&'a str> {
+    headers.get(name).and_then(|v| v.to_str().ok())
+}
+
+/// A model request, read and checked.
+struct Incoming {
+    url: String,
+    headers: HeaderMap,
+    client_body: Value,
+    request: api::ClientRequest,
+    budget: Option<u32>,
+    passthrough: bool,
+    key: String,
+}
+
+/// Reads a model request: the token, the body in the API's shape, and
+/// ctxproxy's own headers; a refusal is the response to send.
+async fn read_request<A: Api>(proxy: &Proxy, request: Request) -> Result<Incoming, Response> {
+    let (parts, body) = request.into_parts();
+    let headers = parts.headers;
+    if !proxy.authorised(&headers) {
+        return Err(error::<A>(
+            StatusCode::UNAUTHORIZED,
+            ErrorKind::Unauthorized,
+            UNAUTHORISED,
+            None,
+        ));
+    }
+    let bad = |message: &str, param: &str| {
+        error::<A>(
+            StatusCode::BAD_REQUEST,
+            ErrorKind::InvalidRequest,
+            message,
+            Some(param),
+        )
+    };
+    let path = parts
+        .uri
+        .path_and_query()
+        .map_or_else(|| parts.uri.path().to_string(), |p| p.as_str().to_string());
+    let bytes = axum::body::to_bytes(body, usize::MAX)
+        .await
+        .map_err(|e| bad(&format!("body: {e}"), "body"))?;
+    let client_body: Value =
+        serde_json::from_slice(&bytes).map_err(|e| bad(&format!("body: not JSON: {e}"), "body"))?;
+    let request = A::parse(&client_body).map_err(|b| bad(&b.message, &b.param))?;
+    let budget = match header_str(&headers, "x-ctxproxy-budget").map(str::parse::<u32>) {
+        None => None,
+        Some(Ok(b)) if b > 0 => Some(b),
+        Some(_) => {
+            return Err(bad(
+                "x-ctxproxy-budget: expected a positive number of tokens",
+                "x-ctxproxy-budget",
+            ))
+        }
+    };
+    let passthrough = match header_str(&headers, "x-ctxproxy-mode") {
+        None | Some("assemble") => false,
+        Some("passthrough") => true,
+        Some(other) => {
+            return Err(bad(
+                &format!("x-ctxproxy-mode: expected passthrough or assemble, got {other:?}"),
+                "x-ctxproxy-mode",
+            ))
+        }
+    };
+    let first_user = request
+        .messages
+        .iter()
+        .find(|m| m.role == Role::User)
+        .map_or("", |m| m.content.as_str());
+    let key = session::session_key(&headers, &client_body, &request.system, first_user);
+    Ok(Incoming {
+        url: proxy.upstreams.url_for(&path),
+        headers,
+        client_body,
+        request,
+        budget,
+        passthrough,
+        key,
+    })
+}
+
+impl Incoming {
+    fn assemble_request(
+        &self,
+        config: &ctxproxy_core::config::Config,
+        format: crate::format::Format,
+        input: Option<ctxproxy_core::message::Message>,
+    ) -> assemble::Request {
+        assemble::Request {
+            budget: self.budget.unwrap_or(config.budget),
+            encoding: config.encoding,
+            order: config.order,
+            format,
+            system: Some(self.request.system.clone()).filter(|s| !s.is_empty()),
+            input,
+        }
+    }
+}
+
+/// `server-timing: match;dur=0.20, ingest;dur=0.41, assemble;dur=1.20`
+/// (milliseconds): where the time the proxy adds goes (finding the session
+/// and its new messages, then the store's work), for `replay --via-proxy`.
+fn server_timing(timing: &[(&str, Duration)]) -> Option<HeaderValue> {
+    let text = timing
+        .iter()
+        .map(|(name, d)| format!("{name};dur={:.3}", d.as_secs_f64() * 1000.0))
+        .collect::<Vec<_>>()
+        .join(", ");
+    HeaderValue::from_str(&text).ok()
+}
+
+fn our_headers(session: &str, prompt: Option<&str>) -> HeaderMap {
+    let mut ours = HeaderMap::new();
+    if let Ok(v) = HeaderValue::from_str(session) {
+        ours.insert("x-ctxproxy-session", v);
+    }
+    if let Some(v) = prompt.and_then(|p| HeaderValue::from_str(p).ok()) {
+        ours.insert("x-ctxproxy-prompt", v);
+    }
+    ours
+}
+
+/// `POST /v1/chat/completions` and `POST /v1/messages`.
+async fn model<A: Api>(State(proxy): State<Arc<Proxy>>, request: Request) -> Response {
+    let mut incoming = match read_request::<A>(&proxy, request).await {
+        Ok(i) => i,
+        Err(refusal) => return refusal,
+    };
+    let service = &proxy.service;
+    let messages = std::mem::take(&mut incoming.request.messages);
+    let started = Instant::now();
+    let mut turn = match proxy.sessions.begin(service, &incoming.key, messages).await {
+        Ok(t) => t,
+        Err(e) => return service_error::<A>(e),
+    };
+    let mut timing = vec![("match", started.elapsed())];
+    let started = Instant::now();
+    if let Err(e) = turn.store_earlier(service).await {
+        return service_error::<A>(e);
+    }
+    timing.push(("ingest", started.elapsed()));
+    let (upstream_body, prompt_id) = if incoming.passthrough {
+        (incoming.client_body.clone(), None)
+    } else {
+        let started = Instant::now();
+        let request = incoming.assemble_request(&service.config(), A::FORMAT, turn.input.clone());
+        let prompt = match service.assemble_request(&turn.session, request).await {
+            Ok(prompt) => prompt,
+            Err(e) => return service_error::<A>(e),
+        };
+        timing.push(("assemble", started.elapsed()));
+        (
+            A::upstream_body(&incoming.client_body, &prompt, &turn.session),
+            prompt["promptId"].as_str().map(str::to_string),
+        )
+    };
+    let exchange = rounds::Exchange {
+        proxy: proxy.clone(),
+        url: incoming.url,
+        headers: upstream::request_headers(&incoming.headers, true),
+        ours: our_headers(&turn.session, prompt_id.as_deref()),
+        timing,
+        client_body: incoming.client_body,
+        body: upstream_body,
+        turn,
+    };
+    if incoming.request.stream {
+        rounds::streamed::<A>(exchange).await
+    } else {
+        rounds::whole::<A>(exchange).await
+    }
+}
+
+/// `POST /v1/messages/count_tokens`: the upstream counts what would be
+/// forwarded. When the session holds all of the history but its newest
+/// message, that is the assembled prompt (previewed, not recorded); any
+/// other history is counted as sent.
+async fn count_tokens(State(proxy): State<Arc<Proxy>>, request: Request) -> Response {
+    type A = anthropic::Anthropic;
+    let incoming = match read_request::<A>(&proxy, request).await {
+        Ok(i) => i,
+        Err(refusal) => return refusal,
+    };
+    let service = &proxy.service;
+    let found = if incoming.passthrough {
+        None
+    } else {
+        match proxy
+            .sessions
+            .peek(service, &incoming.key, &incoming.request.messages)
+            .await
+        {
+            Ok(found) => found,
+            Err(e) => return service_error::<A>(e),
+        }
+    };
+    let (body, ours) = match found {
+        None => (incoming.client_body.clone(), HeaderMap::new()),
+        Some((session, input)) => {
+            let request = incoming.assemble_request(&service.config(), A::FORMAT, Some(input));
+            match service.preview_request(&session, request).await {
+                Ok(prompt) => (
+                    A::upstream_body(&incoming.client_body, &prompt, &session),
+                    our_headers(&session, None),
+                ),
+                Err(e) => return service_error::<A>(e),
+            }
+        }
+    };
+    let headers = upstream::request_headers(&incoming.headers, true);
+    let bytes = Bytes::from(body.to_string());
+    match proxy
+        .client
+        .send(axum::http::Method::POST, &incoming.url, headers, bytes)
+        .await
+    {
+        Ok(resp) => rounds::relay(resp, false, ours),
+        Err(e) => error::<A>(
+            StatusCode::BAD_GATEWAY,
+            ErrorKind::Upstream,
+            &e.to_string(),
+            None,
+        ),
+    }
+}
+
+/// Any other path: forwarded unchanged (method, headers, body, status,
+/// response streamed).
+async fn passthrough(State(proxy): State<Arc<Proxy>>, request: Request) -> Response {
+    let (parts, body) = request.into_parts();
+    if !proxy.authorised(&parts.headers) {
+        return (
+            StatusCode::UNAUTHORIZED,
+            Json(json!({"error": {"message": UNAUTHORISED}})),
+        )
+            .into_response();
+    }
+    let path = parts
+        .uri
+        .path_and_query()
+        .map_or_else(|| parts.uri.path().to_string(), |p| p.as_str().to_string());
+    let url = proxy.upstreams.url_for(&path);
+    let bytes: Bytes = match axum::body::to_bytes(body, usize::MAX).await {
+        Ok(b) => b,
+        Err(e) => return (StatusCode::BAD_REQUEST, format!("body: {e}")).into_response(),
+    };
+    let headers = upstream::request_headers(&parts.headers, false);
+    match proxy.client.send(parts.method, &url, headers, bytes).await {
+        Ok(resp) => rounds::relay(resp, false, HeaderMap::new()),
+        Err(e) => (
+            StatusCode::BAD_GATEWAY,
+            Json(json!({"error": {"message": e.to_string(), "type": "upstream_error"}})),
+        )
+            .into_response(),
+    }
+}
+
+/// A body that streams from a channel the pump writes.
+fn channel_body(rx: tokio::sync::mpsc::Receiver<Bytes>) -> Body {
+    Body::from_stream(futures_util::stream::unfold(rx, |mut rx| async move {
+        rx.recv()
+            .await
+            .map(|b| (Ok::<Bytes, std::io::Error>(b), rx))
+    }))
+}

@@ -1,0 +1,535 @@
+//! Which ctxproxy session a request belongs to, and which of its messages
+//! are new.
+//!
+//! A request names its conversation by a key: `x-ctxproxy-session`, the id
+//! the client already sends (Claude Code, Codex), or a digest of the system
+//! prompt and first user message. A key has branches: sessions titled with
+//! the key in workspace `proxy`, so they are found again after a restart.
+//! A request continues the branch whose stored history it repeats; one that
+//! repeats only part of it forks that branch at the last whole exchange; one
+//! that repeats nothing (a client's side request under the same id) opens a
+//! branch of its own.
+//!
+//! Messages are compared by fingerprint: of the message as the client sent
+//! it (kept in memory for what this process stored), or, for history stored
+//! before a restart, of the message as the store keeps it (secrets masked).
+
+use std::sync::Arc;
+
+use axum::http::HeaderMap;
+use ctxproxy_core::message::{Message, Role};
+use ctxproxy_core::secrets;
+use ctxproxy_store::NewSession;
+use dashmap::DashMap;
+use serde_json::Value;
+use tokio::sync::{Mutex, OwnedMutexGuard};
+
+use crate::service::{Service, ServiceError};
+
+/// The workspace proxied sessions are stored under.
+pub const WORKSPACE: &str = "proxy";
+
+/// Branches read back from the store for a key, newest first.
+const BRANCHES_LOADED: usize = 8;
+
+type Fingerprint = [u8; 16];
+
+/// What a request says its conversation is.
+pub fn session_key(headers: &HeaderMap, body: &Value, system: &str, first_user: &str) -> String {
+    let header = |name: &str| {
+        headers
+            .get(name)
+            .and_then(|v| v.to_str().ok())
+            .map(str::trim)
+            .filter(|v| !v.is_empty())
+    };
+    if let Some(name) = header("x-ctxproxy-session") {
+        return format!("name:{name}");
+    }
+    if let Some(id) = header("x-claude-code-session-id") {
+        return format!("claude-code:{id}");
+    }
+    if let Some(id) = body["metadata"]["user_id"]
+        .as_str()
+        .and_then(user_id_session)
+    {
+        return format!("claude-code:{id}");
+    }
+    if let Some(id) = header("session-id").or_else(|| header("session_id")) {
+        return format!("codex:{id}");
+    }
+    let mut h = blake3::Hasher::new();
+    h.update(system.as_bytes());
+    h.update(&[0]);
+    h.update(first_user.as_bytes());
+    format!("derived:{}", &h.finalize().to_hex()[..16])
+}
+
+/// The session id in Claude Code's `metadata.user_id`: a JSON object with
+/// `session_id`, or the older `user_…_account_…_session_<uuid>`.
+fn user_id_session(user_id: &str) -> Option<String> {
+    if let Ok(v) = serde_json::from_str::<Value>(user_id) {
+        return v["session_id"].as_str().map(str::to_string);
+    }
+    user_id
+        .rsplit_once("_session_")
+        .map(|(_, id)| id.to_string())
+        .filter(|id| !id.is_empty())
+}
+
+/// The message byte for byte: what a client that echoes its history
+/// exactly (most do) is matched by, at hashing speed.
+fn exact(m: &Message) -> Fingerprint {
+    let mut h = blake3::Hasher::new();
+    let mut field = |text: &str| {
+        h.update(&(text.len() as u64).to_le_bytes());
+        h.update(text.as_bytes());
+    };
+    field(m.role.as_str());
+    field(&m.content);
+    for c in &m.tool_calls {
+        field(&c.id);
+        field(&c.name);
+        field(&c.arguments);
+    }
+    field(m.tool_call_id.as_deref().unwrap_or(""));
+    let mut out = [0; 16];
+    out.copy_from_slice(&h.finalize().as_bytes()[..16]);
+    out
+}
+
+/// The message without its whitespace: computed only when the exact
+/// fingerprint differs.
+fn fingerprint(m: &Message) -> Fingerprint {
+    // Whitespace is left out: clients re-serialise what they were sent
+    // (arguments re-indented, text blocks joined) and it stays the same
+    // turn. The non-whitespace bytes are gathered first: one long hash
+    // update is many times faster than one per word.
+    let mut bytes = Vec::with_capacity(m.content.len() + 64);
+    let mut words = |text: &str| {
+        bytes.extend(text.bytes().filter(|b| !b.is_ascii_whitespace()));
+        bytes.push(0);
+    };
+    words(m.role.as_str());
+    words(&m.content);
+    for c in &m.tool_calls {
+        words(&c.id);
+        words(&c.name);
+        words(&c.arguments);
+    }
+    words(m.tool_call_id.as_deref().unwrap_or(""));
+    let mut out = [0; 16];
+    out.copy_from_slice(&blake3::hash(&bytes).as_bytes()[..16]);
+    out
+}
+
+/// One stored message of a branch.
+#[derive(Clone, Debug)]
+struct Print {
+    /// Of the message as a client sent it (exact, without whitespace), once
+    /// this process has seen it.
+    sent: Option<(Fingerprint, Fingerprint)>,
+    /// Of the message as stored, for history read back after a restart.
+    stored: Option<Fingerprint>,
+    exchange: u32,
+}
+
+#[derive(Clone, Debug)]
+struct Branch {
+    session: String,
+    prints: Vec<Print>,
+}
+
+impl Branch {
+    /// How many of `incoming` (with their exact fingerprints) repeat this
+    /// branch's history, in order.
+    fn matched(&mut self, incoming: &[Message], exacts: &[Fingerprint], mask: bool) -> usize {
+        let mut n = 0;
+        for (p, (m, e)) in self.prints.iter_mut().zip(incoming.iter().zip(exacts)) {
+            let sent = match (p.sent, p.stored) {
+                (Some((exact, _)), _) if exact == *e => Some((exact, None)),
+                (Some((_, spaced)), _) => {
+                    let f = fingerprint(m);
+                    (f == spaced).then_some((*e, Some(f)))
+                }
+                (None, Some(stored)) => {
+                    let as_stored = if mask {
+                        secrets::mask_message(m.clone())
+                    } else {
+                        m.clone()
+                    };
+                    (fingerprint(&as_stored) == stored).then(|| (*e, Some(fingerprint(m))))
+                }
+                (None, None) => None,
+            };
+            let Some((exact, spaced)) = sent else {
+                break;
+            };
+            // Remember the client's own form, to match it exactly next time.
+            let spaced = spaced
+                .or(p.sent.map(|(_, s)| s))
+                .unwrap_or_else(|| fingerprint(m));
+            p.sent = Some((exact, spaced));
+            n += 1;
+        }
+        n
+    }
+
+    fn exchanges(&self) -> u32 {
+        self.prints.last().map_or(0, |p| p.exchange)
+    }
+
+    fn push(&mut self, messages: &[Message]) {
+        let mut exchange = self.exchanges();
+        for m in messages {
+            // As the store groups them: a user message opens an exchange, and
+            // a session's first messages open x1 whoever sent them.
+            if m.role == Role::User || exchange == 0 {
+                exchange += 1;
+            }
+            self.prints.push(Print {
+                sent: Some((exact(m), fingerprint(m))),
+                stored: None,
+                exchange,
+            });
+        }
+    }
+}
+
+/// What a request does with a key's branches.
+enum Choice {
+    Continue(usize),
+    Fork(usize),
+    Open,
+}
+
+#[derive(Default)]
+pub struct Branches {
+    loaded: bool,
+    list: Vec<Branch>,
+}
+
+/// Every key's branches; a key's lock is held for a whole request, so the
+/// requests of one conversation are ingested and recorded in turn.
+#[derive(Default)]
+pub struct Sessions {
+    keys: DashMap<String, Arc<Mutex<Branches>>>,
+}
+
+/// A request's place in its session, held until its reply is recorded.
+pub struct Turn {
+    guard: OwnedMutexGuard<Branches>,
+    branch: usize,
+    pub session: String,
+    /// Messages to store before assembling.
+    pub earlier: Vec<Message>,
+    /// The newest message: the prompt's input, stored with the reply.
+    pub input: Option<Message>,
+}
+
+impl Sessions {
+    async fn lock(
+        &self,
+        service: &Service,
+        key: &str,
+    ) -> Result<OwnedMutexGuard<Branches>, ServiceError> {
+        let lock = self.keys.entry(key.to_string()).or_default().clone();
+        let mut guard = lock.lock_owned().await;
+        if !guard.loaded {
+            guard.list = load_branches(service, key).await?;
+            guard.loaded = true;
+        }
+        Ok(guard)
+    }
+
+    /// The session a request continues and its newest message, without
+    /// storing anything: only when a branch holds every message but that
+    /// one (what `count_tokens` can answer for exactly).
+    pub async fn peek(
+        &self,
+        service: &Service,
+        key: &str,
+        messages: &[Message],
+    ) -> Result<Option<(String, Message)>, ServiceError> {
+        let mut guard = self.lock(service, key).await?;
+        let mask = service.config().redact_secrets;
+        let sent: Vec<Fingerprint> = messages.iter().map(exact).collect();
+        let Some((newest, history)) = messages.split_last() else {
+            return Ok(None);
+        };
+        for b in guard.list.iter_mut() {
+            if b.prints.len() == history.len() && b.matched(history, &sent, mask) == history.len() {
+                return Ok(Some((b.session.clone(), newest.clone())));
+            }
+        }
+        Ok(None)
+    }
+
+    /// Finds (or opens, or forks) the session `messages` continue.
+    pub async fn begin(
+        &self,
+        service: &Service,
+        key: &str,
+        mut messages: Vec<Message>,
+    ) -> Result<Turn, ServiceError> {
+        let mut guard = self.lock(service, key).await?;
+        let mask = service.config().redact_secrets;
+        let sent: Vec<Fingerprint> = messages.iter().map(exact).collect();
+        let scores: Vec<(usize, usize)> = guard
+            .list
+            .iter_mut()
+            .map(|b| (b.matched(&messages, &sent, mask), b.prints.len()))
+            .collect();
+        // The longest branch the request repeats whole; else the one it
+        // repeats most of (forked); else one that holds nothing yet (a
+        // request that failed before its reply was recorded); else a new one.
+        let whole = (0..scores.len())
+            .filter(|&i| scores[i].0 == scores[i].1 && scores[i].1 > 0)
+            .max_by_key(|&i| (scores[i].1, std::cmp::Reverse(i)));
+        let partial = (0..scores.len())
+            .filter(|&i| scores[i].0 > 0)
+            .max_by_key(|&i| (scores[i].0, std::cmp::Reverse(i)));
+        let empty = (0..scores.len()).find(|&i| scores[i].1 == 0);
+        let choice = match (whole, partial, empty) {
+            (Some(i), _, _) => Choice::Continue(i),
+            (None, Some(i), _) => Choice::Fork(i),
+            (None, None, Some(i)) => Choice::Continue(i),
+            (None, None, None) => Choice::Open,
+        };
+        let (branch, from) = match choice {
+            Choice::Continue(i) => (i, scores[i].0),
+            Choice::Fork(i) => {
+                let matched = scores[i].0;
+                let parent = guard.list[i].clone();
+                let diverging = parent.prints[matched].exchange;
+                let at = diverging - 1;
+                let keep = parent
+                    .prints
+                    .iter()
+                    .take_while(|p| p.exchange <= at)
+                    .count();
+                let session = if at == 0 {
+                    open(service, key, None).await?
+                } else {
+                    open(service, key, Some((parent.session.clone(), at))).await?
+                };
+                guard.list.insert(
+                    0,
+                    Branch {
+                        session,
+                        prints: parent.prints[..keep].to_vec(),
+                    },
+                );
+                (0, keep)
+            }
+            Choice::Open => {
+                let session = open(service, key, None).await?;
+                guard.list.insert(
+                    0,
+                    Branch {
+                        session,
+                        prints: Vec::new(),
+                    },
+                );
+                (0, 0)
+            }
+        };
+        let mut new = messages.split_off(from);
+        let input = new.pop();
+        Ok(Turn {
+            session: guard.list[branch].session.clone(),
+            guard,
+            branch,
+            earlier: new,
+            input,
+        })
+    }
+}
+
+impl Turn {
+    /// Stores the messages before the input (assembly shows them).
+    pub async fn store_earlier(&mut self, service: &Service) -> Result<(), ServiceError> {
+        if self.earlier.is_empty() {
+            return Ok(());
+        }
+        let earlier = std::mem::take(&mut self.earlier);
+        service
+            .append_messages(&self.session, earlier.clone(), None)
+            .await?;
+        self.guard.list[self.branch].push(&earlier);
+        Ok(())
+    }
+
+    /// Stores the input and the reply the client got, in one append.
+    pub async fn record(self, service: &Service, reply: Message) -> Result<(), ServiceError> {
+        let Turn {
+            mut guard,
+            branch,
+            session,
+            input,
+            ..
+        } = self;
+        let messages: Vec<Message> = input.into_iter().chain(std::iter::once(reply)).collect();
+        service
+            .append_messages(&session, messages.clone(), None)
+            .await?;
+        guard.list[branch].push(&messages);
+        Ok(())
+    }
+}
+
+async fn open(
+    service: &Service,
+    key: &str,
+    parent: Option<(String, u32)>,
+) -> Result<String, ServiceError> {
+    service
+        .open_new_session(NewSession {
+            workspace: Some(WORKSPACE.into()),
+            title: Some(key.to_string()),
+            parent: parent.map(|(s, at)| (s, Some(at))),
+        })
+        .await
+}
+
+/// The key's sessions in the store, newest first, with the fingerprints of
+/// their messages as stored.
+async fn load_branches(service: &Service, key: &str) -> Result<Vec<Branch>, ServiceError> {
+    let key = key.to_string();
+    Ok(service
+        .store()
+        .read(move |r| {
+            let mut out = Vec::new();
+            for s in r
+                .sessions(Some(WORKSPACE))?
+                .into_iter()
+                .filter(|s| s.title == key)
+                .take(BRANCHES_LOADED)
+            {
+                let prints = r
+                    .session_messages(&s.id)?
+                    .into_iter()
+                    .map(|(x, m)| Print {
+                        sent: None,
+                        stored: Some(fingerprint(&m)),
+                        exchange: x.0,
+                    })
+                    .collect();
+                out.push(Branch {
+                    session: s.id,
+                    prints,
+                });
+            }
+            Ok(out)
+        })
+        .await?)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use axum::http::HeaderValue;
+    use serde_json::json;
+
+    fn headers(pairs: &[(&'static str, &str)]) -> HeaderMap {
+        let mut h = HeaderMap::new();
+        for (k, v) in pairs {
+            h.insert(*k, HeaderValue::from_str(v).unwrap());
+        }
+        h
+    }
+
+    #[test]
+    fn keys_come_from_the_header_the_client_id_or_the_request() {
+        let body = json!({"metadata": {"user_id": "user_ab_account_cd_session_1234-5678"}});
+        let none = json!({});
+        assert_eq!(
+            session_key(
+                &headers(&[
+                    ("x-ctxproxy-session", "mine"),
+                    ("x-claude-code-session-id", "cc")
+                ]),
+                &body,
+                "",
+                ""
+            ),
+            "name:mine"
+        );
+        assert_eq!(
+            session_key(
+                &headers(&[("x-claude-code-session-id", "cc")]),
+                &body,
+                "",
+                ""
+            ),
+            "claude-code:cc"
+        );
+        assert_eq!(
+            session_key(&headers(&[]), &body, "", ""),
+            "claude-code:1234-5678"
+        );
+        let json_id =
+            json!({"metadata": {"user_id": "{\"device_id\":\"d\",\"session_id\":\"s9\"}"}});
+        assert_eq!(
+            session_key(&headers(&[]), &json_id, "", ""),
+            "claude-code:s9"
+        );
+        assert_eq!(
+            session_key(&headers(&[("session-id", "cx")]), &none, "", ""),
+            "codex:cx"
+        );
+        let derived = session_key(&headers(&[]), &none, "sys", "hello");
+        assert!(derived.starts_with("derived:"));
+        assert_eq!(derived, session_key(&headers(&[]), &none, "sys", "hello"));
+        assert_ne!(derived, session_key(&headers(&[]), &none, "sys", "hello!"));
+    }
+
+    #[test]
+    fn fingerprints_ignore_whitespace_but_not_words() {
+        let a = Message::new(Role::Assistant, "two  words\n");
+        let b = Message::new(Role::Assistant, "two words");
+        let c = Message::new(Role::User, "two words");
+        assert_eq!(fingerprint(&a), fingerprint(&b));
+        assert_ne!(fingerprint(&b), fingerprint(&c));
+    }
+
+    #[test]
+    fn a_branch_matches_an_echo_exactly_or_up_to_whitespace_and_stops_at_a_change() {
+        let stored = [
+            Message::new(Role::User, "run the tests"),
+            Message::new(Role::Assistant, "All  passed.\n"),
+            Message::new(Role::User, "thanks"),
+        ];
+        let mut b = Branch {
+            session: "s".into(),
+            prints: Vec::new(),
+        };
+        b.push(&stored);
+        let exacts = |ms: &[Message]| ms.iter().map(exact).collect::<Vec<_>>();
+        assert_eq!(b.matched(&stored, &exacts(&stored), false), 3);
+        let mut respaced = stored.clone();
+        respaced[1].content = "All passed.".into();
+        assert_eq!(b.matched(&respaced, &exacts(&respaced), false), 3);
+        // The respaced form is now the one remembered: matched exactly.
+        assert_eq!(b.prints[1].sent.unwrap().0, exact(&respaced[1]));
+        let mut edited = stored.clone();
+        edited[1].content = "Two failed.".into();
+        assert_eq!(b.matched(&edited, &exacts(&edited), false), 1);
+    }
+
+    #[test]
+    fn a_branch_numbers_exchanges_as_the_store_groups_them() {
+        let mut b = Branch {
+            session: "s".into(),
+            prints: Vec::new(),
+        };
+        b.push(&[
+            Message::new(Role::Assistant, "greeting"),
+            Message::new(Role::User, "q1"),
+            Message::new(Role::Assistant, "a1"),
+            Message::new(Role::User, "q2"),
+        ]);
+        let exchanges: Vec<u32> = b.prints.iter().map(|p| p.exchange).collect();
+        assert_eq!(exchanges, [1, 2, 2, 3]);
+    }
+}

@@ -1,0 +1,206 @@
+//! The model APIs behind the proxy: which upstream a path goes to, the
+//! headers that cross (a denylist: an allowlist drops headers clients need,
+//! such as `openai-project`), and the reqwest client that calls them.
+
+use axum::http::{HeaderMap, Method};
+use bytes::Bytes;
+
+/// Hop-by-hop headers (RFC 9110 §7.6.1) and the ones the transport sets
+/// again; never forwarded in either direction.
+const HOP_BY_HOP: [&str; 10] = [
+    "connection",
+    "keep-alive",
+    "proxy-authenticate",
+    "proxy-authorization",
+    "proxy-connection",
+    "te",
+    "trailer",
+    "transfer-encoding",
+    "upgrade",
+    "content-length",
+];
+
+/// The two APIs and their base URLs.
+#[derive(Clone, Debug)]
+pub struct Upstreams {
+    pub openai: String,
+    pub anthropic: String,
+}
+
+impl Upstreams {
+    /// `/v1/messages*` (and `/messages*`) go to Anthropic, every other path
+    /// to OpenAI; the path is appended to the base URL.
+    pub fn url_for(&self, path_and_query: &str) -> String {
+        let path = path_and_query.split('?').next().unwrap_or("");
+        let base = if path.starts_with("/v1/messages") || path.starts_with("/messages") {
+            &self.anthropic
+        } else {
+            &self.openai
+        };
+        format!("{}{}", base.trim_end_matches('/'), path_and_query)
+    }
+}
+
+#[derive(Debug, thiserror::Error)]
+#[error("upstream {url} is unreachable: {reason}")]
+pub struct Unreachable {
+    pub url: String,
+    /// The transport's reason, without the URL (already named) and so
+    /// without anything a query string could carry.
+    pub reason: String,
+    #[source]
+    pub source: reqwest::Error,
+}
+
+/// What the proxy forwards of a client's request headers: all but the
+/// hop-by-hop ones, `host`, and ctxproxy's own `x-ctxproxy-*`. When the
+/// proxy reads the body itself (`decoded`), `accept-encoding` goes too, so
+/// that the upstream answers in plain bytes.
+pub fn request_headers(incoming: &HeaderMap, decoded: bool) -> HeaderMap {
+    let mut out = HeaderMap::new();
+    for (name, value) in incoming {
+        let n = name.as_str();
+        if HOP_BY_HOP.contains(&n)
+            || n == "host"
+            || n.starts_with("x-ctxproxy-")
+            || (decoded && n == "accept-encoding")
+        {
+            continue;
+        }
+        out.append(name.clone(), value.clone());
+    }
+    out
+}
+
+/// The upstream's response headers the client gets: all but the hop-by-hop
+/// ones; when the proxy rewrote the body, its encoding headers go too.
+pub fn response_headers(upstream: &HeaderMap, rewritten: bool) -> HeaderMap {
+    let mut out = HeaderMap::new();
+    for (name, value) in upstream {
+        let n = name.as_str();
+        if HOP_BY_HOP.contains(&n) || (rewritten && n == "content-encoding") {
+            continue;
+        }
+        out.append(name.clone(), value.clone());
+    }
+    out
+}
+
+/// The HTTP client; one per proxy, its connections pooled.
+#[derive(Clone)]
+pub struct Client {
+    http: reqwest::Client,
+}
+
+impl Client {
+    pub fn new() -> Result<Client, reqwest::Error> {
+        // reqwest is built without a crypto provider (aws-lc-rs needs cmake
+        // and nasm); ring is installed here, once.
+        let _ = rustls::crypto::ring::default_provider().install_default();
+        Ok(Client {
+            http: reqwest::Client::builder()
+                .connect_timeout(std::time::Duration::from_secs(30))
+                .build()?,
+        })
+    }
+
+    /// Sends a request and returns once the upstream's status and headers
+    /// are known; the body streams after.
+    pub async fn send(
+        &self,
+        method: Method,
+        url: &str,
+        headers: HeaderMap,
+        body: Bytes,
+    ) -> Result<reqwest::Response, Unreachable> {
+        self.http
+            .request(method, url)
+            .headers(headers)
+            .body(body)
+            .send()
+            .await
+            .map_err(|source| Unreachable {
+                url: url.split('?').next().unwrap_or(url).to_string(),
+                reason: reason_of(&source),
+                source,
+            })
+    }
+}
+
+/// The innermost cause of a transport error (`Connection refused`), which
+/// reqwest's own message hides behind "error sending request".
+fn reason_of(e: &reqwest::Error) -> String {
+    let mut cause: &dyn std::error::Error = e;
+    while let Some(next) = cause.source() {
+        cause = next;
+    }
+    let text = cause.to_string();
+    if e.is_timeout() {
+        format!("timed out ({text})")
+    } else {
+        text
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use axum::http::HeaderName;
+
+    #[test]
+    fn paths_choose_their_api() {
+        let u = Upstreams {
+            openai: "http://o.test/".into(),
+            anthropic: "http://a.test".into(),
+        };
+        assert_eq!(u.url_for("/v1/messages"), "http://a.test/v1/messages");
+        assert_eq!(
+            u.url_for("/v1/messages/count_tokens?beta=true"),
+            "http://a.test/v1/messages/count_tokens?beta=true"
+        );
+        assert_eq!(u.url_for("/messages"), "http://a.test/messages");
+        assert_eq!(u.url_for("/v1/models"), "http://o.test/v1/models");
+        assert_eq!(
+            u.url_for("/chat/completions"),
+            "http://o.test/chat/completions"
+        );
+    }
+
+    #[test]
+    fn headers_cross_by_denylist() {
+        let mut h = HeaderMap::new();
+        for (k, v) in [
+            ("authorization", "Bearer k"),
+            ("openai-project", "proj"),
+            ("anthropic-beta", "b"),
+            ("host", "localhost"),
+            ("connection", "keep-alive"),
+            ("content-length", "12"),
+            ("accept-encoding", "gzip"),
+            ("x-ctxproxy-token", "t"),
+        ] {
+            h.append(HeaderName::from_static(k), v.parse().unwrap());
+        }
+        let kept = |decoded| {
+            let mut names: Vec<String> = request_headers(&h, decoded)
+                .keys()
+                .map(|k| k.to_string())
+                .collect();
+            names.sort();
+            names
+        };
+        assert_eq!(
+            kept(false),
+            [
+                "accept-encoding",
+                "anthropic-beta",
+                "authorization",
+                "openai-project"
+            ]
+        );
+        assert_eq!(
+            kept(true),
+            ["anthropic-beta", "authorization", "openai-project"]
+        );
+    }
+}
