@@ -5,6 +5,7 @@ import { CtxproxyApi, ctxproxyApi } from "./api";
 import { ChatSession, registerChatParticipant } from "./chatParticipant";
 import { PromptHistory } from "./promptHistory";
 import { PromptPanel } from "./promptPanel";
+import { ProxyConnection } from "./proxyConnection";
 import { promptStatusFromEvent } from "./promptStatus";
 import { replayFile } from "./replayCommand";
 import { openRetrieved, RetrievedDocuments } from "./retrievedDocuments";
@@ -18,6 +19,7 @@ import { PromptStatusBar } from "./statusBar";
 export async function activate(context: vscode.ExtensionContext): Promise<CtxproxyApi> {
   const output = vscode.window.createOutputChannel("ctxproxy");
   const connection = new ServerConnection(context.extensionPath, output);
+  const proxy = new ProxyConnection(context.extensionPath, output);
   const sidecar = connection.sidecar;
   const history = new PromptHistory();
   const sessionsView = new SessionsView(sidecar);
@@ -78,10 +80,22 @@ export async function activate(context: vscode.ExtensionContext): Promise<Ctxpro
     command("ctxproxy.openFull", openExchange("full")),
     command("ctxproxy.openSummary", openExchange("summary")),
     command("ctxproxy.restartServer", () => connection.restart()),
+    proxy,
+    command("ctxproxy.copyProxyAddress", async () => {
+      if (!proxy.url) {
+        void vscode.window.showInformationMessage(
+          "ctxproxy: the proxy is not running. Turn on ctxproxy.proxy.enabled to serve OpenAI and Anthropic clients.",
+        );
+        return;
+      }
+      await vscode.env.clipboard.writeText(proxy.url);
+      void vscode.window.showInformationMessage(`ctxproxy: copied ${proxy.url}; use it as your assistant's base URL.`);
+    }),
     registerChatParticipant(sidecar, chatSession, history),
   );
 
   await connection.start();
+  void proxy.restart();
   return ctxproxyApi(sidecar, history);
 }
 

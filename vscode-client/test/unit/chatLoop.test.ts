@@ -31,7 +31,7 @@ function fakeSidecar() {
     },
     search: async (params) => {
       calls.search.push(params);
-      return { hits: [{ id: "x2", sessionId: "s-1", header: "cargo test", score: 1.5 }] };
+      return { hits: [{ id: "x2", sessionId: "s-1", header: "cargo test", snippet: "test result: ok", score: 1.5 }] };
     },
   };
   return { sidecar, calls };
@@ -109,5 +109,9 @@ test("retrieve and search results render as text the model can read", () => {
     "## x1 (summary, 4 tokens, truncated)\nasked about config\n\n## x99: error -32002: unknown id",
   );
   assert.equal(renderSearchResult({ hits: [] }), "No matches.");
-  assert.equal(renderSearchResult({ hits: [{ id: "x2", sessionId: "s-1", header: "cargo test", score: 2 }] }), "x2 [s-1] cargo test");
+  assert.equal(
+    renderSearchResult({ hits: [{ id: "x2", sessionId: "s-1", header: "cargo test", snippet: "test result: ok. 9 passed", score: 2 }] }),
+    "x2 [s-1] cargo test\n  …test result: ok. 9 passed…",
+  );
+  assert.equal(renderSearchResult({ hits: [{ id: "x2", sessionId: "s-1", header: "cargo test", snippet: "", score: 2 }] }), "x2 [s-1] cargo test");
 });
