@@ -98,6 +98,11 @@ static PYTEST_FAILED: LazyLock<Regex> =
 static PYTEST_VERBOSE: LazyLock<Regex> = LazyLock::new(|| re(r"^(\S+::\S+) (?:FAILED|ERROR)\b"));
 static PYTEST_SECTION: LazyLock<Regex> =
     LazyLock::new(|| re(r"^_{3,} (?:ERROR (?:at \w+ of )?)?(.+?) _{3,}$"));
+/// `==== FAILURES ====`, `==== warnings summary ====`: the blocks of a
+/// report. Only the FAILURES and ERRORS blocks hold failing tests' sections;
+/// plugins draw sections of their own elsewhere (pytest-cov's
+/// `____ coverage: platform linux … ____`).
+static PYTEST_BLOCK: LazyLock<Regex> = LazyLock::new(|| re(r"^={3,} (.+?) ={3,}$"));
 static PYTEST_FRAME: LazyLock<Regex> = LazyLock::new(|| re(r"^(\S+\.py):(\d+):(?: |$)"));
 static PYTEST_SUMMARY: LazyLock<Regex> =
     LazyLock::new(|| re(r"^=*\s*(\d+ (?:passed|failed|error).*) in [\d.]+s"));
@@ -107,8 +112,12 @@ pub(crate) fn pytest(label: &str, text: &str, draft: &mut Draft) {
     let mut counts = Counts::default();
     // Sections are keyed by the test's short name; the node id comes later.
     let mut sections: Vec<(String, Vec<String>, Option<String>)> = Vec::new();
+    let mut in_failures = false;
     for line in text.lines() {
-        if let Some(c) = PYTEST_SECTION.captures(line) {
+        if let Some(c) = PYTEST_BLOCK.captures(line) {
+            in_failures = matches!(&c[1], "FAILURES" | "ERRORS");
+        }
+        if let Some(c) = PYTEST_SECTION.captures(line).filter(|_| in_failures) {
             sections.push((c[1].to_string(), Vec::new(), None));
         } else if let (Some(c), Some(section)) = (PYTEST_FRAME.captures(line), sections.last_mut())
         {
