@@ -539,3 +539,62 @@ def env_without_proxies() -> dict:
     """This process's environment without HTTP proxy variables, so loopback
     requests from child processes are never sent elsewhere."""
     return {k: v for k, v in os.environ.items() if k.lower() not in ("http_proxy", "https_proxy", "all_proxy")}
+
+
+# ------------------------------------------------ recorded sessions, as clients send them
+
+def fixture_exchanges(name: str) -> list[list[dict]]:
+    """The exchanges of `fixtures/sessions/NAME.jsonl` (replay format)."""
+    lines = (ctxlib.SESSIONS / f"{name}.jsonl").read_text().splitlines()
+    return [json.loads(line)["messages"] for line in lines if line.strip()]
+
+
+def to_openai(messages: list[dict]) -> list[dict]:
+    """Replay-format messages as OpenAI Chat Completions messages."""
+    out = []
+    for m in messages:
+        if m["role"] == "tool":
+            out.append({"role": "tool", "tool_call_id": m["toolCallId"], "content": m["content"]})
+        elif m["role"] == "assistant" and m.get("toolCalls"):
+            out.append({"role": "assistant", "content": m["content"] or None, "tool_calls": [
+                {"id": c["id"], "type": "function",
+                 "function": {"name": c["name"], "arguments": json.dumps(c["arguments"])}}
+                for c in m["toolCalls"]]})
+        else:
+            out.append({"role": m["role"], "content": m["content"]})
+    return out
+
+
+def to_anthropic(messages: list[dict]) -> list[dict]:
+    """Replay-format messages as Anthropic Messages: tool calls become
+    `tool_use` blocks, tool results `tool_result` blocks of one user message."""
+    out: list[dict] = []
+    for m in messages:
+        if m["role"] == "tool":
+            block = {"type": "tool_result", "tool_use_id": m["toolCallId"], "content": m["content"]}
+            if out and out[-1]["role"] == "user" and isinstance(out[-1]["content"], list):
+                out[-1]["content"].append(block)
+            else:
+                out.append({"role": "user", "content": [block]})
+        elif m["role"] == "assistant":
+            blocks = [{"type": "text", "text": m["content"]}] if m["content"] else []
+            blocks += [{"type": "tool_use", "id": c["id"], "name": c["name"], "input": c["arguments"]}
+                       for c in m.get("toolCalls", [])]
+            out.append({"role": "assistant", "content": blocks})
+        else:
+            out.append({"role": "user", "content": m["content"]})
+    return out
+
+
+def tool_names(body: dict) -> list[str]:
+    """The names of a request's tools, OpenAI or Anthropic shape."""
+    return [t["function"]["name"] if "function" in t else t.get("name") for t in body.get("tools") or []]
+
+
+def context_tool_defs(body: dict) -> list[dict]:
+    return [t for t, n in zip(body.get("tools") or [], tool_names(body)) if n in CONTEXT_TOOLS]
+
+
+def history_bytes(body: dict) -> int:
+    """Bytes of a request's conversation: messages and system prompt."""
+    return len(json.dumps(body.get("messages", []))) + len(json.dumps(body.get("system", "")))
