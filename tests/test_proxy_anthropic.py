@@ -172,8 +172,10 @@ def test_thinking_blocks_in_history_are_forwarded_verbatim(proxy, upstream):
                                   thinking={"type": "enabled", "budget_tokens": 1024})
     body = upstream.model_calls()[0].json
     assert body["thinking"] == {"type": "enabled", "budget_tokens": 1024}
-    text = json.dumps(body["messages"])
-    assert json.dumps(thinking) in text and json.dumps(redacted) in text
+    blocks = [b for m in body["messages"] if isinstance(m["content"], list) for b in m["content"]]
+    assert thinking in blocks and redacted in blocks, "thinking blocks and signatures kept verbatim"
+    assert blocks.index(thinking) < blocks.index(redacted) < next(
+        i for i, b in enumerate(blocks) if b.get("type") == "tool_use"), "in their place, before the tool call"
 
 
 # ------------------------------------------------------------ context tools
@@ -277,19 +279,30 @@ def test_count_tokens_answers_for_the_assembled_prompt(proxy, upstream):
 
 
 def test_session_from_claude_code_headers(proxy, upstream):
-    upstream.push(Turn(text="a"), Turn(text="b"), Turn(text="c"))
+    """Claude Code's X-Claude-Code-Session-Id, or the session_id in its
+    metadata.user_id, names the session: the same opening under two ids is
+    two sessions; a conversation that goes on under its id stays in one."""
+    upstream.push(*(Turn(text=t) for t in "abcdef"))
     an = client(proxy)
-    h = {"x-claude-code-session-id": "3c480776-e572-47ae-8a56-bf9b9428e6c4"}
-    r1 = an.messages.with_raw_response.create(model=MODEL, max_tokens=10, extra_headers=h,
-                                              messages=[{"role": "user", "content": "One."}])
-    r2 = an.messages.with_raw_response.create(model=MODEL, max_tokens=10, extra_headers=h,
-                                              messages=[{"role": "user", "content": "Another start."}])
+    opening = [{"role": "user", "content": "One."}]
+    later = opening + [{"role": "assistant", "content": [{"type": "text", "text": "a"}]},
+                       {"role": "user", "content": "Two."}]
+
+    def ask(msgs, header=None, metadata=None):
+        kw = {"metadata": metadata} if metadata else {}
+        raw = an.messages.with_raw_response.create(
+            model=MODEL, max_tokens=10, messages=msgs,
+            extra_headers={"x-claude-code-session-id": header} if header else {}, **kw)
+        return reply_ids(raw.headers)[0]
+
+    by_header = ask(opening, header="3c480776-e572-47ae-8a56-bf9b9428e6c4")
+    assert ask(later, header="3c480776-e572-47ae-8a56-bf9b9428e6c4") == by_header
+    other_header = ask(opening, header="0d7a2c51-0000-4000-8000-000000000001")
     meta = {"user_id": json.dumps({"device_id": "d", "account_uuid": "", "session_id": "sess-from-metadata"})}
-    r3 = an.messages.with_raw_response.create(model=MODEL, max_tokens=10, metadata=meta,
-                                              messages=[{"role": "user", "content": "Third start."}])
-    s1, s2, s3 = (reply_ids(r.headers)[0] for r in (r1, r2, r3))
-    assert s1 == s2 and s3 != s1
-    assert upstream.model_calls()[2].json["metadata"] == meta
+    by_metadata = ask(opening, metadata=meta)
+    assert ask(later, metadata=meta) == by_metadata
+    assert len({by_header, other_header, by_metadata}) == 3
+    assert upstream.model_calls()[-1].json["metadata"] == meta, "metadata is forwarded unchanged"
 
 
 # ----------------------------------------------------------------- errors

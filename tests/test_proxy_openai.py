@@ -241,15 +241,19 @@ def test_long_replayed_session_forwards_much_less_than_its_history(proxy, upstre
 
 
 def test_named_session_header(proxy, upstream):
-    upstream.push(Turn(text="a"), Turn(text="b"))
+    """x-ctxproxy-session names the session: the same conversation under two
+    names is two sessions, and a conversation that goes on under its name
+    stays in its session with a new prompt."""
+    upstream.push(Turn(text="a"), Turn(text="b"), Turn(text="c"), Turn(text="d"))
     oa = client(proxy)
-    h = {"x-ctxproxy-session": "my-named-session"}
-    r1 = oa.chat.completions.with_raw_response.create(
-        model=MODEL, messages=[{"role": "user", "content": "Hello one."}], extra_headers=h)
-    r2 = oa.chat.completions.with_raw_response.create(
-        model=MODEL, messages=[{"role": "user", "content": "A different conversation opening."}], extra_headers=h)
-    (s1, p1), (s2, p2) = reply_ids(r1), reply_ids(r2)
+    opening = [{"role": "system", "content": SYSTEM}, {"role": "user", "content": "Hello one."}]
+    later = opening + [{"role": "assistant", "content": "a"}, {"role": "user", "content": "And two."}]
+    ask = lambda msgs, name=None: reply_ids(oa.chat.completions.with_raw_response.create(  # noqa: E731
+        model=MODEL, messages=msgs, extra_headers={"x-ctxproxy-session": name} if name else {}))
+    (s1, p1), (s2, p2) = ask(opening, "named-a"), ask(later, "named-a")
+    (s3, _), (s4, _) = ask(opening, "named-b"), ask(opening)
     assert s1 == s2 and p1 != p2
+    assert len({s1, s3, s4}) == 3, (s1, s3, s4)
 
 
 # ----------------------------------------------------------------- errors
