@@ -193,6 +193,29 @@ def test_context_retrieve_is_answered_inside_the_proxy(proxy, upstream, store, s
     assert "Port 47113." in proxylib.cli("inspect", session, "x2", "--full", store=store).stdout
 
 
+def test_keepalive_comments_while_an_internal_round_runs(proxy, upstream):
+    """The second round's answer starts late; meanwhile the client's stream
+    gets SSE comments (the upstream sends none), so it does not time out, and
+    the request stays streamed upstream."""
+    def slow_answer(rec):
+        time.sleep(3)
+        return answer_from_tool_result(rec)
+
+    upstream.push(retrieve_first_exchange, slow_answer)
+    body = json.dumps({"model": MODEL, "stream": True, "messages": HISTORY})
+    conn = http.client.HTTPConnection(proxy.host_port, timeout=30)
+    conn.request("POST", "/v1/chat/completions", body,
+                 {"content-type": "application/json", "authorization": f"Bearer {KEY}"})
+    resp = conn.getresponse()
+    assert resp.status == 200
+    stream = resp.read().decode()
+    conn.close()
+    before_answer = stream[:stream.index("Port 47")]
+    assert re.search(r"^:", before_answer, re.M), before_answer
+    assert stream.rstrip().endswith("data: [DONE]")
+    assert all(r.json["stream"] is True for r in upstream.model_calls())
+
+
 def test_context_tools_stay_byte_identical_across_turns(proxy, upstream):
     upstream.push(Turn(text="one"), Turn(text="two"), Turn(text="three"))
     oa = client(proxy)
