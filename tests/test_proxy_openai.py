@@ -428,3 +428,16 @@ def test_passthrough_mode_forwards_the_request_untouched(proxy, upstream, store)
 def test_healthz(proxy):
     status, headers, body = proxylib.raw_request(proxy.url + "/healthz")
     assert status == 200 and json.loads(body) == {"ok": True}
+
+
+def test_token_is_required_when_given(store, upstream):
+    token = "tok-" + secrets.token_hex(8)
+    with proxylib.Proxy(store, upstream.url, upstream.url, extra=["--token", token]) as p:
+        with pytest.raises(openai.APIStatusError) as e:
+            client(p).chat.completions.create(model=MODEL, messages=[{"role": "user", "content": "hi"}])
+        assert e.value.status_code == 401 and token not in e.value.response.text
+        assert upstream.requests == [], "nothing reaches the upstream without the token"
+        upstream.push(Turn(text="let in"))
+        reply = client(p, default_headers={"x-ctxproxy-token": token}).chat.completions.create(
+            model=MODEL, messages=[{"role": "user", "content": "hi"}])
+        assert reply.choices[0].message.content == "let in"
