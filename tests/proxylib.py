@@ -549,6 +549,28 @@ def fixture_exchanges(name: str) -> list[list[dict]]:
     return [json.loads(line)["messages"] for line in lines if line.strip()]
 
 
+def replay_steps(exchanges: list[list[dict]]):
+    """Each model call of a recorded session, in order: the messages the
+    client adds to its history before the call (a user input, tool results)
+    and the assistant message the model answers with. A client replaying it
+    sends its whole history each time and appends the answer as received."""
+    pending: list[dict] = []
+    for exchange in exchanges:
+        for m in exchange:
+            if m["role"] == "assistant":
+                yield pending, m
+                pending = []
+            else:
+                pending.append(m)
+
+
+def turn_of(assistant: dict) -> Turn:
+    """A recorded assistant message as the scripted model's answer."""
+    return Turn(text=assistant["content"],
+                tool_calls=[ToolCall(c["id"], c["name"], c["arguments"]) for c in assistant.get("toolCalls", [])],
+                delay=0)
+
+
 def to_openai(messages: list[dict]) -> list[dict]:
     """Replay-format messages as OpenAI Chat Completions messages."""
     out = []
@@ -598,3 +620,18 @@ def context_tool_defs(body: dict) -> list[dict]:
 def history_bytes(body: dict) -> int:
     """Bytes of a request's conversation: messages and system prompt."""
     return len(json.dumps(body.get("messages", []))) + len(json.dumps(body.get("system", "")))
+
+
+def user_texts(body: dict) -> list[str]:
+    """The text of each user message a request carries (content parts and
+    Anthropic text blocks joined), without the trailing newline ctxproxy's
+    rendering ends a message with."""
+    out = []
+    for m in body.get("messages", []):
+        if m.get("role") != "user":
+            continue
+        c = m.get("content")
+        text = c if isinstance(c, str) else "".join(
+            p.get("text", "") for p in c or [] if isinstance(p, dict) and p.get("type") == "text")
+        out.append(text.removesuffix("\n"))
+    return out

@@ -100,7 +100,7 @@ def test_text_reply_keeps_the_clients_request(proxy, upstream, store):
     assert body["tool_choice"] == {"type": "auto"} and body["metadata"] == {"user_id": "u-1"}
     assert system_text(body).startswith(SYSTEM)
     assert body["messages"][-1]["role"] == "user"
-    assert "Say hello." in json.dumps(body["messages"][-1]["content"])
+    assert "Say hello." in proxylib.user_texts(body), "the newest input is forwarded"
     assert any({k: v for k, v in t.items() if k != "cache_control"} == WRITE for t in body["tools"])
     assert {"context_retrieve", "context_search"} <= set(proxylib.tool_names(body))
     assert 1 <= breakpoints(body) <= 4, "ctxproxy places cache breakpoints, at most 4"
@@ -244,20 +244,23 @@ def test_keepalive_pings_while_an_internal_round_runs(proxy, upstream):
 
 
 def test_long_replayed_session_forwards_much_less_than_its_history(proxy, upstream):
-    exchanges = proxylib.fixture_exchanges("coding-strsim")
+    """The recorded coding session replayed in Anthropic shape (see the
+    OpenAI test): one session, context tools byte-identical, at most 4
+    breakpoints, far less forwarded than the history."""
     an = client(proxy)
     history: list[dict] = []
     sent_sizes, forwarded_sizes, sessions = [], [], set()
-    for exchange in exchanges:
-        upstream.push(Turn(text="(scripted)"))
-        history += proxylib.to_anthropic(exchange[:1])
+    for added, answer in proxylib.replay_steps(proxylib.fixture_exchanges("coding-strsim")):
+        upstream.push(proxylib.turn_of(answer))
+        history += proxylib.to_anthropic(added)
         raw = an.messages.with_raw_response.create(model=MODEL, max_tokens=100, system=SYSTEM, messages=history,
-                                                   extra_headers={"x-ctxproxy-budget": "4000"})
-        raw.parse()
+                                                   tools=[WRITE], extra_headers={"x-ctxproxy-budget": "4000"})
+        got = raw.parse()
+        assert [b.id for b in got.content if b.type == "tool_use"] == [c["id"] for c in answer.get("toolCalls", [])]
         sessions.add(reply_ids(raw.headers)[0])
         sent_sizes.append(proxylib.history_bytes({"messages": history, "system": SYSTEM}))
         forwarded_sizes.append(proxylib.history_bytes(upstream.model_calls()[-1].json))
-        history += proxylib.to_anthropic(exchange[1:])
+        history += proxylib.to_anthropic([answer])
     assert len(sessions) == 1, sessions
     calls = upstream.model_calls()
     assert len({json.dumps(proxylib.context_tool_defs(c.json)) for c in calls}) == 1

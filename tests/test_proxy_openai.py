@@ -119,7 +119,7 @@ def test_text_reply_keeps_the_clients_request(proxy, upstream, store):
     assert body["model"] == MODEL and body["temperature"] == 0.25 and body["max_tokens"] == 77
     assert body["tool_choice"] == "auto" and body["metadata"] == {"purpose": "test"}
     assert_system_kept(body)
-    assert body["messages"][-1] == {"role": "user", "content": "Say hello."}
+    assert "Say hello." in proxylib.user_texts(body), "the newest input is forwarded"
     assert READ_FILE in body["tools"], "the client's tool is forwarded as sent"
     assert sorted(n for n in proxylib.tool_names(body) if n in proxylib.CONTEXT_TOOLS) == list(proxylib.CONTEXT_TOOLS)
     assert body.get("prompt_cache_key"), "a prompt_cache_key is set when the client sent none"
@@ -232,35 +232,37 @@ def test_context_tools_stay_byte_identical_across_turns(proxy, upstream):
 
 
 def test_long_replayed_session_forwards_much_less_than_its_history(proxy, upstream):
-    """Every turn of a recorded 46-exchange coding session, sent as a client
-    sends it: the whole history each time. The upstream gets the assembled
-    prompt: from the middle of the session on, far less than the history."""
-    exchanges = proxylib.fixture_exchanges("coding-strsim")
+    """A recorded 46-exchange coding session replayed as a client runs it:
+    every model call sends the whole history, the scripted model answers with
+    the recorded assistant message, the client appends it and the tool
+    results. The upstream gets the assembled prompt: from the middle of the
+    session on, far less than the history."""
     oa = client(proxy)
     history = [{"role": "system", "content": SYSTEM}]
     sessions = set()
     sent_sizes, forwarded_sizes = [], []
-    for exchange in exchanges:
-        upstream.push(Turn(text="(scripted)"))
-        history += proxylib.to_openai(exchange[:1])
+    for added, answer in proxylib.replay_steps(proxylib.fixture_exchanges("coding-strsim")):
+        upstream.push(proxylib.turn_of(answer))
+        history += proxylib.to_openai(added)
         raw = oa.chat.completions.with_raw_response.create(
             model=MODEL, messages=history, tools=[READ_FILE], extra_headers={"x-ctxproxy-budget": "4000"})
-        raw.parse()
+        got = raw.parse().choices[0].message
+        assert (got.content or "") == answer["content"]
+        assert [c.id for c in got.tool_calls or []] == [c["id"] for c in answer.get("toolCalls", [])]
         sessions.add(reply_ids(raw)[0])
         sent_sizes.append(proxylib.history_bytes({"messages": history}))
         forwarded_sizes.append(proxylib.history_bytes(upstream.model_calls()[-1].json))
-        # What the assistant really did in this exchange is the client's history from now on.
-        history += proxylib.to_openai(exchange[1:])
+        history += proxylib.to_openai([answer])
     assert len(sessions) == 1, f"one session for one conversation, got {sessions}"
     calls = upstream.model_calls()
-    assert len(calls) == len(exchanges)
+    assert len(calls) == len(sent_sizes) > 46
     defs = {json.dumps(proxylib.context_tool_defs(c.json)) for c in calls}
     assert len(defs) == 1, "context tools byte-identical on every turn"
     assert forwarded_sizes[-1] * 4 < sent_sizes[-1], (forwarded_sizes[-1], sent_sizes[-1])
     assert sum(forwarded_sizes) * 2 < sum(sent_sizes), (sum(forwarded_sizes), sum(sent_sizes))
     last = calls[-1].json
     assert_system_kept(last)
-    assert last["messages"][-1] == {"role": "user", "content": exchanges[-1][0]["content"]}
+    assert READ_FILE in last["tools"]
 
 
 def test_named_session_header(proxy, upstream):
