@@ -285,11 +285,13 @@ class _Handler(http.server.BaseHTTPRequestHandler):
                        {k.lower(): v for k, v in self.headers.items()},
                        [(k, v) for k, v in self.headers.items()], self._read_body())
         self.server.upstream._record(rec)
+        # Connections are kept alive between requests, as the real APIs do
+        # (a client that pools them must not see them closed under it).
         try:
             self.server.upstream._answer(self, rec)
         except (BrokenPipeError, ConnectionResetError):
             self.server.upstream._disconnected(rec)
-        self.close_connection = True
+            self.close_connection = True
 
     do_GET = do_POST = do_PUT = do_DELETE = do_PATCH = do_HEAD = _handle
 
@@ -331,6 +333,8 @@ class ScriptedUpstream:
         self.requests: list[Recorded] = []
         # Requests whose reader went away while the upstream was answering.
         self.disconnects: list[Recorded] = []
+        # Checks a scripted answer made of the request it answered, that failed.
+        self.script_errors: list[str] = []
         self._lock = threading.Lock()
         self._server = _Server(("127.0.0.1", 0), _Handler)
         self._server.upstream = self
@@ -368,7 +372,15 @@ class ScriptedUpstream:
         if entry is None:
             return Fail(500, {"error": {"message": f"scripted upstream: no answer left for {rec.method} {rec.path}",
                                         "type": "server_error", "param": None, "code": None}})
-        return entry(rec) if callable(entry) else entry
+        if not callable(entry):
+            return entry
+        try:
+            return entry(rec)
+        except Exception as e:  # a script's check of the request failed: say so in the answer
+            self.script_errors.append(f"{type(e).__name__}: {e}")
+            return Fail(500, {"error": {"message": f"scripted upstream: the request failed the script's check: "
+                                                   f"{type(e).__name__}: {e}",
+                                        "type": "server_error", "param": None, "code": None}})
 
     # -- answering
     def _answer(self, h: _Handler, rec: Recorded):
@@ -635,3 +647,9 @@ def user_texts(body: dict) -> list[str]:
             p.get("text", "") for p in c or [] if isinstance(p, dict) and p.get("type") == "text")
         out.append(text.removesuffix("\n"))
     return out
+
+
+def sent_key(rec: Recorded) -> str | None:
+    """The API key a request carries: `x-api-key`, or a bearer token (the
+    anthropic SDK sends its key either way, the openai SDK as a bearer)."""
+    return rec.headers.get("x-api-key") or rec.headers.get("authorization", "").removeprefix("Bearer ") or None

@@ -83,10 +83,11 @@ def answer_from_tool_result(rec: proxylib.Recorded) -> Turn:
 def test_text_reply_keeps_the_clients_request(proxy, upstream, store):
     upstream.push(Turn(text="Hello from upstream.", input_tokens=12, output_tokens=3))
     raw = client(proxy).messages.with_raw_response.create(
-        model=MODEL, max_tokens=77, temperature=0.25, system=SYSTEM, tools=[WRITE],
+        model=MODEL, max_tokens=77, system=SYSTEM, tools=[WRITE],
         tool_choice={"type": "auto"}, metadata={"user_id": "u-1"},
         messages=[{"role": "user", "content": "Say hello."}],
-        extra_headers={"anthropic-beta": "interleaved-thinking-2025-05-14"})
+        extra_headers={"anthropic-beta": "interleaved-thinking-2025-05-14"},
+        extra_body={"temperature": 0.25, "top_k": 5})
     msg = raw.parse()
     assert [b.type for b in msg.content] == ["text"] and msg.content[0].text == "Hello from upstream."
     assert msg.stop_reason == "end_turn"
@@ -96,7 +97,8 @@ def test_text_reply_keeps_the_clients_request(proxy, upstream, store):
     [sent] = upstream.model_calls()
     assert sent.path == "/v1/messages"
     body = sent.json
-    assert body["model"] == MODEL and body["max_tokens"] == 77 and body["temperature"] == 0.25
+    assert body["model"] == MODEL and body["max_tokens"] == 77
+    assert body["temperature"] == 0.25 and body["top_k"] == 5
     assert body["tool_choice"] == {"type": "auto"} and body["metadata"] == {"user_id": "u-1"}
     assert system_text(body).startswith(SYSTEM)
     assert body["messages"][-1]["role"] == "user"
@@ -104,7 +106,7 @@ def test_text_reply_keeps_the_clients_request(proxy, upstream, store):
     assert any({k: v for k, v in t.items() if k != "cache_control"} == WRITE for t in body["tools"])
     assert {"context_retrieve", "context_search"} <= set(proxylib.tool_names(body))
     assert 1 <= breakpoints(body) <= 4, "ctxproxy places cache breakpoints, at most 4"
-    assert sent.headers["x-api-key"] == KEY
+    assert proxylib.sent_key(sent) == KEY
     assert sent.headers["anthropic-version"] and sent.headers["anthropic-beta"] == "interleaved-thinking-2025-05-14"
 
     assert "Say hello." in proxylib.cli("show-prompt", session, prompt, store=store).stdout
@@ -285,7 +287,7 @@ def test_session_from_claude_code_headers(proxy, upstream):
     """Claude Code's X-Claude-Code-Session-Id, or the session_id in its
     metadata.user_id, names the session: the same opening under two ids is
     two sessions; a conversation that goes on under its id stays in one."""
-    upstream.push(*(Turn(text=t) for t in "abcdef"))
+    upstream.push(*(Turn(text="a") for _ in range(5)))
     an = client(proxy)
     opening = [{"role": "user", "content": "One."}]
     later = opening + [{"role": "assistant", "content": [{"type": "text", "text": "a"}]},
@@ -402,7 +404,7 @@ def test_unknown_path_is_forwarded_with_the_clients_headers(proxy, upstream):
     page = an.models.list(extra_headers={"anthropic-beta": "some-beta-2026-01-01"})
     assert [m.id for m in page.data] == ["claude-scripted"]
     [sent] = [r for r in upstream.requests if r.path == "/v1/models"]
-    assert sent.headers["x-api-key"] == KEY and sent.headers["anthropic-beta"] == "some-beta-2026-01-01"
+    assert proxylib.sent_key(sent) == KEY and sent.headers["anthropic-beta"] == "some-beta-2026-01-01"
 
 
 def test_passthrough_mode_forwards_the_request_untouched(proxy, upstream, store):
