@@ -635,17 +635,17 @@ def history_bytes(body: dict) -> int:
 
 
 def user_texts(body: dict) -> list[str]:
-    """The text of each user message a request carries (content parts and
-    Anthropic text blocks joined), without the trailing newline ctxproxy's
+    """Each text a request's user messages carry (a string content, or each
+    text part / text block), without the trailing newline ctxproxy's
     rendering ends a message with."""
     out = []
     for m in body.get("messages", []):
         if m.get("role") != "user":
             continue
         c = m.get("content")
-        text = c if isinstance(c, str) else "".join(
-            p.get("text", "") for p in c or [] if isinstance(p, dict) and p.get("type") == "text")
-        out.append(text.removesuffix("\n"))
+        parts = [c] if isinstance(c, str) else [
+            p.get("text", "") for p in c or [] if isinstance(p, dict) and p.get("type") == "text"]
+        out += [t.removesuffix("\n") for t in parts]
     return out
 
 

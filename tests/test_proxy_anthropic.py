@@ -271,16 +271,27 @@ def test_long_replayed_session_forwards_much_less_than_its_history(proxy, upstre
     assert sum(forwarded_sizes) * 2 < sum(sent_sizes)
 
 
-def test_count_tokens_answers_for_the_assembled_prompt(proxy, upstream):
+def test_count_tokens_answers_for_the_assembled_prompt(proxy, upstream, store):
+    """Claude Code counts the conversation it is about to send. Once the
+    session holds the history, the count is for the assembled prompt (far
+    fewer tokens than the history), and counting records nothing."""
     exchanges = proxylib.fixture_exchanges("coding-strsim")
     history = [m for ex in exchanges[:-1] for m in proxylib.to_anthropic(ex)] + proxylib.to_anthropic(exchanges[-1][:1])
     an = client(proxy)
     h = {"x-ctxproxy-budget": "4000"}
+    upstream.push(Turn(text="ok"))
+    an.messages.create(model=MODEL, max_tokens=10, system=SYSTEM, messages=history, extra_headers=h)
+    before = proxylib.sessions(store)
+    history += [{"role": "assistant", "content": [{"type": "text", "text": "ok"}]},
+                {"role": "user", "content": "And what should we do next?"}]
     via_proxy = an.messages.count_tokens(model=MODEL, system=SYSTEM, messages=history, extra_headers=h).input_tokens
     direct = anthropic.Anthropic(base_url=upstream.url, api_key=KEY, max_retries=0).messages.count_tokens(
         model=MODEL, system=SYSTEM, messages=history).input_tokens
     assert 0 < via_proxy * 3 < direct, (via_proxy, direct)
-    assert upstream.model_calls() == [], "counting asks no model for an answer"
+    [counted] = [r for r in upstream.requests if r.path == "/v1/messages/count_tokens"][:1]
+    assert "And what should we do next?" in proxylib.user_texts(counted.json)
+    assert len(upstream.model_calls()) == 1, "counting asks no model for an answer"
+    assert proxylib.sessions(store) == before, "counting records nothing"
 
 
 def test_session_from_claude_code_headers(proxy, upstream):
