@@ -39,6 +39,9 @@ from typing import Any, Callable, Union
 
 import ctxlib
 
+# Seconds a held stream waits for its reader before going on (Turn.hold).
+HOLD_TIMEOUT = 10.0
+
 # Seconds to wait for the proxy to say it is listening.
 START_TIMEOUT = 30.0
 
@@ -71,6 +74,14 @@ class Turn:
     delay: float = 0.01
     # Text is streamed in pieces of this many characters.
     piece: int = 7
+    # Streamed only: after the event that holds `hold_after` (its text),
+    # wait until `hold` is set (by a reader that saw that text) or
+    # HOLD_TIMEOUT passes, then send the rest. A proxy that buffers the
+    # stream never lets its client see that text early: `hold_released`
+    # then stays False.
+    hold: "threading.Event | None" = None
+    hold_after: str = ""
+    hold_released: bool | None = None
 
 
 @dataclasses.dataclass
@@ -423,15 +434,18 @@ class ScriptedUpstream:
             return
         h.start_stream(rec)
         if anthropic:
-            for name, data in anthropic_events(entry, model):
-                h.write_chunk(f"event: {name}\ndata: {json.dumps(data)}\n\n".encode())
-                time.sleep(entry.delay)
+            frames = [f"event: {name}\ndata: {json.dumps(data)}\n\n" for name, data in anthropic_events(entry, model)]
         else:
             include_usage = bool((body.get("stream_options") or {}).get("include_usage"))
-            for data in openai_chunks(entry, model, include_usage):
-                h.write_chunk(f"data: {json.dumps(data)}\n\n".encode())
-                time.sleep(entry.delay)
-            h.write_chunk(b"data: [DONE]\n\n")
+            frames = [f"data: {json.dumps(data)}\n\n" for data in openai_chunks(entry, model, include_usage)]
+            frames.append("data: [DONE]\n\n")
+        held = entry.hold is None
+        for frame in frames:
+            h.write_chunk(frame.encode())
+            time.sleep(entry.delay)
+            if not held and entry.hold_after and json.dumps(entry.hold_after)[1:-1] in frame:
+                held = True
+                entry.hold_released = entry.hold.wait(HOLD_TIMEOUT)
         h.end_stream()
 
     def _stall(self, h: _Handler, rec: Recorded, stall: Stall, anthropic: bool, model: str):

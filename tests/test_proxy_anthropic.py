@@ -10,6 +10,7 @@ import json
 import re
 import secrets
 import socket
+import threading
 import time
 
 import anthropic
@@ -26,6 +27,9 @@ WRITE = {"name": "write_file", "description": "Write a file of the workspace.",
                           "required": ["path", "content"]}}
 DEFERRED = {"name": "rare_tool", "description": "Rarely needed.", "defer_loading": True,
             "input_schema": {"type": "object", "properties": {}}}
+
+# A 1x1 PNG.
+PNG_1PX = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGAhKmMIQAAAABJRU5ErkJggg=="
 
 FACT = "the staging database listens on port 47113"
 HISTORY = [
@@ -157,6 +161,34 @@ def test_streamed_text_and_client_tool_use(proxy, upstream, thinking_first):
     assert [b.type for b in final.content] == ["text", "tool_use"]
     assert final.content[1].id == "toolu_02def" and final.content[1].input == {"path": "b", "content": "B"}
     assert (final.usage.input_tokens, final.usage.output_tokens) == (30, 4)
+
+
+def test_stream_is_forwarded_as_it_arrives(proxy, upstream):
+    """See the OpenAI test: the upstream holds the rest of its answer until
+    the client has seen the first piece."""
+    hold = threading.Event()
+    turn = Turn(text="First piece. Then the rest of the answer.", piece=13, hold=hold, hold_after="First piece. ")
+    upstream.push(turn)
+    text = ""
+    with client(proxy).messages.stream(model=MODEL, max_tokens=50,
+                                       messages=[{"role": "user", "content": "Answer in pieces."}]) as s:
+        for piece in s.text_stream:
+            text += piece
+            if text.startswith("First piece."):
+                hold.set()
+    assert turn.hold_released, "the first piece reached the client while the upstream was still streaming"
+    assert text == turn.text
+
+
+def test_image_blocks_reach_the_upstream_verbatim(proxy, upstream):
+    upstream.push(Turn(text="A red dot."))
+    image = {"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": PNG_1PX}}
+    client(proxy).messages.create(model=MODEL, max_tokens=20, system=SYSTEM, messages=[
+        {"role": "user", "content": [image, {"type": "text", "text": "What is in this image?"}]}])
+    blocks = [b for m in upstream.model_calls()[0].json["messages"] if isinstance(m["content"], list)
+              for b in m["content"]]
+    assert image in [{k: v for k, v in b.items() if k != "cache_control"} for b in blocks], \
+        "the recent region keeps what ctxproxy cannot digest, verbatim"
 
 
 def test_thinking_blocks_in_history_are_forwarded_verbatim(proxy, upstream):

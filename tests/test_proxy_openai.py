@@ -12,6 +12,7 @@ import json
 import re
 import secrets
 import socket
+import threading
 import time
 
 import openai
@@ -26,6 +27,9 @@ SYSTEM = "You are a careful coding assistant. Answer briefly."
 READ_FILE = {"type": "function", "function": {
     "name": "read_file", "description": "Read a file of the workspace.",
     "parameters": {"type": "object", "properties": {"path": {"type": "string"}}, "required": ["path"]}}}
+
+# A 1x1 PNG.
+PNG_1PX = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGAhKmMIQAAAABJRU5ErkJggg=="
 
 # The first exchange of the history the context tests send: a fact the model
 # then pulls back by id.
@@ -146,6 +150,47 @@ def test_streamed_text_and_client_tool_call(proxy, upstream):
     [sent] = upstream.model_calls()
     assert sent.json["stream"] is True, "a streamed request stays streamed upstream"
     assert sent.json["stream_options"] == {"include_usage": True}
+
+
+def test_stream_is_forwarded_as_it_arrives(proxy, upstream):
+    """The upstream holds the rest of its answer until the client has seen
+    the first piece: a proxy that buffered the stream (or made it a whole
+    request while it waits) would never let the client see it early."""
+    hold = threading.Event()
+    turn = Turn(text="First piece. Then the rest of the answer.", piece=13, hold=hold, hold_after="First piece. ")
+    upstream.push(turn)
+    text = ""
+    for chunk in client(proxy).chat.completions.create(
+            model=MODEL, stream=True, messages=[{"role": "user", "content": "Answer in pieces."}]):
+        text += "".join(c.delta.content or "" for c in chunk.choices)
+        if text.startswith("First piece."):
+            hold.set()
+    assert turn.hold_released, "the first piece reached the client while the upstream was still streaming"
+    assert text == turn.text
+
+
+def test_image_parts_reach_the_upstream_verbatim(proxy, upstream):
+    upstream.push(Turn(text="A red dot."))
+    image = {"type": "image_url", "image_url": {"url": "data:image/png;base64," + PNG_1PX, "detail": "low"}}
+    client(proxy).chat.completions.create(model=MODEL, messages=[
+        {"role": "system", "content": SYSTEM},
+        {"role": "user", "content": [{"type": "text", "text": "What is in this image?"}, image]}])
+    parts = [p for m in upstream.model_calls()[0].json["messages"] if isinstance(m["content"], list)
+             for p in m["content"]]
+    assert image in parts, "the recent region keeps what ctxproxy cannot digest, verbatim"
+
+
+def test_an_edited_history_forks_the_session(proxy, upstream, store):
+    upstream.push(Turn(text="a"), Turn(text="b"), Turn(text="c"))
+    oa = client(proxy)
+    opening = [{"role": "system", "content": SYSTEM}, {"role": "user", "content": "Plan the refactor."}]
+    ask = lambda msgs: reply_ids(oa.chat.completions.with_raw_response.create(model=MODEL, messages=msgs))[0]  # noqa: E731
+    s1 = ask(opening)
+    s2 = ask(opening + [{"role": "assistant", "content": "a"}, {"role": "user", "content": "Start with the parser."}])
+    s3 = ask(opening + [{"role": "assistant", "content": "a"}, {"role": "user", "content": "No: start with the lexer."}])
+    assert s1 == s2 and s3 != s1, "the edited turn starts a fork"
+    assert "Plan the refactor." in proxylib.cli("inspect", s3, "x1", "--full", store=store).stdout
+    assert "Start with the parser." not in proxylib.cli("inspect", s3, "x2", "--full", store=store, check=False).stdout
 
 
 def test_client_prompt_cache_key_is_kept_and_ours_is_stable(proxy, upstream):
