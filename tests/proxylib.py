@@ -667,3 +667,18 @@ def sent_key(rec: Recorded) -> str | None:
     """The API key a request carries: `x-api-key`, or a bearer token (the
     anthropic SDK sends its key either way, the openai SDK as a bearer)."""
     return rec.headers.get("x-api-key") or rec.headers.get("authorization", "").removeprefix("Bearer ") or None
+
+
+def shown_prompt(store: pathlib.Path, session: str, prompt: str) -> dict:
+    """`ctxproxy show-prompt SESSION PROMPT --json`: the prompt record."""
+    return json.loads(cli("show-prompt", session, prompt, "--json", store=store).stdout)
+
+
+def without_cache_control(v: Any) -> Any:
+    """`v` less every `cache_control` marker (the proxy places them on the
+    request it forwards, after the prompt is recorded)."""
+    if isinstance(v, dict):
+        return {k: without_cache_control(x) for k, x in v.items() if k != "cache_control"}
+    if isinstance(v, list):
+        return [without_cache_control(x) for x in v]
+    return v

@@ -114,6 +114,9 @@ def test_text_reply_keeps_the_clients_request(proxy, upstream, store):
     assert sent.headers["anthropic-version"] and sent.headers["anthropic-beta"] == "interleaved-thinking-2025-05-14"
 
     assert "Say hello." in proxylib.cli("show-prompt", session, prompt, store=store).stdout
+    shown = proxylib.shown_prompt(store, session, prompt)
+    assert shown["messages"] == proxylib.without_cache_control(body["messages"]), \
+        "show-prompt shows exactly what was forwarded (less the breakpoints placed after)"
 
 
 def test_system_as_blocks_and_client_breakpoints_are_kept(proxy, upstream):
@@ -280,7 +283,7 @@ def test_keepalive_pings_while_an_internal_round_runs(proxy, upstream):
     assert "event: ping" in between or "\n:" in between, between
 
 
-def test_long_replayed_session_forwards_much_less_than_its_history(proxy, upstream):
+def test_long_replayed_session_forwards_much_less_than_its_history(proxy, upstream, store):
     """The recorded coding session replayed in Anthropic shape (see the
     OpenAI test): one session, context tools byte-identical, at most 4
     breakpoints, far less forwarded than the history."""
@@ -294,7 +297,8 @@ def test_long_replayed_session_forwards_much_less_than_its_history(proxy, upstre
                                                    tools=[WRITE], extra_headers={"x-ctxproxy-budget": "4000"})
         got = raw.parse()
         assert [b.id for b in got.content if b.type == "tool_use"] == [c["id"] for c in answer.get("toolCalls", [])]
-        sessions.add(reply_ids(raw.headers)[0])
+        session, prompt = reply_ids(raw.headers)
+        sessions.add(session)
         sent_sizes.append(proxylib.history_bytes({"messages": history, "system": SYSTEM}))
         forwarded_sizes.append(proxylib.history_bytes(upstream.model_calls()[-1].json))
         history += proxylib.to_anthropic([answer])
@@ -304,6 +308,8 @@ def test_long_replayed_session_forwards_much_less_than_its_history(proxy, upstre
     assert all(breakpoints(c.json) <= 4 for c in calls)
     assert forwarded_sizes[-1] * 4 < sent_sizes[-1], (forwarded_sizes[-1], sent_sizes[-1])
     assert sum(forwarded_sizes) * 2 < sum(sent_sizes)
+    assert proxylib.shown_prompt(store, session, prompt)["messages"] == \
+        proxylib.without_cache_control(calls[-1].json["messages"]), "show-prompt shows exactly what was forwarded"
 
 
 def test_count_tokens_answers_for_the_assembled_prompt(proxy, upstream, store):

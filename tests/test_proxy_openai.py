@@ -131,6 +131,8 @@ def test_text_reply_keeps_the_clients_request(proxy, upstream, store):
 
     shown = proxylib.cli("show-prompt", session, prompt, store=store).stdout
     assert "Say hello." in shown
+    assert proxylib.shown_prompt(store, session, prompt)["messages"] == body["messages"], \
+        "show-prompt shows exactly what was forwarded"
     assert session in proxylib.sessions(store)
 
 
@@ -276,7 +278,7 @@ def test_context_tools_stay_byte_identical_across_turns(proxy, upstream):
     assert raw_defs[0] == raw_defs[1] == raw_defs[2]
 
 
-def test_long_replayed_session_forwards_much_less_than_its_history(proxy, upstream):
+def test_long_replayed_session_forwards_much_less_than_its_history(proxy, upstream, store):
     """A recorded 46-exchange coding session replayed as a client runs it:
     every model call sends the whole history, the scripted model answers with
     the recorded assistant message, the client appends it and the tool
@@ -294,7 +296,8 @@ def test_long_replayed_session_forwards_much_less_than_its_history(proxy, upstre
         got = raw.parse().choices[0].message
         assert (got.content or "") == answer["content"]
         assert [c.id for c in got.tool_calls or []] == [c["id"] for c in answer.get("toolCalls", [])]
-        sessions.add(reply_ids(raw)[0])
+        session, prompt = reply_ids(raw)
+        sessions.add(session)
         sent_sizes.append(proxylib.history_bytes({"messages": history}))
         forwarded_sizes.append(proxylib.history_bytes(upstream.model_calls()[-1].json))
         history += proxylib.to_openai([answer])
@@ -308,6 +311,8 @@ def test_long_replayed_session_forwards_much_less_than_its_history(proxy, upstre
     last = calls[-1].json
     assert_system_kept(last)
     assert READ_FILE in last["tools"]
+    assert proxylib.shown_prompt(store, session, prompt)["messages"] == last["messages"], \
+        "show-prompt shows exactly what was forwarded"
 
 
 def test_named_session_header(proxy, upstream):
