@@ -101,7 +101,18 @@ class Stall:
     timeout: float = 20.0
 
 
-Entry = Union[Turn, Fail, Stall, Callable[["Recorded"], Union[Turn, Fail, Stall]]]
+@dataclasses.dataclass
+class StreamError:
+    """Anthropic only: a stream that starts (`text` streamed) and then
+    breaks off with an `error` event, as the API does when it overloads
+    mid-answer."""
+
+    text: str = "partial answer"
+    error: dict = dataclasses.field(default_factory=lambda: {
+        "type": "error", "error": {"type": "overloaded_error", "message": "Overloaded"}})
+
+
+Entry = Union[Turn, Fail, Stall, StreamError, Callable[["Recorded"], Union[Turn, Fail, Stall]]]
 
 
 @dataclasses.dataclass
@@ -377,7 +388,7 @@ class ScriptedUpstream:
         with self._lock:
             self.disconnects.append(rec)
 
-    def _next(self, rec: Recorded) -> Turn | Fail | Stall:
+    def _next(self, rec: Recorded) -> Turn | Fail | Stall | StreamError:
         with self._lock:
             entry = self.script.popleft() if self.script else None
         if entry is None:
@@ -428,6 +439,14 @@ class ScriptedUpstream:
         model = body.get("model", "scripted")
         if isinstance(entry, Stall):
             self._stall(h, rec, entry, anthropic, model)
+            return
+        if isinstance(entry, StreamError):
+            turn = Turn(text=entry.text)
+            h.start_stream(rec)
+            for name, data in anthropic_events(turn, model)[: 3 + len(range(0, len(entry.text), turn.piece))]:
+                h.write_chunk(f"event: {name}\ndata: {json.dumps(data)}\n\n".encode())
+            h.write_chunk(f"event: error\ndata: {json.dumps(entry.error)}\n\n".encode())
+            h.end_stream()
             return
         if not body.get("stream"):
             h.send_json(rec, 200, anthropic_message(entry, model) if anthropic else openai_completion(entry, model))

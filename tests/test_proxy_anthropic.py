@@ -402,6 +402,24 @@ def test_upstream_error_is_passed_through(proxy, upstream, stream, status, type_
     assert e.value.response.headers.get("retry-after") == "3"
 
 
+def test_error_event_mid_stream_reaches_the_client(proxy, upstream, store):
+    """An upstream that overloads mid-answer sends an error event after its
+    200: the client gets that event as sent, and no half answer is stored."""
+    marker = "BROKENOFF-" + secrets.token_hex(6)
+    error = proxylib.StreamError(text=marker)
+    upstream.push(error)
+    with client(proxy).messages.with_streaming_response.create(
+            model=MODEL, max_tokens=100, stream=True,
+            messages=[{"role": "user", "content": "Start answering."}]) as raw:
+        assert raw.status_code == 200
+        lines = list(raw.iter_lines())
+    events = [json.loads(line[5:]) for line in lines if line.startswith("data:")]
+    assert events[-1] == error.error, "the upstream's error event, as it sent it"
+    assert "event: error" in lines
+    assert "message_stop" not in [e["type"] for e in events]
+    assert proxylib.files_containing(store.parent, marker.encode()) == []
+
+
 def test_client_disconnect_mid_stream_records_nothing_half_written(proxy, upstream, store):
     marker = "HALFWRITTEN-" + secrets.token_hex(6)
     upstream.push(proxylib.Stall(text=marker))
