@@ -19,7 +19,7 @@ import openai
 import pytest
 
 import proxylib
-from proxylib import Fail, ToolCall, Turn
+from proxylib import ToolCall, Turn
 
 KEY = f"sk-proj-ctxtest{secrets.token_hex(12)}"
 MODEL = "gpt-scripted"
