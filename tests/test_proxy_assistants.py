@@ -127,6 +127,13 @@ def test_aider_edits_a_file_through_the_proxy(tmp_path, store, upstream, proxy):
         Turn(text="Here is the file.\n\nhello.py\n```\nprint(\"hello via ctxproxy\")\n```\n"),
     )
     env = offline_env(tmp_path / "home", LITELLM_LOCAL_MODEL_COST_MAP="True")
+    # Aider fetches litellm's model list from GitHub unless its cache holds a
+    # fresh, non-empty one (aider/models.py, ModelInfoManager): give it ours.
+    caches = tmp_path / "home" / ".aider" / "caches"
+    caches.mkdir(parents=True)
+    (caches / "model_prices_and_context_window.json").write_text(json.dumps({"openai/gpt-scripted": {
+        "max_input_tokens": 128000, "max_output_tokens": 4096, "input_cost_per_token": 0,
+        "output_cost_per_token": 0, "litellm_provider": "openai", "mode": "chat"}}))
     p = subprocess.run([aider, "--openai-api-base", proxy.url + "/v1", "--openai-api-key", OPENAI_KEY,
                         "--model", "openai/gpt-scripted", "--edit-format", "whole",
                         "--message", "Make hello.py print a greeting.", "--yes-always", "--no-git",
@@ -138,6 +145,7 @@ def test_aider_edits_a_file_through_the_proxy(tmp_path, store, upstream, proxy):
     assert p.returncode == 0, f"aider exited {p.returncode}\n{p.stdout}\n{p.stderr}\nproxy:\n{proxy.stderr}"
     assert (work / "hello.py").read_text() == 'print("hello via ctxproxy")\n', p.stdout
     assert "context_search" not in p.stdout
+    assert "raw.githubusercontent.com" not in p.stdout, "aider stayed offline"
 
     calls = upstream.model_calls()
     assert len(calls) == 2
