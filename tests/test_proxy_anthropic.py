@@ -258,6 +258,45 @@ def test_context_retrieve_is_answered_inside_the_proxy(proxy, upstream, store, s
     assert "Port 47113." in proxylib.cli("inspect", session, "x2", "--full", store=store).stdout
 
 
+@pytest.mark.parametrize("stream", [False, True], ids=["json", "sse"])
+def test_context_call_mixed_with_a_client_call_never_reaches_the_client(proxy, upstream, stream):
+    """The model calls context_retrieve and the client's write_file in one
+    turn: the client gets text and its own tool_use (id kept, blocks indexed
+    0, 1) and no context call; its next request, carrying that turn and the
+    tool result, goes on in the same session."""
+    upstream.push(Turn(text="Checking.", tool_calls=[
+        ToolCall("toolu_ctx_mixed", "context_retrieve", {"ids": ["x1"]}),
+        ToolCall("toolu_write_1", "write_file", {"path": "a.txt", "content": "A"})]), Turn(text="Done."))
+    an = client(proxy)
+    if stream:
+        with an.messages.with_streaming_response.create(model=MODEL, max_tokens=100, system=SYSTEM, tools=[WRITE],
+                                                        messages=HISTORY, stream=True) as raw:
+            session = reply_ids(raw.headers)[0]
+            events = [json.loads(line[5:]) for line in raw.iter_lines() if line.startswith("data:")]
+        starts = [(e["index"], e["content_block"]["type"]) for e in events if e["type"] == "content_block_start"]
+        assert starts == [(0, "text"), (1, "tool_use")], starts
+        tool = next(e["content_block"] for e in events if e["type"] == "content_block_start"
+                    and e["content_block"]["type"] == "tool_use")
+        assert tool["id"] == "toolu_write_1"
+        assert next(e for e in events if e["type"] == "message_delta")["delta"]["stop_reason"] == "tool_use"
+    else:
+        raw = an.messages.with_raw_response.create(model=MODEL, max_tokens=100, system=SYSTEM, tools=[WRITE],
+                                                   messages=HISTORY)
+        session = reply_ids(raw.headers)[0]
+        msg = raw.parse()
+        assert [(b.type, getattr(b, "id", None)) for b in msg.content] == [("text", None), ("tool_use", "toolu_write_1")]
+        assert msg.stop_reason == "tool_use"
+    follow = HISTORY + [
+        {"role": "assistant", "content": [{"type": "text", "text": "Checking."},
+                                          {"type": "tool_use", "id": "toolu_write_1", "name": "write_file",
+                                           "input": {"path": "a.txt", "content": "A"}}]},
+        {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "toolu_write_1", "content": "written"}]}]
+    raw2 = an.messages.with_raw_response.create(model=MODEL, max_tokens=100, system=SYSTEM, tools=[WRITE],
+                                                messages=follow)
+    assert raw2.parse().content[0].text == "Done."
+    assert reply_ids(raw2.headers)[0] == session, "the turn the client echoes back is the one recorded"
+
+
 def test_keepalive_pings_while_an_internal_round_runs(proxy, upstream):
     """The second round's answer starts late; meanwhile the client's stream
     gets pings, so it does not time out."""

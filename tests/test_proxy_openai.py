@@ -240,6 +240,38 @@ def test_context_retrieve_is_answered_inside_the_proxy(proxy, upstream, store, s
     assert "Port 47113." in proxylib.cli("inspect", session, "x2", "--full", store=store).stdout
 
 
+@pytest.mark.parametrize("stream", [False, True], ids=["json", "sse"])
+def test_context_call_mixed_with_a_client_call_never_reaches_the_client(proxy, upstream, stream):
+    """The model calls context_retrieve and the client's read_file in one
+    turn: the client gets its own call (id kept, index 0) and no context
+    call; its next request, carrying that turn and the tool result, goes on
+    in the same session."""
+    upstream.push(Turn(text="Checking.", tool_calls=[
+        ToolCall("call_ctx_mixed", "context_retrieve", {"ids": ["x1"]}),
+        ToolCall("call_read_1", "read_file", {"path": "src/lib.rs"})]), Turn(text="Done."))
+    oa = client(proxy)
+    kw = {"stream": True} if stream else {}
+    raw = oa.chat.completions.with_raw_response.create(model=MODEL, messages=HISTORY, tools=[READ_FILE], **kw)
+    session = reply_ids(raw)[0]
+    if stream:
+        got = collect(raw.parse())
+        calls, text = got["calls"], got["text"]
+        assert got["finishes"] == ["tool_calls"]
+    else:
+        msg = raw.parse().choices[0].message
+        calls = [{"id": c.id, "name": c.function.name, "arguments": c.function.arguments} for c in msg.tool_calls or []]
+        text = msg.content
+    assert calls == [{"id": "call_read_1", "name": "read_file", "arguments": '{"path": "src/lib.rs"}'}]
+    assert text == "Checking."
+    follow = HISTORY + [
+        {"role": "assistant", "content": "Checking.", "tool_calls": [
+            {"id": "call_read_1", "type": "function", "function": {"name": "read_file", "arguments": calls[0]["arguments"]}}]},
+        {"role": "tool", "tool_call_id": "call_read_1", "content": "pub fn levenshtein() {}"}]
+    raw2 = oa.chat.completions.with_raw_response.create(model=MODEL, messages=follow, tools=[READ_FILE])
+    assert raw2.parse().choices[0].message.content == "Done."
+    assert reply_ids(raw2)[0] == session, "the turn the client echoes back is the one recorded"
+
+
 def test_keepalive_comments_while_an_internal_round_runs(proxy, upstream):
     """The second round's answer starts late; meanwhile the client's stream
     gets SSE comments (the upstream sends none), so it does not time out, and
