@@ -701,3 +701,15 @@ def without_cache_control(v: Any) -> Any:
     if isinstance(v, list):
         return [without_cache_control(x) for x in v]
     return v
+
+
+def breakpoints(body: dict) -> int:
+    """How many cache_control markers an Anthropic request carries (system,
+    tools, messages); the API takes at most 4."""
+    def count(v) -> int:
+        if isinstance(v, dict):
+            return ("cache_control" in v) + sum(count(x) for x in v.values())
+        if isinstance(v, list):
+            return sum(count(x) for x in v)
+        return 0
+    return count(body.get("system")) + count(body.get("tools")) + count(body.get("messages"))

@@ -55,17 +55,6 @@ def system_text(body: dict) -> str:
     return s if isinstance(s, str) else "".join(b.get("text", "") for b in s)
 
 
-def breakpoints(body: dict) -> int:
-    """How many cache_control markers a request carries (system, tools, messages)."""
-    def count(v) -> int:
-        if isinstance(v, dict):
-            return ("cache_control" in v) + sum(count(x) for x in v.values())
-        if isinstance(v, list):
-            return sum(count(x) for x in v)
-        return 0
-    return count(body.get("system")) + count(body.get("tools")) + count(body.get("messages"))
-
-
 def retrieve_first_exchange(rec: proxylib.Recorded) -> Turn:
     assert "context_retrieve" in proxylib.tool_names(rec.json), "context_retrieve is not offered"
     return Turn(text="Let me check my notes.",
@@ -109,7 +98,7 @@ def test_text_reply_keeps_the_clients_request(proxy, upstream, store):
     assert "Say hello." in proxylib.user_texts(body), "the newest input is forwarded"
     assert any({k: v for k, v in t.items() if k != "cache_control"} == WRITE for t in body["tools"])
     assert {"context_retrieve", "context_search"} <= set(proxylib.tool_names(body))
-    assert 1 <= breakpoints(body) <= 4, "ctxproxy places cache breakpoints, at most 4"
+    assert 1 <= proxylib.breakpoints(body) <= 4, "ctxproxy places cache breakpoints, at most 4"
     assert proxylib.sent_key(sent) == KEY
     assert sent.headers["anthropic-version"] and sent.headers["anthropic-beta"] == "interleaved-thinking-2025-05-14"
 
@@ -127,7 +116,7 @@ def test_system_as_blocks_and_client_breakpoints_are_kept(proxy, upstream):
                                   messages=[{"role": "user", "content": "Hi."}])
     body = upstream.model_calls()[0].json
     assert body["system"][:2] == system, "the client's system blocks, its breakpoint included"
-    assert breakpoints(body) <= 4
+    assert proxylib.breakpoints(body) <= 4
     deferred = [t for t in body["tools"] if t.get("name") == "rare_tool"]
     assert deferred and "cache_control" not in deferred[0], "no breakpoint on a defer_loading tool"
 
@@ -254,7 +243,7 @@ def test_context_retrieve_is_answered_inside_the_proxy(proxy, upstream, store, s
     first, second = upstream.model_calls()
     assert first.json["tools"] == second.json["tools"]
     assert second.json.get("stream", False) is stream
-    assert breakpoints(first.json) <= 4 and breakpoints(second.json) <= 4
+    assert proxylib.breakpoints(first.json) <= 4 and proxylib.breakpoints(second.json) <= 4
     assert "Port 47113." in proxylib.cli("inspect", session, "x2", "--full", store=store).stdout
 
 
@@ -344,7 +333,7 @@ def test_long_replayed_session_forwards_much_less_than_its_history(proxy, upstre
     assert len(sessions) == 1, sessions
     calls = upstream.model_calls()
     assert len({json.dumps(proxylib.context_tool_defs(c.json)) for c in calls}) == 1
-    assert all(breakpoints(c.json) <= 4 for c in calls)
+    assert all(proxylib.breakpoints(c.json) <= 4 for c in calls)
     assert forwarded_sizes[-1] * 4 < sent_sizes[-1], (forwarded_sizes[-1], sent_sizes[-1])
     assert sum(forwarded_sizes) * 2 < sum(sent_sizes)
     assert proxylib.shown_prompt(store, session, prompt)["messages"] == \

@@ -101,6 +101,9 @@ def test_claude_code_writes_a_file_through_the_proxy(tmp_path, store, upstream, 
         assert c.headers.get("x-claude-code-session-id"), "Claude Code's session header reaches the upstream"
         assert {"Write", "context_retrieve", "context_search"} <= set(proxylib.tool_names(c.json))
         assert c.json["stream"] is True
+        assert proxylib.breakpoints(c.json) <= 4, "Claude Code's own breakpoints and ours stay within the API's 4"
+        deferred = [t for t in c.json["tools"] if t.get("defer_loading")]
+        assert all("cache_control" not in t for t in deferred), "no breakpoint on a defer_loading tool"
     assert len({json.dumps(proxylib.context_tool_defs(c.json)) for c in calls}) == 1
     # The tool result Claude Code sent back is in the prompt the upstream got.
     assert "File created successfully" in json.dumps(calls[-1].json["messages"])
