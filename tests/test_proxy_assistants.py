@@ -85,7 +85,7 @@ def test_claude_code_writes_a_file_through_the_proxy(tmp_path, store, upstream, 
         # itself and Claude Code never sees it.
         script.insert(0, Turn(tool_calls=[ToolCall("toolu_01Search", "context_search", {"query": "hello"})]))
     upstream.push(*script)
-    p = subprocess.run([claude, "-p", "Create hello.txt containing a greeting.", "--model", "claude-sonnet-4-5",
+    p = subprocess.run([claude, "-p", "Create hello.txt containing a greeting.", "--model", "sonnet",
                         "--allowedTools", "Write", "--output-format", "json"],
                        cwd=work, env=claude_env(tmp_path / "home", proxy.url),
                        capture_output=True, text=True, timeout=RUN_TIMEOUT, stdin=subprocess.DEVNULL)
