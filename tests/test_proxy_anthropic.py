@@ -183,6 +183,23 @@ def test_image_blocks_reach_the_upstream_verbatim(proxy, upstream):
         "the recent region keeps what ctxproxy cannot digest, verbatim"
 
 
+def test_system_role_message_in_messages_is_accepted(proxy, upstream):
+    """Claude Code 2.1 with its current models (beta per-turn-control) sends
+    its environment notes as a `system`-role message inside `messages`, here
+    as it does: after the first user message. The proxy must take it and
+    the model must get its text."""
+    upstream.push(Turn(text="ok"))
+    notes = "# Environment\nPrimary working directory: /work/demo"
+    client(proxy).messages.create(
+        model=MODEL, max_tokens=20, system=SYSTEM,
+        messages=[{"role": "user", "content": [{"type": "text", "text": "Say hello."}]},
+                  {"role": "system", "content": [{"type": "text", "text": notes}]}],
+        extra_headers={"anthropic-beta": "per-turn-control-2026-07-01"})
+    [sent] = upstream.model_calls()
+    assert notes in json.dumps(sent.json), "the system message's text reaches the model"
+    assert sent.headers["anthropic-beta"] == "per-turn-control-2026-07-01"
+
+
 def test_thinking_blocks_in_history_are_forwarded_verbatim(proxy, upstream):
     upstream.push(Turn(text="ok"))
     thinking = {"type": "thinking", "thinking": "Consider the ledger first.", "signature": "EqQBCkYIBRgCKkD-verbatim=="}

@@ -69,8 +69,13 @@ def claude_env(home: pathlib.Path, base_url: str) -> dict:
                        CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC="1")
 
 
-@pytest.mark.parametrize("internal_round", [False, True], ids=["plain", "context-search-round"])
-def test_claude_code_writes_a_file_through_the_proxy(tmp_path, store, upstream, proxy, internal_round):
+# Claude Code's model alias `sonnet` (its current family) sends the
+# per-turn-control beta: its environment notes arrive as a `system`-role
+# message inside `messages`. The dated claude-sonnet-4-5 does not.
+@pytest.mark.parametrize("model, internal_round", [
+    ("sonnet", False), ("claude-sonnet-4-5", False), ("claude-sonnet-4-5", True),
+], ids=["sonnet-alias", "sonnet-4-5", "sonnet-4-5-context-search-round"])
+def test_claude_code_writes_a_file_through_the_proxy(tmp_path, store, upstream, proxy, model, internal_round):
     claude = find_tool("CTXPROXY_CLAUDE", TOOLS / "node" / "node_modules" / ".bin" / "claude", "claude")
     work = tmp_path / "work"
     work.mkdir()
@@ -85,7 +90,7 @@ def test_claude_code_writes_a_file_through_the_proxy(tmp_path, store, upstream, 
         # itself and Claude Code never sees it.
         script.insert(0, Turn(tool_calls=[ToolCall("toolu_01Search", "context_search", {"query": "hello"})]))
     upstream.push(*script)
-    p = subprocess.run([claude, "-p", "Create hello.txt containing a greeting.", "--model", "sonnet",
+    p = subprocess.run([claude, "-p", "Create hello.txt containing a greeting.", "--model", model,
                         "--allowedTools", "Write", "--output-format", "json"],
                        cwd=work, env=claude_env(tmp_path / "home", proxy.url),
                        capture_output=True, text=True, timeout=RUN_TIMEOUT, stdin=subprocess.DEVNULL)
