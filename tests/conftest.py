@@ -29,3 +29,22 @@ async def ctx(store):
     c = await ctxlib.start(store)
     yield c
     await ctxlib.stop(c)
+
+
+# ------------------------------------------------- `ctxproxy proxy` fixtures
+
+import proxylib  # noqa: E402
+
+
+@pytest.fixture
+def upstream():
+    """A scripted model API on loopback, both OpenAI and Anthropic."""
+    with proxylib.ScriptedUpstream() as up:
+        yield up
+
+
+@pytest.fixture
+def proxy(store, upstream):
+    """`ctxproxy proxy` on a fresh store, both upstreams the scripted one."""
+    with proxylib.Proxy(store, upstream.url, upstream.url) as p:
+        yield p
