@@ -196,7 +196,9 @@ def test_system_role_message_in_messages_is_accepted(proxy, upstream):
                   {"role": "system", "content": [{"type": "text", "text": notes}]}],
         extra_headers={"anthropic-beta": "per-turn-control-2026-07-01"})
     [sent] = upstream.model_calls()
-    assert notes in json.dumps(sent.json), "the system message's text reaches the model"
+    texts = [b.get("text", "") for m in sent.json["messages"]
+             for b in (m["content"] if isinstance(m["content"], list) else [{"text": m["content"]}])]
+    assert any(notes in t for t in texts), ("the system message's text reaches the model", texts)
     assert sent.headers["anthropic-beta"] == "per-turn-control-2026-07-01"
 
 

@@ -429,6 +429,7 @@ def test_client_disconnect_mid_stream_records_nothing_half_written(proxy, upstre
     assert upstream.disconnects, "the upstream request is cancelled when the client goes away"
 
     # The proxy goes on, and the store holds no trace of the half answer.
+    assert proxy.proc.poll() is None, f"the proxy died (exit {proxy.proc.poll()}):\n{proxy.stderr}"
     upstream.push(Turn(text="fine"))
     assert client(proxy).chat.completions.create(
         model=MODEL, messages=[{"role": "user", "content": "Another."}]).choices[0].message.content == "fine"

@@ -114,7 +114,17 @@ enum Command {
 
 fn main() -> anyhow::Result<()> {
     let cli = Cli::parse();
-    if !matches!(cli.command, Command::Serve { .. }) {
+    // Only the commands that print and exit: a server (LSP on stdio, the
+    // proxy's sockets, replay --via-proxy's and bench's loopback clients)
+    // that met SIGPIPE would die on a client that hangs up mid-answer.
+    if matches!(
+        cli.command,
+        Command::Inspect { .. }
+            | Command::ShowPrompt { .. }
+            | Command::Sessions { .. }
+            | Command::Stats { .. }
+            | Command::Digest(_)
+    ) {
         die_quietly_on_broken_pipe();
     }
     let runtime = tokio::runtime::Builder::new_multi_thread()
@@ -160,8 +170,8 @@ fn store_path(given: StoreArg) -> PathBuf {
 
 /// The printing commands end quietly when their reader goes away
 /// (`ctxproxy inspect … | head`), as Unix tools do, instead of panicking in
-/// `println!`. Rust ignores SIGPIPE; restore the default. `serve` keeps
-/// ignoring it: a closed stdout there is an error it handles.
+/// `println!`. Rust ignores SIGPIPE; restore the default. Servers keep
+/// ignoring it: a closed stdout or socket there is an error they handle.
 fn die_quietly_on_broken_pipe() {
     #[cfg(unix)]
     // SAFETY: called once at start-up, before any other thread exists.

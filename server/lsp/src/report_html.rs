@@ -535,7 +535,8 @@ there next to words of the fact alone, which a model asking does not know yet. S
     }
     out.push_str("</tr></thead><tbody>");
     for f in facts {
-        let _ = write!(
+        let _ =
+            write!(
             out,
             "<tr class=\"fact\"><td>{}</td><td class=\"fact-text\"><code>{}</code></td><td>{}</td>\
              <td class=\"search-rank\" data-rank=\"{rank}\">{}</td>",

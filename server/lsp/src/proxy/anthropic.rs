@@ -146,23 +146,33 @@ pub fn to_messages(m: &Value, field: &str) -> Result<Vec<Message>, BadRequest> {
             message.content = texts.join("\n");
             Ok(vec![message])
         }
+        // Claude Code's per-turn-control beta sends its environment notes
+        // as a `system` message inside `messages`. The client's own system
+        // prompt is forwarded byte for byte (it is the cached prefix), so
+        // these notes travel as the user's text, where the model reads them.
+        Some("system") => Ok(vec![Message::new(
+            Role::User,
+            system_text(content, &content_field)?,
+        )]),
         _ => Err(BadRequest::new(
             format!("{field}.role"),
-            format!("{field}.role: expected user or assistant, got {role}"),
+            format!("{field}.role: expected user, assistant or system, got {role}"),
         )),
     }
 }
 
-fn system_text(system: &Value) -> Result<String, BadRequest> {
+/// The text of a system prompt (`field`: where it stands in the request):
+/// a string, or text blocks joined by newlines.
+fn system_text(system: &Value, field: &str) -> Result<String, BadRequest> {
     match system {
         Value::Null => Ok(String::new()),
         Value::String(s) => Ok(s.clone()),
         other => {
-            let blocks = blocks_of(other, "system")?;
+            let blocks = blocks_of(other, field)?;
             let texts = blocks
                 .iter()
                 .enumerate()
-                .map(|(i, b)| block_text(b, &format!("system[{i}]")))
+                .map(|(i, b)| block_text(b, &format!("{field}[{i}]")))
                 .collect::<Result<Vec<_>, _>>()?;
             Ok(texts.join("\n"))
         }
@@ -189,6 +199,36 @@ fn thinking_by_call(client: &Value) -> HashMap<String, Vec<Value>> {
             .and_then(|b| b["id"].as_str());
         if let (false, Some(id)) = (thinking.is_empty(), first_call) {
             out.insert(id.to_string(), thinking);
+        }
+    }
+    out
+}
+
+/// The client's user messages that carry more than text (images,
+/// documents), by the text ctxproxy keeps of them (`[image]` in its
+/// place): where the assembled prompt shows that text, the model gets the
+/// original blocks back, verbatim.
+fn media_by_text(client: &Value) -> HashMap<String, Vec<Value>> {
+    let mut out = HashMap::new();
+    for (i, m) in client["messages"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .enumerate()
+    {
+        let Some(blocks) = m["content"].as_array().filter(|_| m["role"] == "user") else {
+            continue;
+        };
+        let kinds = || {
+            blocks
+                .iter()
+                .map(|b| b["type"].as_str().unwrap_or_default())
+        };
+        if kinds().any(|k| k == "tool_result") || kinds().all(|k| k == "text") {
+            continue;
+        }
+        if let Ok([kept]) = to_messages(m, &format!("messages[{i}]")).as_deref() {
+            out.insert(kept.content.trim().to_string(), blocks.clone());
         }
     }
     out
@@ -261,7 +301,7 @@ impl Api for Anthropic {
             return Err(expected("body", "a JSON object", body));
         }
         let stream = stream_flag(body)?;
-        let system = system_text(body.get("system").unwrap_or(&Value::Null))?;
+        let system = system_text(body.get("system").unwrap_or(&Value::Null), "system")?;
         let messages = body.get("messages").unwrap_or(&Value::Null);
         let messages = messages
             .as_array()
@@ -286,8 +326,23 @@ impl Api for Anthropic {
     fn upstream_body(client: &Value, prompt: &Value, _session: &str) -> Value {
         let mut body = without_messages(client);
         let thinking = thinking_by_call(client);
+        let media = media_by_text(client);
         let mut messages = prompt["messages"].as_array().cloned().unwrap_or_default();
         for m in &mut messages {
+            if m["role"] == "user" {
+                if let Some(blocks) = m["content"].as_array_mut().filter(|_| !media.is_empty()) {
+                    *blocks = std::mem::take(blocks)
+                        .into_iter()
+                        .flat_map(
+                            |b| match b["text"].as_str().and_then(|t| media.get(t.trim())) {
+                                Some(original) => original.clone(),
+                                None => vec![b],
+                            },
+                        )
+                        .collect();
+                }
+                continue;
+            }
             if m["role"] != "assistant" {
                 continue;
             }
@@ -633,12 +688,30 @@ mod tests {
     }
 
     #[test]
+    fn a_system_message_inside_messages_is_read_as_the_users_text() {
+        let notes = "# Environment\nPrimary working directory: /work/demo";
+        let body = json!({"system": "Plain.", "messages": [
+            {"role": "user", "content": [{"type": "text", "text": "Say hello."}]},
+            {"role": "system", "content": [{"type": "text", "text": notes}]},
+        ]});
+        let parsed = Anthropic::parse(&body).unwrap();
+        assert_eq!(parsed.system, "Plain.");
+        let texts: Vec<(Role, &str)> = parsed
+            .messages
+            .iter()
+            .map(|m| (m.role, m.content.as_str()))
+            .collect();
+        assert_eq!(texts, vec![(Role::User, "Say hello."), (Role::User, notes)]);
+    }
+
+    #[test]
     fn malformed_requests_name_the_field() {
         let cases = [
             json!("hi"),
             json!({"messages": {}}),
             json!({"system": 3, "messages": [{"role": "user", "content": "hi"}]}),
-            json!({"messages": [{"role": "system", "content": "hi"}]}),
+            json!({"messages": [{"role": "tool", "content": "hi"}]}),
+            json!({"messages": [{"role": "system", "content": [{"text": "no type"}]}]}),
             json!({"messages": [{"role": "user", "content": [{"text": "no type"}]}]}),
             json!({"messages": [{"role": "user", "content": [{"type": "tool_result"}]}]}),
             json!({"messages": [{"role": "assistant", "content": [{"type": "tool_use", "id": "t"}]}]}),

@@ -3,6 +3,8 @@
 //! internal context-tool rounds.
 
 use ctxproxy_core::message::{Message, Role, ToolCall};
+use std::collections::HashMap;
+
 use serde_json::{json, Value};
 
 use super::api::{
@@ -17,6 +19,29 @@ pub struct OpenAi;
 /// Roles that state the system prompt when they lead the history.
 fn is_system_role(role: &str) -> bool {
     role == "system" || role == "developer"
+}
+
+/// The client's user messages whose parts carry more than text (images,
+/// audio, files), by the text ctxproxy keeps of them (`[image_url]` in
+/// their place): where the assembled prompt shows that text, the model gets
+/// the original parts back, verbatim.
+fn media_by_text(messages: &[Value]) -> HashMap<String, Value> {
+    let mut out = HashMap::new();
+    for (i, m) in messages.iter().enumerate() {
+        let Some(parts) = m["content"].as_array().filter(|_| m["role"] == "user") else {
+            continue;
+        };
+        if parts
+            .iter()
+            .all(|p| matches!(p["type"].as_str(), Some("text" | "input_text")))
+        {
+            continue;
+        }
+        if let Ok(text) = content_text(&m["content"], &format!("messages[{i}].content")) {
+            out.insert(text.trim().to_string(), m["content"].clone());
+        }
+    }
+    out
 }
 
 /// The text of a `content`: a string, null, or parts. Parts that are not
@@ -182,13 +207,23 @@ impl Api for OpenAi {
             .map(Vec::as_slice)
             .unwrap_or(&[]);
         let mut messages: Vec<Value> = client_messages[..leading_system(client_messages)].to_vec();
+        let media = media_by_text(client_messages);
         messages.extend(
             prompt["messages"]
                 .as_array()
                 .into_iter()
                 .flatten()
                 .filter(|m| m["role"] != "system")
-                .cloned(),
+                .map(|m| {
+                    let original = m["content"]
+                        .as_str()
+                        .filter(|_| m["role"] == "user")
+                        .and_then(|t| media.get(t.trim()));
+                    match original {
+                        Some(parts) => json!({"role": "user", "content": parts}),
+                        None => m.clone(),
+                    }
+                }),
         );
         body["messages"] = Value::Array(messages);
         let mut tools = client["tools"].as_array().cloned().unwrap_or_default();
