@@ -1061,7 +1061,7 @@ trimmed b3:064c66118cbb reference→dropped
             23,
             500,
             r#"
-budget of 500 tokens is smaller than the 563 the system prompt, input, current context and headers need
+budget of 500 tokens is smaller than the 561 the system prompt, input, current context and headers need
 "#,
         );
     }
