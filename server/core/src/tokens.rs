@@ -52,7 +52,76 @@ pub fn warm_up() {
 
 /// The number of tokens of `text` in `encoding` (special tokens as ordinary text).
 pub fn count(encoding: Encoding, text: &str) -> u32 {
-    encoding.tokenizer().count(text) as u32
+    if text.len() < RECALL_MIN_BYTES {
+        return count_pieces(encoding, text);
+    }
+    let key = (encoding, *blake3::hash(text.as_bytes()).as_bytes());
+    let recalled = RECENT.with_borrow(|r| r.iter().flatten().find(|(k, _)| *k == key).map(|e| e.1));
+    if let Some(n) = recalled {
+        return n;
+    }
+    let n = count_pieces(encoding, text);
+    RECENT.with_borrow_mut(|r| {
+        r.rotate_right(1);
+        r[0] = Some((key, n));
+    });
+    n
+}
+
+/// The sum of the counts of `text`'s pre-tokenized pieces (what
+/// `Tokenizer::count` does), short pieces recalled from this thread's cache.
+fn count_pieces(encoding: Encoding, text: &str) -> u32 {
+    let tokenizer = encoding.tokenizer();
+    PIECES.with_borrow_mut(|cache| {
+        let cache = &mut cache[encoding as usize];
+        if cache.len() >= PIECES_MAX {
+            cache.clear();
+        }
+        tokenizer
+            .split(text)
+            .map(|piece| {
+                let bytes = piece.as_bytes();
+                if bytes.len() > PIECE_MAX_BYTES {
+                    return tokenizer.bpe.count(bytes) as u32;
+                }
+                let mut key = [0u8; PIECE_MAX_BYTES + 1];
+                key[0] = bytes.len() as u8;
+                key[1..=bytes.len()].copy_from_slice(bytes);
+                *cache
+                    .entry(key)
+                    .or_insert_with(|| tokenizer.bpe.count(bytes) as u32)
+            })
+            .sum()
+    })
+}
+
+/// Pieces (words, punctuation runs, indentation) repeat all through code,
+/// logs and prose, and looking one up costs a fraction of encoding it, so
+/// each thread keeps the counts of the short pieces it has met, as Hugging
+/// Face's tokenizers keep a word cache. A key is the piece's length and
+/// bytes, inline in the table (no pointer to chase); up to `PIECES_MAX`
+/// per encoding (under 1 MB), then the cache starts over.
+const PIECE_MAX_BYTES: usize = 16;
+const PIECES_MAX: usize = 32_768;
+
+type PieceCache = std::collections::HashMap<[u8; PIECE_MAX_BYTES + 1], u32>;
+
+thread_local! {
+    static PIECES: std::cell::RefCell<[PieceCache; 2]> = std::cell::RefCell::new(Default::default());
+}
+
+/// Texts are often counted twice in a row: ingest counts a tool output for
+/// its blob, then its digester asks whether the output fits whole; a digest
+/// is counted as it is finished, then again for the reply. Hashing is a
+/// hundred times cheaper than counting, so the last few counts of texts of
+/// 512 bytes or more are recalled by the text's BLAKE3 hash.
+const RECALL_MIN_BYTES: usize = 512;
+
+type Recalled = ((Encoding, [u8; 32]), u32);
+
+thread_local! {
+    static RECENT: std::cell::RefCell<[Option<Recalled>; 4]> =
+        const { std::cell::RefCell::new([None; 4]) };
 }
 
 /// A prefix of `text` with at most `max` tokens, cut on a char boundary:
