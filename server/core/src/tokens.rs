@@ -72,24 +72,24 @@ pub fn count(encoding: Encoding, text: &str) -> u32 {
 /// `Tokenizer::count` does), short pieces recalled from this thread's cache.
 fn count_pieces(encoding: Encoding, text: &str) -> u32 {
     let tokenizer = encoding.tokenizer();
-    PIECES.with_borrow_mut(|cache| {
-        let cache = &mut cache[encoding as usize];
-        if cache.len() >= PIECES_MAX {
-            cache.clear();
-        }
+    PIECES.with_borrow_mut(|caches| {
+        let slots = caches[encoding as usize]
+            .get_or_insert_with(|| vec![([0; PIECE_KEY_BYTES], 0); PIECE_SLOTS].into_boxed_slice());
         tokenizer
             .split(text)
             .map(|piece| {
                 let bytes = piece.as_bytes();
-                if bytes.len() > PIECE_MAX_BYTES {
+                if bytes.len() >= PIECE_KEY_BYTES {
                     return tokenizer.bpe.count(bytes) as u32;
                 }
-                let mut key = [0u8; PIECE_MAX_BYTES + 1];
+                let mut key = [0u8; PIECE_KEY_BYTES];
                 key[0] = bytes.len() as u8;
                 key[1..=bytes.len()].copy_from_slice(bytes);
-                *cache
-                    .entry(key)
-                    .or_insert_with(|| tokenizer.bpe.count(bytes) as u32)
+                let slot = &mut slots[slot_of(&key)];
+                if slot.0 != key {
+                    *slot = (key, tokenizer.bpe.count(bytes) as u32);
+                }
+                slot.1
             })
             .sum()
     })
@@ -97,17 +97,27 @@ fn count_pieces(encoding: Encoding, text: &str) -> u32 {
 
 /// Pieces (words, punctuation runs, indentation) repeat all through code,
 /// logs and prose, and looking one up costs a fraction of encoding it, so
-/// each thread keeps the counts of the short pieces it has met, as Hugging
-/// Face's tokenizers keep a word cache. A key is the piece's length and
-/// bytes, inline in the table (no pointer to chase); up to `PIECES_MAX`
-/// per encoding (under 1 MB), then the cache starts over.
-const PIECE_MAX_BYTES: usize = 16;
-const PIECES_MAX: usize = 32_768;
+/// each thread keeps the counts of the short pieces it met last, as Hugging
+/// Face's tokenizers keep a word cache. The cache is direct-mapped: a piece
+/// of up to 16 bytes (keyed by its length and bytes) has one slot, and a
+/// piece that is not there takes it; nothing grows or is rehashed, so text
+/// whose pieces never repeat (base64) costs little more than without it.
+const PIECE_KEY_BYTES: usize = 17;
+const PIECE_SLOTS: usize = 1 << 14;
 
-type PieceCache = std::collections::HashMap<[u8; PIECE_MAX_BYTES + 1], u32>;
+type PieceSlots = Box<[([u8; PIECE_KEY_BYTES], u32)]>;
 
 thread_local! {
-    static PIECES: std::cell::RefCell<[PieceCache; 2]> = std::cell::RefCell::new(Default::default());
+    static PIECES: std::cell::RefCell<[Option<PieceSlots>; 2]> =
+        const { std::cell::RefCell::new([None, None]) };
+}
+
+/// A piece key's slot: its bytes folded into a word, spread by a
+/// multiplication (Fibonacci hashing), the top bits kept.
+fn slot_of(key: &[u8; PIECE_KEY_BYTES]) -> usize {
+    let word = |i: usize| u64::from_le_bytes(key[i..i + 8].try_into().expect("8 bytes"));
+    let folded = word(0) ^ word(8).rotate_left(29) ^ u64::from(key[16]).rotate_left(53);
+    (folded.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> (64 - PIECE_SLOTS.trailing_zeros())) as usize
 }
 
 /// Texts are often counted twice in a row: ingest counts a tool output for
