@@ -5,7 +5,9 @@
 //! pre-tokenization, then a byte-pair encoder whose time is linear in the
 //! length of a piece. A 4 MB line without whitespace costs what 4 MB of prose
 //! costs; nothing is sliced or estimated. The tables load once per process
-//! (tens of ms), lazily, per encoding.
+//! (tens of ms), lazily, per encoding. Two per-thread caches make repeated
+//! work cheap without changing a count: the counts of short pieces, and the
+//! last few counts of large texts (docs/PERFORMANCE.md has the figures).
 
 use bpe_openai::Tokenizer;
 
