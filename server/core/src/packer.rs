@@ -1059,7 +1059,7 @@ trimmed b3:064c66118cbb reference→dropped
             23,
             300,
             r#"
-budget of 300 tokens is smaller than the 383 the system prompt, input, current context and headers need
+budget of 300 tokens is smaller than the 381 the system prompt, input, current context and headers need
 "#,
         );
     }

@@ -119,18 +119,22 @@ pub fn message_tokens(m: &KeptMessage, level: Level, encoding: Encoding) -> u32 
     tokens::count(encoding, &message_text(m, level)) + MESSAGE_OVERHEAD
 }
 
-/// What an exchange's messages cost at the levels that list them.
+/// What an exchange's messages cost at the levels that list them. A message
+/// that reads the same at both levels (prose without tool calls) is counted once.
 pub fn exchange_tokens(messages: &[KeptMessage], encoding: Encoding) -> LevelTokens {
-    let sum = |level| {
-        messages
-            .iter()
-            .map(|m| message_tokens(m, level, encoding))
-            .sum()
-    };
-    LevelTokens {
-        full: sum(Level::Full),
-        digests: sum(Level::Digests),
+    let mut total = LevelTokens::default();
+    for m in messages {
+        let full = message_text(m, Level::Full);
+        let digests = message_text(m, Level::Digests);
+        let full_tokens = tokens::count(encoding, &full) + MESSAGE_OVERHEAD;
+        total.full += full_tokens;
+        total.digests += if digests == full {
+            full_tokens
+        } else {
+            tokens::count(encoding, &digests) + MESSAGE_OVERHEAD
+        };
     }
+    total
 }
 
 /// The L2 line of an exchange: `x12 fix E0308 in src/a.rs`. No clock time:

@@ -1,6 +1,10 @@
 //! `ctxproxy bench`: generates sessions of 100, 1,000 and 10,000 exchanges,
 //! ingests them through the service, and prints assemble p50/p99, ingest
-//! rate, peak memory and start-up time to answering `initialize`.
+//! rate, peak memory and start-up time to answering `initialize`; then the
+//! time to append one single-line tool output of 1 MB and of 4 MB (their
+//! ratio is about 4 when ingest is linear in the length of a line).
+//! `--over-stdio` drives a spawned `ctxproxy serve` instead and times
+//! `ctx/assemble` as an editor sees it, reply on stdout included.
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::process::{Command, Stdio};
@@ -22,6 +26,10 @@ pub struct Args {
     /// Exchanges per `ctx/append` while ingesting (at least 1).
     #[arg(long, default_value_t = 50, value_parser = clap::value_parser!(u32).range(1..))]
     batch: u32,
+    /// Drive a spawned `ctxproxy serve` over stdio, as an editor does, and
+    /// time each `ctx/assemble` from request written to reply read.
+    #[arg(long)]
+    over_stdio: bool,
 }
 
 /// One synthetic exchange: a question, a tool call, a tool output of a few
@@ -59,12 +67,15 @@ fn peak_rss_kib() -> Option<u64> {
 }
 
 pub async fn run(args: Args) -> anyhow::Result<()> {
+    if args.over_stdio {
+        return over_stdio(&args);
+    }
     // Steady state: the tokenizer tables load once per process, as `serve`
     // does in the background at start (start-up is measured separately).
     ctxproxy_core::tokens::warm_up();
     println!(
-        "{:>9} {:>12} {:>11} {:>11} {:>11} {:>12}",
-        "exchanges", "ingest x/s", "assemble p50", "p99", "max", "prompt tok"
+        "{:>9} {:>12} {:>14} {:>11} {:>11} {:>11} {:>12}",
+        "exchanges", "ingest x/s", "x/CPU-second", "assemble p50", "p99", "max", "prompt tok"
     );
     for &size in &args.sizes {
         let dir = tempfile::tempdir()?;
@@ -74,6 +85,7 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
             .await?;
         let session = session["sessionId"].as_str().expect("id").to_string();
         let started = Instant::now();
+        let cpu_before = cpu_time();
         let mut i = 0;
         while i < size {
             let end = (i + args.batch).min(size);
@@ -84,6 +96,7 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
             i = end;
         }
         let ingest_rate = size as f64 / started.elapsed().as_secs_f64();
+        let cpu_rate = size as f64 / (cpu_time() - cpu_before).as_secs_f64();
         let input = json!({"role": "user", "content": "What did we change in the parser, and which handlers are still failing?"});
         let mut times = Vec::with_capacity(args.assembles as usize);
         let mut total = 0;
@@ -97,9 +110,10 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
         }
         times.sort();
         println!(
-            "{:>9} {:>12.0} {:>11.2}ms {:>9.2}ms {:>9.2}ms {:>12}",
+            "{:>9} {:>12.0} {:>14.0} {:>11.2}ms {:>9.2}ms {:>9.2}ms {:>12}",
             size,
             ingest_rate,
+            cpu_rate,
             ms(percentile(&times, 0.5)),
             ms(percentile(&times, 0.99)),
             ms(*times.last().expect("timed")),
@@ -109,6 +123,14 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
     if let Some(kib) = peak_rss_kib() {
         println!("peak memory (VmHWM): {:.1} MiB", kib as f64 / 1024.0);
     }
+    let one = long_line_append(1 << 20).await?;
+    let four = long_line_append(4 << 20).await?;
+    println!(
+        "one-line output appended: 1 MiB {:.0} ms, 4 MiB {:.0} ms (ratio {:.1})",
+        ms(one),
+        ms(four),
+        four.as_secs_f64() / one.as_secs_f64()
+    );
     match startup_to_initialize() {
         Ok(d) => println!(
             "start-up to initialize answered: {:.1} ms (spawn included)",
@@ -119,45 +141,191 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// Appends, to a fresh store, one exchange whose tool output is a single
+/// line of `bytes` without whitespace (minified code, base64: the case that
+/// made tokenizing quadratic), and times that `ctx/append`.
+async fn long_line_append(bytes: usize) -> anyhow::Result<Duration> {
+    const ALPHABET: &[u8] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    let mut x: u64 = 1;
+    let line: String = (0..bytes)
+        .map(|_| {
+            x = x
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            ALPHABET[(x >> 58) as usize] as char
+        })
+        .collect();
+    let dir = tempfile::tempdir()?;
+    let service = Service::open(dir.path().join("store.db"), Default::default(), None)?;
+    let session = service.open_session(json!({"title": "long line"})).await?;
+    let messages = json!([
+        {"role": "user", "content": "Print the bundle."},
+        {"role": "assistant", "content": "", "toolCalls": [
+            {"id": "c1", "name": "run_command", "arguments": {"command": "cat dist/bundle.min.js"}}]},
+        {"role": "tool", "toolCallId": "c1", "name": "run_command", "content": line},
+    ]);
+    let started = Instant::now();
+    service
+        .append(json!({"sessionId": session["sessionId"], "messages": messages}))
+        .await?;
+    Ok(started.elapsed())
+}
+
+/// CPU time this process has used, all threads: on a machine shared with
+/// other work, exchanges per CPU-second vary less than per wall second.
+fn cpu_time() -> Duration {
+    // SAFETY: getrusage only writes the struct it is given.
+    let usage = unsafe {
+        let mut usage: libc::rusage = std::mem::zeroed();
+        libc::getrusage(libc::RUSAGE_SELF, &mut usage);
+        usage
+    };
+    let tv = |t: libc::timeval| Duration::new(t.tv_sec as u64, t.tv_usec as u32 * 1000);
+    tv(usage.ru_utime) + tv(usage.ru_stime)
+}
+
 fn ms(d: Duration) -> f64 {
     d.as_secs_f64() * 1000.0
 }
 
 /// Spawns `ctxproxy serve` on a fresh store and times `initialize`.
 fn startup_to_initialize() -> anyhow::Result<Duration> {
-    let dir = tempfile::tempdir()?;
-    let exe = std::env::current_exe()?;
     let started = Instant::now();
-    let mut child = Command::new(exe)
-        .args(["serve", "--store"])
-        .arg(dir.path().join("store.db"))
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()?;
-    let body =
-        json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"capabilities": {}}})
-            .to_string();
-    let mut stdin = child.stdin.take().expect("stdin");
-    write!(stdin, "Content-Length: {}\r\n\r\n{}", body.len(), body)?;
-    stdin.flush()?;
-    let mut out = BufReader::new(child.stdout.take().expect("stdout"));
-    let mut len = 0usize;
-    loop {
-        let mut line = String::new();
-        out.read_line(&mut line)?;
-        if line.trim().is_empty() {
-            break;
-        }
-        if let Some(v) = line.strip_prefix("Content-Length:") {
-            len = v.trim().parse()?;
+    let mut server = StdioServer::spawn()?;
+    server.call("initialize", json!({"capabilities": {}}))?;
+    Ok(started.elapsed())
+}
+
+/// `ctxproxy serve` on a fresh store, spoken to over its stdin and stdout.
+struct StdioServer {
+    _dir: tempfile::TempDir,
+    child: std::process::Child,
+    stdin: std::process::ChildStdin,
+    stdout: BufReader<std::process::ChildStdout>,
+    next_id: u64,
+}
+
+impl StdioServer {
+    fn spawn() -> anyhow::Result<StdioServer> {
+        let dir = tempfile::tempdir()?;
+        let mut child = Command::new(std::env::current_exe()?)
+            .args(["serve", "--store"])
+            .arg(dir.path().join("store.db"))
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()?;
+        let stdin = child.stdin.take().expect("piped stdin");
+        let stdout = BufReader::new(child.stdout.take().expect("piped stdout"));
+        Ok(StdioServer {
+            _dir: dir,
+            child,
+            stdin,
+            stdout,
+            next_id: 1,
+        })
+    }
+
+    fn send(&mut self, body: &Value) -> anyhow::Result<()> {
+        let body = body.to_string();
+        write!(self.stdin, "Content-Length: {}\r\n\r\n{}", body.len(), body)?;
+        Ok(self.stdin.flush()?)
+    }
+
+    /// Sends a request and returns the body of its reply (as bytes: its
+    /// size is reported), skipping notifications.
+    fn call(&mut self, method: &str, params: Value) -> anyhow::Result<Vec<u8>> {
+        let id = self.next_id;
+        self.next_id += 1;
+        self.send(&json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}))?;
+        loop {
+            let body = self.read_frame()?;
+            let v: Value = serde_json::from_slice(&body)?;
+            if v.get("id") == Some(&json!(id)) {
+                if let Some(e) = v.get("error") {
+                    anyhow::bail!("{method}: {e}");
+                }
+                return Ok(body);
+            }
         }
     }
-    let mut buf = vec![0; len];
-    out.read_exact(&mut buf)?;
-    let elapsed = started.elapsed();
-    drop(stdin);
-    let _ = child.kill();
-    let _ = child.wait();
-    Ok(elapsed)
+
+    fn read_frame(&mut self) -> anyhow::Result<Vec<u8>> {
+        let mut len = None;
+        loop {
+            let mut line = String::new();
+            if self.stdout.read_line(&mut line)? == 0 {
+                anyhow::bail!("server closed stdout");
+            }
+            if line.trim().is_empty() {
+                break;
+            }
+            if let Some(v) = line.strip_prefix("Content-Length:") {
+                len = Some(v.trim().parse()?);
+            }
+        }
+        let mut body = vec![0; len.ok_or_else(|| anyhow::anyhow!("frame without Content-Length"))?];
+        self.stdout.read_exact(&mut body)?;
+        Ok(body)
+    }
+}
+
+impl Drop for StdioServer {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// `--over-stdio`: per size, ingests through a spawned server and times
+/// `ctx/assemble` as the client sees it; prints the reply's size too.
+fn over_stdio(args: &Args) -> anyhow::Result<()> {
+    println!(
+        "{:>9} {:>12} {:>11} {:>11} {:>11} {:>12}",
+        "exchanges", "ingest x/s", "assemble p50", "p99", "max", "reply bytes"
+    );
+    for &size in &args.sizes {
+        let mut server = StdioServer::spawn()?;
+        server.call("initialize", json!({"capabilities": {}}))?;
+        server.send(&json!({"jsonrpc": "2.0", "method": "initialized", "params": {}}))?;
+        let session: Value = serde_json::from_slice(
+            &server.call("ctx/openSession", json!({"title": format!("bench {size}")}))?,
+        )?;
+        let session = session["result"]["sessionId"].clone();
+        let started = Instant::now();
+        let mut i = 0;
+        while i < size {
+            let end = (i + args.batch).min(size);
+            let messages: Vec<Value> = (i..end).flat_map(exchange).collect();
+            server.call(
+                "ctx/append",
+                json!({"sessionId": session, "messages": messages}),
+            )?;
+            i = end;
+        }
+        let ingest_rate = size as f64 / started.elapsed().as_secs_f64();
+        let input = json!({"role": "user", "content": "What did we change in the parser, and which handlers are still failing?"});
+        let mut times = Vec::with_capacity(args.assembles as usize);
+        let mut reply_bytes = 0;
+        for _ in 0..args.assembles {
+            let t = Instant::now();
+            let reply = server.call(
+                "ctx/assemble",
+                json!({"sessionId": session, "input": input}),
+            )?;
+            times.push(t.elapsed());
+            reply_bytes = reply.len();
+        }
+        times.sort();
+        println!(
+            "{:>9} {:>12.0} {:>11.2}ms {:>9.2}ms {:>9.2}ms {:>12}",
+            size,
+            ingest_rate,
+            ms(percentile(&times, 0.5)),
+            ms(percentile(&times, 0.99)),
+            ms(*times.last().expect("timed")),
+            reply_bytes
+        );
+    }
+    Ok(())
 }

@@ -12,7 +12,7 @@ use ctxproxy_core::message::{Message, Role};
 use ctxproxy_core::tokens::{self, Encoding};
 use ctxproxy_core::view::SessionView;
 use ctxproxy_core::{packer, render, secrets, summary};
-use rusqlite::{params, Connection, OptionalExtension};
+use rusqlite::{params, Connection, OptionalExtension, Params};
 
 use crate::blobs;
 use crate::error::StoreError;
@@ -437,7 +437,8 @@ impl Writer {
                 source: "extractive",
             });
         }
-        self.conn.execute(
+        execute_cached(
+            &self.conn,
             "UPDATE sessions SET exchange_count = ?2, updated_at = ?3 WHERE id = ?1",
             params![session, count, now_rfc3339()],
         )?;
@@ -497,7 +498,8 @@ impl Writer {
             None => digest::digest(&output, &facts, prior.as_ref(), &self.settings.digest, enc),
         };
         if let Some(p) = &path {
-            self.conn.execute(
+            execute_cached(
+                &self.conn,
                 "INSERT INTO file_reads (session_id, path, seq, hash) VALUES (?1, ?2, ?3, ?4)
                  ON CONFLICT (session_id, path) DO UPDATE SET seq = excluded.seq, hash = excluded.hash",
                 params![session, p, id.exchange.0, &hash.0[..]],
@@ -560,7 +562,8 @@ impl Writer {
         reference: Option<&str>,
     ) -> Result<()> {
         let calls = (!m.tool_calls.is_empty()).then(|| read::encode_tool_calls(&m.tool_calls));
-        self.conn.execute(
+        execute_cached(
+            &self.conn,
             "INSERT INTO messages (session_id, seq, idx, role, kind, content, tool_calls, tool_call_id, name,
                 agent, at, tokens, blob_hash, result_kind, result_path, headline, ref_line, ref_o200k, ref_cl100k)
              VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19)",
@@ -598,16 +601,16 @@ impl Writer {
         hash: &BlobHash,
         raw: &[u8],
     ) -> Result<(u32, Option<String>)> {
-        let existing: Option<(u32, String, String)> = self
-            .conn
-            .query_row(
-                "SELECT tokens, first_session, first_message FROM blobs WHERE hash = ?1",
-                [&hash.0[..]],
-                |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)),
-            )
-            .optional()?;
+        let existing: Option<(u32, String, String)> = query_row_cached(
+            &self.conn,
+            "SELECT tokens, first_session, first_message FROM blobs WHERE hash = ?1",
+            [&hash.0[..]],
+            |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)),
+        )
+        .optional()?;
         if let Some((tokens, first_session, first_message)) = existing {
-            self.conn.execute(
+            execute_cached(
+                &self.conn,
                 "UPDATE blobs SET duplicate_hits = duplicate_hits + 1 WHERE hash = ?1",
                 [&hash.0[..]],
             )?;
@@ -625,7 +628,8 @@ impl Writer {
         if !inline {
             blobs::write_file(&self.blob_dir, hash, &encoded)?;
         }
-        self.conn.execute(
+        execute_cached(
+            &self.conn,
             "INSERT INTO blobs (hash, hex, bytes, stored_bytes, data, tokens, first_session, first_message)
              VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
             params![
@@ -643,14 +647,13 @@ impl Writer {
     }
 
     fn prior_read(&self, session: &str, path: &str, hash: &BlobHash) -> Result<Option<PriorRead>> {
-        let row: Option<(u32, Vec<u8>)> = self
-            .conn
-            .query_row(
-                "SELECT seq, hash FROM file_reads WHERE session_id = ?1 AND path = ?2",
-                params![session, path],
-                |r| Ok((r.get(0)?, r.get(1)?)),
-            )
-            .optional()?;
+        let row: Option<(u32, Vec<u8>)> = query_row_cached(
+            &self.conn,
+            "SELECT seq, hash FROM file_reads WHERE session_id = ?1 AND path = ?2",
+            params![session, path],
+            |r| Ok((r.get(0)?, r.get(1)?)),
+        )
+        .optional()?;
         let Some((seq, prev)) = row else {
             return Ok(None);
         };
@@ -713,7 +716,8 @@ impl Writer {
             None => None,
         };
         // Every message's raw tokens were counted once, when it was kept.
-        let raw_tokens: u32 = self.conn.query_row(
+        let raw_tokens: u32 = query_row_cached(
+            &self.conn,
             "SELECT coalesce(sum(tokens), 0) FROM messages WHERE session_id = ?1 AND seq = ?2",
             params![session, seq],
             |r| r.get(0),
@@ -723,7 +727,8 @@ impl Writer {
         if is_new {
             let at_text = at.clone();
             let line = render::header_line(id, at_text.as_deref(), &trio.header.text);
-            self.conn.execute(
+            execute_cached(
+                &self.conn,
                 "INSERT INTO exchanges (session_id, seq, at, header, summary, outcome, entities, header_line,
                     header_o200k, header_cl100k, summary_o200k, summary_cl100k, line_o200k, line_cl100k,
                     full_o200k, full_cl100k, digests_o200k, digests_cl100k, raw_tokens, terms)
@@ -744,7 +749,8 @@ impl Writer {
                 |r| r.get(0),
             )?;
             let line = render::header_line(id, stored_at.as_deref(), &trio.header.text);
-            self.conn.execute(
+            execute_cached(
+                &self.conn,
                 "UPDATE exchanges SET header = ?3, summary = ?4, outcome = ?5, entities = ?6, header_line = ?7,
                     header_o200k = ?8, header_cl100k = ?9, summary_o200k = ?10, summary_cl100k = ?11,
                     line_o200k = ?12, line_cl100k = ?13, full_o200k = ?14, full_cl100k = ?15,
@@ -789,7 +795,8 @@ impl Writer {
         trio: &summary::Trio,
         kept: &[KeptMessage],
     ) -> Result<()> {
-        let rowid: i64 = self.conn.query_row(
+        let rowid: i64 = query_row_cached(
+            &self.conn,
             "SELECT id FROM exchanges WHERE session_id = ?1 AND seq = ?2",
             params![session, seq],
             |r| r.get(0),
@@ -814,9 +821,13 @@ impl Writer {
             }
             body.push('\n');
         }
-        self.conn
-            .execute("DELETE FROM exchange_text WHERE rowid = ?1", [rowid])?;
-        self.conn.execute(
+        execute_cached(
+            &self.conn,
+            "DELETE FROM exchange_text WHERE rowid = ?1",
+            [rowid],
+        )?;
+        execute_cached(
+            &self.conn,
             "INSERT INTO exchange_text (rowid, header, summary, body) VALUES (?1, ?2, ?3, ?4)",
             params![rowid, trio.header.text, trio.summary.text, body],
         )?;
@@ -824,15 +835,14 @@ impl Writer {
     }
 
     fn session_state(&self, session: &str) -> Result<(u32, CurrentContext, CurrentContext)> {
-        let (count, base, current): (u32, String, String) = self
-            .conn
-            .query_row(
-                "SELECT exchange_count, context_base, context_current FROM sessions WHERE id = ?1",
-                [session],
-                |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)),
-            )
-            .optional()?
-            .ok_or_else(|| StoreError::UnknownSession(session.to_string()))?;
+        let (count, base, current): (u32, String, String) = query_row_cached(
+            &self.conn,
+            "SELECT exchange_count, context_base, context_current FROM sessions WHERE id = ?1",
+            [session],
+            |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)),
+        )
+        .optional()?
+        .ok_or_else(|| StoreError::UnknownSession(session.to_string()))?;
         Ok((count, stored_context(&base)?, stored_context(&current)?))
     }
 
@@ -842,7 +852,8 @@ impl Writer {
         base: &CurrentContext,
         current: &CurrentContext,
     ) -> Result<()> {
-        self.conn.execute(
+        execute_cached(
+            &self.conn,
             "UPDATE sessions SET context_base = ?2, context_current = ?3 WHERE id = ?1",
             params![session, base.encode(), current.encode()],
         )?;
@@ -1060,4 +1071,21 @@ const FTS_BLOB_MAX_BYTES: usize = 256 * 1024;
 
 fn count(encoding: Encoding, text: &str) -> u32 {
     tokens::count(encoding, text)
+}
+
+/// `execute` on a statement the connection keeps prepared: ingest runs the
+/// same dozen statements for every message, and preparing each anew cost
+/// about a tenth of its time.
+fn execute_cached(conn: &Connection, sql: &str, params: impl Params) -> rusqlite::Result<usize> {
+    conn.prepare_cached(sql)?.execute(params)
+}
+
+/// `query_row` on a statement the connection keeps prepared.
+fn query_row_cached<T>(
+    conn: &Connection,
+    sql: &str,
+    params: impl Params,
+    f: impl FnOnce(&rusqlite::Row<'_>) -> rusqlite::Result<T>,
+) -> rusqlite::Result<T> {
+    conn.prepare_cached(sql)?.query_row(params, f)
 }

@@ -245,6 +245,9 @@ fn open_connection(path: &Path, read_only: bool) -> rusqlite::Result<Connection>
         }
     }
     conn.busy_timeout(std::time::Duration::from_secs(5))?;
+    // Room for every statement ingest and assemble keep prepared (rusqlite
+    // keeps 16 by default, fewer than one append runs).
+    conn.set_prepared_statement_cache_capacity(64);
     conn.pragma_update(None, "foreign_keys", "ON")?;
     if !read_only {
         conn.pragma_update(None, "journal_mode", "WAL")?;
