@@ -363,6 +363,29 @@ def test_named_session_header(proxy, upstream):
     assert len({s1, s3, s4}) == 3, (s1, s3, s4)
 
 
+def test_a_tool_result_larger_than_the_budget_reaches_the_model_as_its_digest(proxy, upstream):
+    """A file read bigger than the whole budget is the newest message: it is
+    stored like any tool output and the model gets its digest and blob id,
+    not a 400 and not the raw text."""
+    upstream.push(Turn(text="read it"))
+    big = "".join(f"line {i}: value_{i:05d} = compute(alpha_{i}, beta_{i})\n" for i in range(3000))
+    messages = [
+        {"role": "system", "content": SYSTEM},
+        {"role": "user", "content": "Read big.py."},
+        {"role": "assistant", "content": None, "tool_calls": [{"id": "call_big", "type": "function",
+                                                                "function": {"name": "read_file", "arguments": '{"path": "big.py"}'}}]},
+        {"role": "tool", "tool_call_id": "call_big", "content": big},
+    ]
+    got = client(proxy).chat.completions.create(model=MODEL, messages=messages, tools=[READ_FILE],
+                                                extra_headers={"x-ctxproxy-budget": "4000"})
+    assert got.choices[0].message.content == "read it"
+    [sent] = upstream.model_calls()
+    tool_messages = [m for m in sent.json["messages"] if m["role"] == "tool"]
+    assert [m["tool_call_id"] for m in tool_messages] == ["call_big"], sent.json["messages"]
+    shown = tool_messages[0]["content"]
+    assert "b3:" in shown and len(shown) < len(big) / 10, shown[:300]
+
+
 # ----------------------------------------------------------------- errors
 
 def test_malformed_body_is_a_400_in_openai_shape(proxy, upstream):

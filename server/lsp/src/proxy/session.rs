@@ -335,7 +335,14 @@ impl Sessions {
             }
         };
         let mut new = messages.split_off(from);
-        let input = new.pop();
+        // A tool result is a tool output like any other: stored first, so
+        // the prompt shows it as the packer decides (whole when it fits,
+        // else its digest and blob id), never raw as the input, which a
+        // large file read would push past the budget.
+        let input = match new.last() {
+            Some(m) if m.role != Role::Tool => new.pop(),
+            _ => None,
+        };
         Ok(Turn {
             session: guard.list[branch].session.clone(),
             guard,
