@@ -54,8 +54,9 @@ fn block_text(b: &Value, field: &str) -> Result<String, BadRequest> {
     }
 }
 
-/// A `tool_result`'s content: a string or blocks.
-fn result_text(content: &Value, field: &str) -> Result<String, BadRequest> {
+/// The text of a `tool_result`'s content or a system prompt (`field`: where
+/// it stands in the request): a string, or blocks joined by newlines.
+fn blocks_text(content: &Value, field: &str) -> Result<String, BadRequest> {
     match content {
         Value::Null => Ok(String::new()),
         Value::String(s) => Ok(s.clone()),
@@ -98,7 +99,7 @@ pub fn to_messages(m: &Value, field: &str) -> Result<Vec<Message>, BadRequest> {
                         tool_call_id: Some(id.to_string()),
                         ..Message::new(
                             Role::Tool,
-                            result_text(&b["content"], &format!("{at}.content"))?,
+                            blocks_text(&b["content"], &format!("{at}.content"))?,
                         )
                     });
                 } else {
@@ -152,30 +153,12 @@ pub fn to_messages(m: &Value, field: &str) -> Result<Vec<Message>, BadRequest> {
         // these notes travel as the user's text, where the model reads them.
         Some("system") => Ok(vec![Message::new(
             Role::User,
-            system_text(content, &content_field)?,
+            blocks_text(content, &content_field)?,
         )]),
         _ => Err(BadRequest::new(
             format!("{field}.role"),
             format!("{field}.role: expected user, assistant or system, got {role}"),
         )),
-    }
-}
-
-/// The text of a system prompt (`field`: where it stands in the request):
-/// a string, or text blocks joined by newlines.
-fn system_text(system: &Value, field: &str) -> Result<String, BadRequest> {
-    match system {
-        Value::Null => Ok(String::new()),
-        Value::String(s) => Ok(s.clone()),
-        other => {
-            let blocks = blocks_of(other, field)?;
-            let texts = blocks
-                .iter()
-                .enumerate()
-                .map(|(i, b)| block_text(b, &format!("{field}[{i}]")))
-                .collect::<Result<Vec<_>, _>>()?;
-            Ok(texts.join("\n"))
-        }
     }
 }
 
@@ -301,7 +284,7 @@ impl Api for Anthropic {
             return Err(expected("body", "a JSON object", body));
         }
         let stream = stream_flag(body)?;
-        let system = system_text(body.get("system").unwrap_or(&Value::Null), "system")?;
+        let system = blocks_text(body.get("system").unwrap_or(&Value::Null), "system")?;
         let messages = body.get("messages").unwrap_or(&Value::Null);
         let messages = messages
             .as_array()
