@@ -613,18 +613,7 @@ mod tests {
     use super::*;
     use serde_json::json;
 
-    fn pretty(v: &Value) -> String {
-        serde_json::to_string_pretty(v).unwrap()
-    }
-
-    fn request_as_text(r: &ClientRequest) -> String {
-        let messages: Vec<Value> = r
-            .messages
-            .iter()
-            .map(|m| serde_json::to_value(crate::protocol::WireMessage::from_core(m)).unwrap())
-            .collect();
-        pretty(&json!({"system": r.system, "stream": r.stream, "messages": messages}))
-    }
+    use crate::proxy::api::test_support::{pretty, request_as_text};
 
     fn thinking() -> Value {
         json!({"type": "thinking", "thinking": "The file first.", "signature": "EqQBCkYIARgCKkA+sig/=="})

@@ -188,6 +188,28 @@ pub fn stream_flag(body: &Value) -> Result<bool, BadRequest> {
     }
 }
 
+/// What both API mappings' snapshot tests print: JSON, and a parsed
+/// request as ctxproxy's wire messages.
+#[cfg(test)]
+pub(crate) mod test_support {
+    use serde_json::{json, Value};
+
+    use super::ClientRequest;
+
+    pub fn pretty(v: &Value) -> String {
+        serde_json::to_string_pretty(v).unwrap()
+    }
+
+    pub fn request_as_text(r: &ClientRequest) -> String {
+        let messages: Vec<Value> = r
+            .messages
+            .iter()
+            .map(|m| serde_json::to_value(crate::protocol::WireMessage::from_core(m)).unwrap())
+            .collect();
+        pretty(&json!({"system": r.system, "stream": r.stream, "messages": messages}))
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
