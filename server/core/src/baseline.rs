@@ -2,24 +2,16 @@
 //! full history, Cline-style truncation and a sliding window, the cost of a
 //! run of prompts with prefix caching, and whether a fact a later question
 //! needs is in a prompt or one `context_retrieve` away.
-//!
-//! `MemorySession` keeps a session in memory the way the store does, so the
-//! report, the benches and the tests can pack ctxproxy prompts without SQLite.
 
 use std::sync::LazyLock;
 
 use regex::Regex;
 
-use crate::config::LayerCaps;
-use crate::context::{self, CurrentContext};
-use crate::exchange::{Counted, KeptMessage};
 use crate::ids::ExchangeId;
 use crate::message::{Message, Role};
-use crate::packer;
 use crate::render::{self, MESSAGE_OVERHEAD, REPLY_PRIMER};
-use crate::summary::{self, summarise, ExchangeFacts, SeenTerms};
+use crate::summary;
 use crate::tokens::{self, Encoding};
-use crate::view::{BlobRef, ExchangeView, HeaderItem, SessionView};
 
 /// A prompt of a baseline strategy: whole raw messages.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -327,108 +319,6 @@ pub fn fact_status(
         }
     }
     status
-}
-
-/// A session kept in memory the way the store keeps it.
-pub struct MemorySession {
-    caps: LayerCaps,
-    encoding: Encoding,
-    exchanges: Vec<ExchangeView>,
-    headers: Vec<HeaderItem>,
-    references: Vec<BlobRef>,
-    context: CurrentContext,
-    /// Each exchange's terms, for the headers of the ones after it.
-    terms: Vec<Vec<String>>,
-}
-
-impl MemorySession {
-    pub fn new(caps: LayerCaps, encoding: Encoding) -> MemorySession {
-        MemorySession {
-            caps,
-            encoding,
-            exchanges: Vec::new(),
-            headers: Vec::new(),
-            references: Vec::new(),
-            context: CurrentContext::default(),
-            terms: Vec::new(),
-        }
-    }
-
-    pub fn len(&self) -> u32 {
-        self.exchanges.len() as u32
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.exchanges.is_empty()
-    }
-
-    /// Stores a closed exchange: its trio, token counts, header line and
-    /// references, and the context after it. Returns its id.
-    pub fn push(&mut self, at: Option<String>, messages: Vec<KeptMessage>) -> ExchangeId {
-        let id = ExchangeId(self.len() + 1);
-        let enc = self.encoding;
-        let facts = ExchangeFacts::of(&messages);
-        let seen = SeenTerms::of(self.terms.iter().map(Vec::as_slice));
-        let trio = summarise(&facts, &seen, &self.caps, enc);
-        self.terms.push(facts.terms());
-        self.context = context::advance(&self.context, id, &messages, &trio);
-        let line = render::header_line(id, at.as_deref(), &trio.header.text);
-        self.headers.push(HeaderItem {
-            id,
-            at: at.clone(),
-            line: Counted {
-                tokens: tokens::count(enc, &line),
-                text: line,
-            },
-        });
-        for r in messages
-            .iter()
-            .filter_map(|m| m.result.as_ref())
-            .filter(|r| !r.whole)
-        {
-            let line = render::reference_line(r, id);
-            self.references.push(BlobRef {
-                blob: r.blob,
-                exchange: id,
-                line: Counted {
-                    tokens: tokens::count(enc, &line),
-                    text: line,
-                },
-            });
-        }
-        let tokens = render::exchange_tokens(&messages, enc);
-        self.exchanges.push(ExchangeView {
-            id,
-            at,
-            header: trio.header,
-            summary: trio.summary,
-            messages,
-            tokens,
-        });
-        id
-    }
-
-    /// What the store hands the packer.
-    pub fn view(&self) -> SessionView {
-        let newest = |n: u32, len: usize| len.saturating_sub(n as usize);
-        let window = newest(packer::window_len(&self.caps), self.exchanges.len());
-        let horizon = packer::references_horizon(self.len(), &self.exchanges[window..], &self.caps);
-        SessionView {
-            session_id: "memory".to_string(),
-            exchange_count: self.len(),
-            headers: self.headers[newest(self.caps.max_headers, self.headers.len())..].to_vec(),
-            window: self.exchanges[window..].to_vec(),
-            references: self
-                .references
-                .iter()
-                .rev()
-                .filter(|r| r.exchange <= horizon)
-                .take(self.caps.max_references as usize)
-                .cloned()
-                .collect(),
-            current_context: self.context.clone(),
-        }
-    }
 }
 
 #[cfg(test)]

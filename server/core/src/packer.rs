@@ -368,8 +368,7 @@ fn header_line_of(
     match headers.get(&exchange.id) {
         Some(item) => item.line.clone(),
         None => {
-            let text =
-                render::header_line(exchange.id, exchange.at.as_deref(), &exchange.header.text);
+            let text = render::header_line(exchange.id, &exchange.header.text);
             Counted {
                 tokens: tokens::count(enc, &text),
                 text,
@@ -841,10 +840,10 @@ pub fn shared_prefix_tokens(prev: &PackedPrompt, next: &PackedPrompt) -> u32 {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::baseline::MemorySession;
     use crate::digest::OutputKind;
     use crate::exchange::ToolResult;
     use crate::ids::{BlobHash, MessageId};
+    use crate::memory::MemorySession;
     use crate::message::{Message, ToolCall};
     use proptest::prelude::*;
 

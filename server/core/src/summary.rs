@@ -59,10 +59,14 @@ pub const TERM_WINDOW: u32 = 64;
 
 impl SeenTerms {
     /// Counts the terms (`ExchangeFacts::terms`) of earlier exchanges,
-    /// newest last; only the newest `TERM_WINDOW` count.
+    /// newest last; only the newest `TERM_WINDOW` that have any count.
     pub fn of<'a>(earlier: impl DoubleEndedIterator<Item = &'a [String]>) -> SeenTerms {
         let mut seen = SeenTerms::default();
-        for terms in earlier.rev().take(TERM_WINDOW as usize) {
+        for terms in earlier
+            .rev()
+            .filter(|t| !t.is_empty())
+            .take(TERM_WINDOW as usize)
+        {
             seen.exchanges += 1;
             for t in terms {
                 *seen.counts.entry(t.clone()).or_default() += 1;

@@ -8,15 +8,15 @@
 use std::collections::HashMap;
 use std::path::Path;
 
-use ctxproxy_core::baseline::{self, fact_status, FactStatus, MemorySession, RunCost, Strategy};
-use ctxproxy_core::config::{DigestLimits, LayerCaps, LayerOrder};
-use ctxproxy_core::digest::{self, BlobFacts, ToolOutput};
-use ctxproxy_core::exchange::{KeptMessage, Level, ToolResult};
-use ctxproxy_core::ids::{BlobHash, ExchangeId, MessageId};
+use ctxproxy_core::baseline::{self, fact_status, FactStatus, RunCost, Strategy};
+use ctxproxy_core::config::{LayerCaps, LayerOrder};
+use ctxproxy_core::exchange::Level;
+use ctxproxy_core::ids::ExchangeId;
+use ctxproxy_core::memory::MemorySession;
 use ctxproxy_core::message::{Message, Role, ToolCall, UserKind};
 use ctxproxy_core::packer::{pack, shared_prefix_tokens, PackRequest, PackedPrompt};
 use ctxproxy_core::render;
-use ctxproxy_core::tokens::{self, Encoding};
+use ctxproxy_core::tokens::Encoding;
 use serde_json::Value;
 
 const ENC: Encoding = Encoding::O200kBase;
@@ -87,53 +87,6 @@ fn load(path: &Path) -> Vec<(Vec<Message>, Vec<Need>)> {
         .collect()
 }
 
-/// Messages as the store keeps them: tool results digested into blobs.
-fn keep(id: u32, messages: &[Message]) -> Vec<KeptMessage> {
-    let mut calls: HashMap<&str, &ToolCall> = HashMap::new();
-    let mut out = Vec::new();
-    for (i, m) in messages.iter().enumerate() {
-        m.tool_calls.iter().for_each(|c| {
-            calls.insert(c.id.as_str(), c);
-        });
-        let mut message = m.clone();
-        let result = (m.role == Role::Tool).then(|| {
-            let call = m.tool_call_id.as_deref().and_then(|id| calls.get(id));
-            let output = ToolOutput {
-                tool: m.name.as_deref().or(call.map(|c| c.name.as_str())),
-                arguments: call.map(|c| c.arguments.as_str()),
-                content: &m.content,
-            };
-            let blob = BlobHash::of(m.content.as_bytes());
-            let facts = BlobFacts {
-                id: blob.short_id(),
-                bytes: m.content.len() as u64,
-                tokens: tokens::count(ENC, &m.content),
-            };
-            let d = digest::digest(&output, &facts, None, &DigestLimits::default(), ENC);
-            message.content = d.text.clone();
-            ToolResult {
-                blob,
-                kind: d.kind,
-                path: digest::read_path(&output),
-                bytes: facts.bytes,
-                tokens: facts.tokens,
-                headline: d.headline,
-                digest: d.text,
-                whole: d.whole,
-            }
-        });
-        out.push(KeptMessage {
-            id: MessageId {
-                exchange: ExchangeId(id),
-                index: i as u32 + 1,
-            },
-            message,
-            result,
-        });
-    }
-    out
-}
-
 #[derive(Default)]
 struct Tally {
     cost: Vec<(u32, u32)>,
@@ -179,7 +132,8 @@ fn replay(path: &Path) -> HashMap<&'static str, Tally> {
     let mut prev: Option<PackedPrompt> = None;
     for (t, (messages, needs)) in session.iter().enumerate() {
         let id = t as u32 + 1;
-        let kept = keep(id, messages);
+        // Kept as the store keeps them: masked, digested against earlier reads.
+        let kept = memory.keep(messages.clone());
         let input = kept[0].clone();
         let req = PackRequest {
             budget: BUDGET,
@@ -235,7 +189,7 @@ fn replay(path: &Path) -> HashMap<&'static str, Tally> {
                 .map(|r| r.blob.short_id())
                 .collect(),
         );
-        memory.push(messages[0].at.clone(), kept);
+        memory.push(messages.iter().find_map(|m| m.at.clone()), kept);
     }
     tallies
 }

@@ -5,20 +5,21 @@ use std::path::PathBuf;
 
 use ctxproxy_core::config::{DigestLimits, LayerCaps};
 use ctxproxy_core::context::{self, CurrentContext, Housekeeping};
-use ctxproxy_core::digest::{self, BlobFacts, OutputKind, PriorRead, ToolOutput};
-use ctxproxy_core::exchange::{self, Counted, KeptMessage, ToolResult};
+use ctxproxy_core::digest::{self, OutputKind, PriorRead};
+use ctxproxy_core::exchange::{self, KeptMessage, ToolResult};
 use ctxproxy_core::ids::{BlobHash, ExchangeId, MessageId, PromptId};
 use ctxproxy_core::message::{Message, Role};
+use ctxproxy_core::record::{self, CountedText, ModelTexts};
 use ctxproxy_core::tokens::{self, Encoding};
 use ctxproxy_core::view::SessionView;
 use ctxproxy_core::{packer, render, secrets, summary};
 use rusqlite::{params, Connection, OptionalExtension, Params};
 
-use crate::blobs;
 use crate::error::StoreError;
 use crate::read::{self, session_exists, stored_context, Reader};
 use crate::time::now_rfc3339;
 use crate::Result;
+use crate::{blobs, exchange_row};
 
 /// How ingest digests, summarises and counts; changed by configuration.
 #[derive(Clone, Debug)]
@@ -301,16 +302,7 @@ impl Writer {
     /// (blobs are shared by hash) and the current context is rebuilt there.
     fn copy_history(&mut self, parent: &str, child: &str, at: u32) -> Result<()> {
         let c = &self.conn;
-        c.execute(
-            "INSERT INTO exchanges (session_id, seq, at, header, header_source, summary, summary_source, outcome,
-                entities, header_line, header_o200k, header_cl100k, summary_o200k, summary_cl100k, line_o200k,
-                line_cl100k, full_o200k, full_cl100k, digests_o200k, digests_cl100k, raw_tokens, terms)
-             SELECT ?2, seq, at, header, header_source, summary, summary_source, outcome, entities, header_line,
-                header_o200k, header_cl100k, summary_o200k, summary_cl100k, line_o200k, line_cl100k, full_o200k,
-                full_cl100k, digests_o200k, digests_cl100k, raw_tokens, terms
-             FROM exchanges WHERE session_id = ?1 AND seq <= ?3 ORDER BY seq",
-            params![parent, child, at],
-        )?;
+        exchange_row::copy(c, parent, child, at)?;
         c.execute(
             "INSERT INTO messages SELECT ?2, seq, idx, role, kind, content, tool_calls, tool_call_id, name, agent,
                 at, tokens, blob_hash, result_kind, result_path, headline, ref_line, ref_o200k, ref_cl100k
@@ -447,7 +439,7 @@ impl Writer {
     }
 
     /// Stores one message; a tool result's bytes become a blob and the
-    /// message keeps its digest.
+    /// message keeps its digest (`record::keep_tool_result`).
     fn keep_message(
         &mut self,
         session: &str,
@@ -466,38 +458,30 @@ impl Writer {
                 result: None,
             });
         }
-        let call = m.tool_call_id.as_deref().and_then(|cid| {
-            earlier
-                .iter()
-                .flat_map(|k| k.message.tool_calls.iter())
-                .find(|c| c.id == cid)
-        });
-        let tool = m.name.clone().or_else(|| call.map(|c| c.name.clone()));
-        let arguments = call.map(|c| c.arguments.clone());
-        let output = ToolOutput {
-            tool: tool.as_deref(),
-            arguments: arguments.as_deref(),
-            content: &m.content,
-        };
-        // Bytes that are not UTF-8 arrive as `raw` and are kept as sent.
-        let raw = m.raw.as_deref().unwrap_or(m.content.as_bytes());
+        let call = record::answered_call(&m, earlier);
+        let raw = record::result_bytes(&m);
         let hash = BlobHash::of(raw);
         let (tokens, duplicate_of) = self.put_blob(session, id, &hash, raw)?;
-        let path = digest::read_path(&output);
-        let prior = match &path {
-            Some(p) => self.prior_read(session, p, &hash)?,
+        let prior = match digest::read_path(&record::tool_output(&m, call)) {
+            Some(p) => self.prior_read(session, &p, &hash)?,
             None => None,
         };
-        let facts = BlobFacts {
-            id: hash.short_id(),
-            bytes: raw.len() as u64,
+        let blob = record::StoredBlob {
+            hash,
+            bytes: raw,
             tokens,
         };
-        let d = match &m.raw {
-            Some(raw) => digest::digest_binary(&output, raw, &facts, &self.settings.digest, enc),
-            None => digest::digest(&output, &facts, prior.as_ref(), &self.settings.digest, enc),
-        };
-        if let Some(p) = &path {
+        let kept = record::keep_tool_result(
+            id,
+            m.clone(),
+            call,
+            blob,
+            prior.as_ref(),
+            &self.settings.digest,
+            enc,
+        );
+        let result = kept.result.as_ref().expect("a kept tool result has one");
+        if let Some(p) = &result.path {
             execute_cached(
                 &self.conn,
                 "INSERT INTO file_reads (session_id, path, seq, hash) VALUES (?1, ?2, ?3, ?4)
@@ -505,23 +489,12 @@ impl Writer {
                 params![session, p, id.exchange.0, &hash.0[..]],
             )?;
         }
-        let result = ToolResult {
-            blob: hash,
-            kind: d.kind,
-            path,
-            bytes: facts.bytes,
-            tokens,
-            headline: d.headline,
-            digest: d.text.clone(),
-            whole: d.whole,
-        };
-        let digest_tokens = tokens::count(enc, &d.text);
         out.blobs.push(BlobOutcome {
             hash,
             message: id,
             bytes: result.bytes,
             tokens,
-            digest_tokens,
+            digest_tokens: tokens::count(enc, &result.digest),
             duplicate_of: duplicate_of.clone(),
         });
         out.events.push(Event::BlobStored {
@@ -530,26 +503,16 @@ impl Writer {
             bytes: result.bytes,
             duplicate: duplicate_of.is_some(),
         });
-        let kept_message = Message {
-            content: d.text,
-            raw: None,
-            ..m
-        };
-        // A whole output has no reference line: nothing more to retrieve.
-        let reference = (!result.whole).then(|| render::reference_line(&result, id.exchange));
+        let reference = record::reference(&kept);
         self.insert_message(
             session,
             id,
-            &kept_message,
+            &kept.message,
             tokens,
-            Some(&result),
-            reference.as_deref(),
+            Some(result),
+            reference.as_ref(),
         )?;
-        Ok(KeptMessage {
-            id,
-            message: kept_message,
-            result: Some(result),
-        })
+        Ok(kept)
     }
 
     fn insert_message(
@@ -559,7 +522,7 @@ impl Writer {
         m: &Message,
         tokens: u32,
         result: Option<&ToolResult>,
-        reference: Option<&str>,
+        reference: Option<&CountedText>,
     ) -> Result<()> {
         let calls = (!m.tool_calls.is_empty()).then(|| read::encode_tool_calls(&m.tool_calls));
         execute_cached(
@@ -584,9 +547,9 @@ impl Writer {
                 result.map(|r| r.kind.as_str()),
                 result.and_then(|r| r.path.clone()),
                 result.map(|r| r.headline.clone()),
-                reference,
-                reference.map(|t| tokens::count(Encoding::O200kBase, t)),
-                reference.map(|t| tokens::count(Encoding::Cl100kBase, t)),
+                reference.map(|r| &r.text),
+                reference.map(|r| r.tokens.o200k),
+                reference.map(|r| r.tokens.cl100k),
             ],
         )?;
         Ok(())
@@ -675,7 +638,8 @@ impl Writer {
         }))
     }
 
-    /// Writes (or rewrites) an exchange's trio, counts and full-text row.
+    /// Writes (or rewrites) an exchange's record (`record::record_exchange`)
+    /// and full-text row.
     fn store_exchange(
         &mut self,
         session: &str,
@@ -684,36 +648,34 @@ impl Writer {
         kept: &[KeptMessage],
         is_new: bool,
     ) -> Result<summary::Trio> {
-        let id = ExchangeId(seq);
-        let caps = self.settings.caps.clone();
-        let facts = summary::ExchangeFacts::of(kept);
-        let seen = self.seen_terms(session, seq)?;
-        let mut trio = summary::summarise(&facts, &seen, &caps, self.settings.encoding);
-        let terms = facts.terms().join("\n");
         // A model-written header or summary outlives later extractive updates.
-        if !is_new {
+        let model = if is_new {
+            ModelTexts::default()
+        } else {
             let (h, hs, s, ss): (String, String, String, String) = self.conn.query_row(
                 "SELECT header, header_source, summary, summary_source FROM exchanges WHERE session_id = ?1 AND seq = ?2",
                 params![session, seq],
                 |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?)),
             )?;
-            if hs == "model" {
-                trio.header = Counted {
-                    tokens: tokens::count(self.settings.encoding, &h),
-                    text: h,
-                };
+            ModelTexts {
+                header: (hs == "model").then_some(h),
+                summary: (ss == "model").then_some(s),
             }
-            if ss == "model" {
-                trio.summary = Counted {
-                    tokens: tokens::count(self.settings.encoding, &s),
-                    text: s,
-                };
-            }
-        }
+        };
+        let seen = self.seen_terms(session, seq)?;
+        let recorded = record::record_exchange(
+            ExchangeId(seq),
+            kept,
+            &seen,
+            &model,
+            &self.settings.caps,
+            self.settings.encoding,
+        );
+        // A new exchange is dated now when no message says when it was sent;
+        // a rewritten one keeps its date.
         let at = match at {
-            Some(a) => Some(a),
             None if is_new => Some(now_rfc3339()),
-            None => None,
+            at => at,
         };
         // Every message's raw tokens were counted once, when it was kept.
         let raw_tokens: u32 = query_row_cached(
@@ -722,51 +684,16 @@ impl Writer {
             params![session, seq],
             |r| r.get(0),
         )?;
-        let [o, c] = Encoding::ALL.map(|e| render::exchange_tokens(kept, e));
-        let entities = trio.entities.join("\n");
-        if is_new {
-            let at_text = at.clone();
-            let line = render::header_line(id, at_text.as_deref(), &trio.header.text);
-            execute_cached(
-                &self.conn,
-                "INSERT INTO exchanges (session_id, seq, at, header, summary, outcome, entities, header_line,
-                    header_o200k, header_cl100k, summary_o200k, summary_cl100k, line_o200k, line_cl100k,
-                    full_o200k, full_cl100k, digests_o200k, digests_cl100k, raw_tokens, terms)
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20)",
-                params![
-                    session, seq, at_text, trio.header.text, trio.summary.text, trio.outcome.as_str(), entities,
-                    line,
-                    count(Encoding::O200kBase, &trio.header.text), count(Encoding::Cl100kBase, &trio.header.text),
-                    count(Encoding::O200kBase, &trio.summary.text), count(Encoding::Cl100kBase, &trio.summary.text),
-                    count(Encoding::O200kBase, &line), count(Encoding::Cl100kBase, &line),
-                    o.full, c.full, o.digests, c.digests, raw_tokens, terms
-                ],
-            )?;
-        } else {
-            let stored_at: Option<String> = self.conn.query_row(
-                "SELECT at FROM exchanges WHERE session_id = ?1 AND seq = ?2",
-                params![session, seq],
-                |r| r.get(0),
-            )?;
-            let line = render::header_line(id, stored_at.as_deref(), &trio.header.text);
-            execute_cached(
-                &self.conn,
-                "UPDATE exchanges SET header = ?3, summary = ?4, outcome = ?5, entities = ?6, header_line = ?7,
-                    header_o200k = ?8, header_cl100k = ?9, summary_o200k = ?10, summary_cl100k = ?11,
-                    line_o200k = ?12, line_cl100k = ?13, full_o200k = ?14, full_cl100k = ?15,
-                    digests_o200k = ?16, digests_cl100k = ?17, raw_tokens = ?18, terms = ?19
-                 WHERE session_id = ?1 AND seq = ?2",
-                params![
-                    session, seq, trio.header.text, trio.summary.text, trio.outcome.as_str(), entities, line,
-                    count(Encoding::O200kBase, &trio.header.text), count(Encoding::Cl100kBase, &trio.header.text),
-                    count(Encoding::O200kBase, &trio.summary.text), count(Encoding::Cl100kBase, &trio.summary.text),
-                    count(Encoding::O200kBase, &line), count(Encoding::Cl100kBase, &line),
-                    o.full, c.full, o.digests, c.digests, raw_tokens, terms
-                ],
-            )?;
-        }
-        self.index_text(session, seq, &trio, kept)?;
-        Ok(trio)
+        exchange_row::write(
+            &self.conn,
+            session,
+            seq,
+            at.as_deref(),
+            &recorded,
+            raw_tokens,
+        )?;
+        self.index_text(session, seq, &recorded.trio, kept)?;
+        Ok(recorded.trio)
     }
 
     /// The terms of the session's exchanges before `seq` (the newest
@@ -926,12 +853,8 @@ impl Writer {
         let enc = self.settings.encoding;
         if let Some(h) = &hk.header {
             let h = summary::fit_header(h, &caps, enc);
-            let at: Option<String> = self.conn.query_row(
-                "SELECT at FROM exchanges WHERE session_id = ?1 AND seq = ?2",
-                params![session, seq],
-                |r| r.get(0),
-            )?;
-            let line = render::header_line(hk.exchange, at.as_deref(), &h.text);
+            let header = CountedText::new(h.text);
+            let line = CountedText::new(render::header_line(hk.exchange, &header.text));
             self.conn.execute(
                 "UPDATE exchanges SET header = ?3, header_source = 'model', header_line = ?4,
                     header_o200k = ?5, header_cl100k = ?6, line_o200k = ?7, line_cl100k = ?8
@@ -939,22 +862,22 @@ impl Writer {
                 params![
                     session,
                     seq,
-                    h.text,
-                    line,
-                    count(Encoding::O200kBase, &h.text),
-                    count(Encoding::Cl100kBase, &h.text),
-                    count(Encoding::O200kBase, &line),
-                    count(Encoding::Cl100kBase, &line)
+                    header.text,
+                    line.text,
+                    header.tokens.o200k,
+                    header.tokens.cl100k,
+                    line.tokens.o200k,
+                    line.tokens.cl100k
                 ],
             )?;
         }
         let summary_text = hk.summary_text();
         if let Some(s) = summary_text {
-            let s = summary::fit_summary(&s, &caps, enc);
+            let s = CountedText::new(summary::fit_summary(&s, &caps, enc).text);
             self.conn.execute(
                 "UPDATE exchanges SET summary = ?3, summary_source = 'model', summary_o200k = ?4, summary_cl100k = ?5
                  WHERE session_id = ?1 AND seq = ?2",
-                params![session, seq, s.text, count(Encoding::O200kBase, &s.text), count(Encoding::Cl100kBase, &s.text)],
+                params![session, seq, s.text, s.tokens.o200k, s.tokens.cl100k],
             )?;
         }
         let rowid: i64 = self.conn.query_row(
@@ -1069,14 +992,14 @@ pub struct AssembledPrompt<T> {
 
 const FTS_BLOB_MAX_BYTES: usize = 256 * 1024;
 
-fn count(encoding: Encoding, text: &str) -> u32 {
-    tokens::count(encoding, text)
-}
-
 /// `execute` on a statement the connection keeps prepared: ingest runs the
 /// same dozen statements for every message, and preparing each anew cost
 /// about a tenth of its time.
-fn execute_cached(conn: &Connection, sql: &str, params: impl Params) -> rusqlite::Result<usize> {
+pub(crate) fn execute_cached(
+    conn: &Connection,
+    sql: &str,
+    params: impl Params,
+) -> rusqlite::Result<usize> {
     conn.prepare_cached(sql)?.execute(params)
 }
 

@@ -8,6 +8,7 @@
 
 mod blobs;
 mod error;
+mod exchange_row;
 mod ingest;
 pub mod maintenance;
 mod read;
