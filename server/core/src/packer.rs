@@ -153,20 +153,20 @@ impl Layer {
 
 /// How an item is shown: an exchange level, or one of the other forms.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum Format {
+pub enum ItemForm {
     Level(Level),
     Reference,
     Text,
     Dropped,
 }
 
-impl Format {
+impl ItemForm {
     pub fn as_str(self) -> &'static str {
         match self {
-            Format::Level(level) => level.as_str(),
-            Format::Reference => "reference",
-            Format::Text => "text",
-            Format::Dropped => "dropped",
+            ItemForm::Level(level) => level.as_str(),
+            ItemForm::Reference => "reference",
+            ItemForm::Text => "text",
+            ItemForm::Dropped => "dropped",
         }
     }
 }
@@ -175,7 +175,7 @@ impl Format {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct LayerItem {
     pub id: String,
-    pub format: Format,
+    pub format: ItemForm,
     pub tokens: u32,
 }
 
@@ -191,8 +191,8 @@ pub struct LayerReport {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Trim {
     pub id: String,
-    pub from: Format,
-    pub to: Format,
+    pub from: ItemForm,
+    pub to: ItemForm,
     pub reason: String,
 }
 
@@ -519,8 +519,8 @@ pub fn pack(
         if p.level != Level::Full {
             trimmed.push(Trim {
                 id: p.exchange.id.to_string(),
-                from: Format::Level(Level::Full),
-                to: Format::Level(p.level),
+                from: ItemForm::Level(Level::Full),
+                to: ItemForm::Level(p.level),
                 reason: over_budget("full", extra(p, Level::Full), left),
             });
         }
@@ -534,8 +534,8 @@ pub fn pack(
         if 2 * summary > p.exchange.tokens.full {
             trimmed.push(Trim {
                 id: p.exchange.id.to_string(),
-                from: Format::Level(Level::Summary),
-                to: Format::Level(Level::Header),
+                from: ItemForm::Level(Level::Summary),
+                to: ItemForm::Level(Level::Header),
                 reason: format!(
                     "summary saves too little: {summary} tokens of {} in full",
                     p.exchange.tokens.full
@@ -550,8 +550,8 @@ pub fn pack(
         } else {
             trimmed.push(Trim {
                 id: p.exchange.id.to_string(),
-                from: Format::Level(Level::Summary),
-                to: Format::Level(Level::Header),
+                from: ItemForm::Level(Level::Summary),
+                to: ItemForm::Level(Level::Header),
                 reason: over_budget("summary", extra, left),
             });
         }
@@ -582,8 +582,8 @@ pub fn pack(
         } else {
             trimmed.push(Trim {
                 id: r.blob.short_id(),
-                from: Format::Reference,
-                to: Format::Dropped,
+                from: ItemForm::Reference,
+                to: ItemForm::Dropped,
                 reason: over_budget("reference", cost, left),
             });
         }
@@ -615,7 +615,7 @@ pub fn pack(
     if let Some(system) = &req.system {
         let item = LayerItem {
             id: "system".into(),
-            format: Format::Text,
+            format: ItemForm::Text,
             tokens: system_cost,
         };
         put(
@@ -630,7 +630,7 @@ pub fn pack(
     if let Some(c) = &l0 {
         let item = LayerItem {
             id: "currentContext".into(),
-            format: Format::Text,
+            format: ItemForm::Text,
             tokens: context_cost,
         };
         put(
@@ -643,7 +643,7 @@ pub fn pack(
         let entries = listed.iter().map(|h| {
             let item = LayerItem {
                 id: h.id.to_string(),
-                format: Format::Level(Level::Header),
+                format: ItemForm::Level(Level::Header),
                 tokens: h.line.tokens,
             };
             (vec![(h.line.text.clone(), h.line.tokens)], item)
@@ -655,7 +655,7 @@ pub fn pack(
         let entries = summarised.iter().map(|p| {
             let item = LayerItem {
                 id: p.exchange.id.to_string(),
-                format: Format::Level(p.level),
+                format: ItemForm::Level(p.level),
                 tokens: p.cost(p.level, false),
             };
             (p.pieces(), item)
@@ -667,7 +667,7 @@ pub fn pack(
         let entries = references.iter().map(|r| {
             let item = LayerItem {
                 id: r.blob.short_id(),
-                format: Format::Reference,
+                format: ItemForm::Reference,
                 tokens: r.line.tokens,
             };
             (vec![(r.line.text.clone(), r.line.tokens)], item)
@@ -682,7 +682,7 @@ pub fn pack(
         };
         let item = LayerItem {
             id: p.exchange.id.to_string(),
-            format: Format::Level(p.level),
+            format: ItemForm::Level(p.level),
             tokens: p.cost(p.level, true),
         };
         put(Layer::Recent, messages, vec![item]);
@@ -696,7 +696,7 @@ pub fn pack(
         };
         let item = LayerItem {
             id: "input".into(),
-            format: Format::Text,
+            format: ItemForm::Text,
             tokens: req.input_tokens,
         };
         put(Layer::Input, vec![message], vec![item]);
@@ -967,7 +967,7 @@ mod tests {
                 .items
                 .iter()
                 .map(|i| {
-                    if i.format == Format::Text {
+                    if i.format == ItemForm::Text {
                         i.id.clone()
                     } else {
                         format!("{}:{}", i.id, i.format.as_str())
@@ -1224,7 +1224,7 @@ budget of 300 tokens is smaller than the 381 the system prompt, input, current c
         assert!(summaries
             .items
             .iter()
-            .all(|i| i.format == Format::Level(Level::Header)));
+            .all(|i| i.format == ItemForm::Level(Level::Header)));
         assert!(p
             .trimmed
             .iter()

@@ -11,6 +11,7 @@
 use crate::exchange::{Counted, KeptMessage, Level, LevelTokens, ToolResult};
 use crate::ids::ExchangeId;
 use crate::message::Role;
+use crate::text::{clip_chars, one_line};
 use crate::tokens::{self, Encoding};
 
 /// Tokens a chat message costs besides its content (role and separators),
@@ -157,19 +158,6 @@ pub fn reference_line(result: &ToolResult, exchange: ExchangeId) -> String {
         None => clip_chars(&one_line(&result.headline), 60),
     };
     format!("{} {exchange} {what}\n", result.blob.short_id())
-}
-
-/// `text` on one line, whitespace runs collapsed.
-pub fn one_line(text: &str) -> String {
-    text.split_whitespace().collect::<Vec<_>>().join(" ")
-}
-
-/// At most `max` characters of `text`, with `…` when cut.
-pub fn clip_chars(text: &str, max: usize) -> String {
-    match text.char_indices().nth(max) {
-        Some((end, _)) => format!("{}…", text[..end].trim_end()),
-        None => text.to_string(),
-    }
 }
 
 fn compact_json(arguments: &str) -> String {

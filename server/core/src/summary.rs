@@ -14,8 +14,9 @@ use regex::Regex;
 use crate::config::LayerCaps;
 use crate::digest::OutputKind;
 use crate::exchange::{Counted, KeptMessage, Outcome};
+use crate::fit::{fit_points, fit_text, Point};
 use crate::message::{Role, UserKind};
-use crate::render::{clip_chars, one_line};
+use crate::text::{clip_chars, one_line};
 use crate::tokens::{self, Encoding};
 
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -365,7 +366,7 @@ fn error_line(headline: &str, content: &str, blob: Option<&str>) -> String {
     parts.join(" ")
 }
 
-fn classify(tool: &str) -> ToolClass {
+fn tool_class(tool: &str) -> ToolClass {
     let lower = tool.to_ascii_lowercase();
     let words: Vec<&str> = lower
         .split(|c: char| !c.is_ascii_alphanumeric())
@@ -441,7 +442,7 @@ const PATTERN_KEYS: &[&str] = &[
 ];
 
 fn action_of(tool: &str, arguments: &str) -> Action {
-    let class = classify(tool);
+    let class = tool_class(tool);
     let args: serde_json::Value =
         serde_json::from_str(arguments).unwrap_or(serde_json::Value::Null);
     let field = |keys: &[&str]| {
@@ -901,75 +902,6 @@ fn header(facts: &ExchangeFacts, seen: &SeenTerms, cap: u32, encoding: Encoding)
         }
     }
     fit_text(render(&chosen).trim(), cap, encoding)
-}
-
-/// A key point of a text being fitted: dropped lowest weight first.
-pub(crate) struct Point {
-    pub section: usize,
-    pub text: String,
-    pub weight: u32,
-}
-
-/// Joins points into labelled lines (`Label: a; b`) and drops the lightest
-/// points until the text fits `cap`, then cuts as a last resort.
-pub(crate) fn fit_points(
-    labels: &[&str],
-    mut points: Vec<Point>,
-    cap: u32,
-    encoding: Encoding,
-) -> Counted {
-    let render = |points: &[Point]| {
-        let mut lines = Vec::new();
-        for (s, label) in labels.iter().enumerate() {
-            let mut body = String::new();
-            for p in points.iter().filter(|p| p.section == s) {
-                if !body.is_empty() {
-                    body.push_str(if body.ends_with(['.', '!', '?']) {
-                        " "
-                    } else {
-                        "; "
-                    });
-                }
-                body.push_str(&p.text);
-            }
-            if !body.is_empty() {
-                lines.push(if label.is_empty() {
-                    body
-                } else {
-                    format!("{label}: {body}")
-                });
-            }
-        }
-        lines.join("\n")
-    };
-    let mut text = render(&points);
-    while points.len() > 1 && tokens::count(encoding, &text) > cap {
-        let lightest = (0..points.len())
-            .rev()
-            .min_by_key(|&i| points[i].weight)
-            .unwrap();
-        points.remove(lightest);
-        text = render(&points);
-    }
-    fit_text(&text, cap, encoding)
-}
-
-/// `text` within `cap` tokens: whole when it fits, else cut on a token
-/// boundary with trailing whitespace removed.
-pub(crate) fn fit_text(text: &str, cap: u32, encoding: Encoding) -> Counted {
-    let text = text.trim();
-    let n = tokens::count(encoding, text);
-    if n <= cap {
-        return Counted {
-            text: text.to_string(),
-            tokens: n,
-        };
-    }
-    let cut = tokens::truncate(encoding, text, cap).trim_end();
-    Counted {
-        text: cut.to_string(),
-        tokens: tokens::count(encoding, cut),
-    }
 }
 
 fn summary(facts: &ExchangeFacts, cap: u32, encoding: Encoding) -> Counted {

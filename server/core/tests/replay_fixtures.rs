@@ -8,82 +8,28 @@
 use std::collections::HashMap;
 use std::path::Path;
 
-use ctxproxy_core::baseline::{self, fact_status, FactStatus, RunCost, Strategy};
+use ctxproxy_core::baseline::{self, Strategy};
 use ctxproxy_core::config::{LayerCaps, LayerOrder};
+use ctxproxy_core::evaluation::{fact_status, FactStatus, RunCost};
 use ctxproxy_core::exchange::Level;
 use ctxproxy_core::ids::ExchangeId;
 use ctxproxy_core::memory::MemorySession;
-use ctxproxy_core::message::{Message, Role, ToolCall, UserKind};
+use ctxproxy_core::message::Message;
 use ctxproxy_core::packer::{pack, shared_prefix_tokens, PackRequest, PackedPrompt};
+use ctxproxy_core::recorded::{self, Need};
 use ctxproxy_core::render;
 use ctxproxy_core::tokens::Encoding;
-use serde_json::Value;
 
 const ENC: Encoding = Encoding::O200kBase;
 const BUDGET: u32 = 16_000;
 
-struct Need {
-    fact: String,
-    from: u32,
-    cues: Vec<String>,
-}
-
-fn message(v: &Value) -> Message {
-    let s = |k: &str| v.get(k).and_then(Value::as_str).map(str::to_string);
-    let mut m = Message::new(
-        Role::parse(&s("role").unwrap()).unwrap(),
-        s("content").unwrap_or_default(),
-    );
-    m.kind = s("kind").and_then(|k| UserKind::parse(&k));
-    m.tool_call_id = s("toolCallId");
-    m.name = s("name");
-    m.at = s("at");
-    for c in v
-        .get("toolCalls")
-        .and_then(Value::as_array)
-        .into_iter()
-        .flatten()
-    {
-        m.tool_calls.push(ToolCall {
-            id: c["id"].as_str().unwrap().into(),
-            name: c["name"].as_str().unwrap().into(),
-            arguments: c["arguments"].to_string(),
-        });
-    }
-    m
-}
-
+/// A recorded session (fixtures/README.md), as `core::recorded` reads it.
 fn load(path: &Path) -> Vec<(Vec<Message>, Vec<Need>)> {
-    std::fs::read_to_string(path)
-        .unwrap()
-        .lines()
-        .filter(|l| !l.trim().is_empty())
-        .map(|line| {
-            let v: Value = serde_json::from_str(line).unwrap();
-            let messages = v["messages"]
-                .as_array()
-                .unwrap()
-                .iter()
-                .map(message)
-                .collect();
-            let needs = v
-                .get("needs")
-                .and_then(Value::as_array)
-                .into_iter()
-                .flatten()
-                .map(|n| Need {
-                    fact: n["fact"].as_str().unwrap().into(),
-                    from: n["from"].as_u64().unwrap() as u32,
-                    cues: n["cues"]
-                        .as_array()
-                        .unwrap()
-                        .iter()
-                        .map(|c| c.as_str().unwrap().into())
-                        .collect(),
-                })
-                .collect();
-            (messages, needs)
-        })
+    let text = std::fs::read_to_string(path).unwrap();
+    recorded::parse(&text)
+        .unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+        .into_iter()
+        .map(|x| (x.messages, x.needs))
         .collect()
 }
 

@@ -4,7 +4,7 @@
 use ctxproxy_core::record::ExchangeRecord;
 use rusqlite::{params, Connection};
 
-use crate::ingest::execute_cached;
+use crate::cached::execute_cached;
 use crate::Result;
 
 /// The columns an exchange's record fills, in the order `write` binds them

@@ -12,7 +12,7 @@ use ctxproxy_core::message::{Message, Role, ToolCall, UserKind};
 use ctxproxy_core::summary::{self, Trio};
 use ctxproxy_core::tokens::Encoding;
 use ctxproxy_core::view::{self, BlobRef, ExchangeView, HeaderItem, SessionView};
-use ctxproxy_core::{packer, render};
+use ctxproxy_core::{packer, render, text};
 use rusqlite::{params, Connection, OptionalExtension, Row};
 
 use crate::blobs;
@@ -289,7 +289,7 @@ impl<'a> Reader<'a> {
                     exchange: ExchangeId(r.get(1)?),
                     header: r.get(2)?,
                     score: r.get(3)?,
-                    snippet: render::one_line(&r.get::<_, String>(4)?),
+                    snippet: text::one_line(&r.get::<_, String>(4)?),
                 })
             },
         )?;
