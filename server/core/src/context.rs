@@ -484,7 +484,8 @@ impl CurrentContext {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::summary::{parse_exchange, summarise, SeenTerms};
+    use crate::summary::fixture::parse_exchange;
+    use crate::summary::{summarise, SeenTerms};
 
     /// Advances an empty context over `exchanges` and renders it.
     fn run(exchanges: &[&str]) -> CurrentContext {
