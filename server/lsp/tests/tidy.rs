@@ -188,16 +188,25 @@ fn modules(src: &Path) -> Vec<(String, String)> {
             false if p.extension().is_some_and(|x| x == "rs") => files.push(p.clone()),
             false => continue,
         }
-        // A test module may use what its module is used by (a fixture).
-        let text = files
+        // A test module may use what its module is used by (a fixture):
+        // code after `#[cfg(test)]` and files declared under it do not count.
+        let sources: Vec<(PathBuf, String)> = files.iter().map(|f| (f.clone(), read(f))).collect();
+        let test_only: Vec<String> = sources
             .iter()
-            .map(|f| {
-                let t = read(f);
-                t.split("#[cfg(test)]")
-                    .next()
-                    .unwrap_or_default()
-                    .to_string()
+            .flat_map(|(_, t)| t.split("#[cfg(test)]").skip(1))
+            .filter_map(|after| {
+                let decl = after.trim_start().lines().next()?;
+                let name = decl.strip_prefix("pub(crate) ").unwrap_or(decl);
+                Some(name.strip_prefix("mod ")?.strip_suffix(';')?.to_string())
             })
+            .collect();
+        let text = sources
+            .iter()
+            .filter(|(f, _)| {
+                let stem = f.file_stem().unwrap().to_string_lossy();
+                !test_only.iter().any(|t| *t == stem)
+            })
+            .map(|(_, t)| t.split("#[cfg(test)]").next().unwrap_or_default())
             .collect::<Vec<_>>()
             .join("\n");
         out.push((name, text));

@@ -28,11 +28,8 @@ pub(super) fn reserve(
     placement: &Placement,
 ) -> Result<Reserved, PackError> {
     let enc = req.encoding;
-    let Placement {
-        summarised,
-        recent,
-        listed,
-    } = placement;
+    let (summarised, recent, listed) =
+        (&placement.summarised, &placement.recent, &placement.listed);
     // The guaranteed part: system, input, L0, the header list, and every
     // exchange of the summaries and recent regions at least as its header.
     let title = |t: &'static str| title_tokens(t, enc);
