@@ -4,15 +4,16 @@
 //! store would give without SQLite.
 
 use std::collections::HashMap;
+use std::convert::Infallible;
 
 use crate::config::{DigestLimits, LayerCaps};
 use crate::context::{self, CurrentContext};
-use crate::digest::{self, PriorRead};
+use crate::digest::PriorRead;
 use crate::exchange::KeptMessage;
 use crate::ids::{BlobHash, ExchangeId, MessageId};
 use crate::message::{Message, Role};
 use crate::packer;
-use crate::record::{self, ModelTexts, StoredBlob};
+use crate::record::{self, ModelTexts, Stored};
 use crate::secrets;
 use crate::summary::SeenTerms;
 use crate::tokens::{self, Encoding};
@@ -102,42 +103,35 @@ impl MemorySession {
         m: Message,
         earlier: &[KeptMessage],
     ) -> KeptMessage {
-        let call = record::answered_call(&m, earlier);
-        let bytes = record::result_bytes(&m).to_vec();
-        let hash = BlobHash::of(&bytes);
-        let text = String::from_utf8_lossy(&bytes).into_owned();
-        let path = digest::read_path(&record::tool_output(&m, call));
-        let prior = path
-            .as_ref()
-            .and_then(|p| self.file_reads.get(p))
-            .map(|r| PriorRead {
-                exchange: r.exchange,
-                changed_from: (r.hash != hash).then(|| r.text.clone()),
-            });
-        let blob = StoredBlob {
-            hash,
-            bytes: &bytes,
-            tokens: tokens::count(self.encoding, &text),
-        };
+        let mut text = String::new();
         let kept = record::keep_tool_result(
             id,
-            m.clone(),
-            call,
-            blob,
-            prior.as_ref(),
+            m,
+            earlier,
             &self.digest,
             self.encoding,
-        );
-        if let Some(p) = path {
-            let exchange = id.exchange;
-            self.file_reads.insert(
-                p,
-                FileRead {
-                    exchange,
-                    hash,
+            |hash, bytes, path| {
+                text = String::from_utf8_lossy(bytes).into_owned();
+                let prior = path
+                    .and_then(|p| self.file_reads.get(p))
+                    .map(|r| PriorRead {
+                        exchange: r.exchange,
+                        changed_from: (r.hash != hash).then(|| r.text.clone()),
+                    });
+                let tokens = tokens::count(self.encoding, &text);
+                Ok::<_, Infallible>(Stored { tokens, prior })
+            },
+        )
+        .unwrap_or_else(|never| match never {});
+        if let Some(r) = &kept.result {
+            if let Some(p) = &r.path {
+                let read = FileRead {
+                    exchange: id.exchange,
+                    hash: r.blob,
                     text,
-                },
-            );
+                };
+                self.file_reads.insert(p.clone(), read);
+            }
         }
         kept
     }

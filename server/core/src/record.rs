@@ -62,7 +62,7 @@ impl CountedText {
 }
 
 /// The tool call a tool result answers, among its exchange's earlier messages.
-pub fn answered_call<'a>(result: &Message, earlier: &'a [KeptMessage]) -> Option<&'a ToolCall> {
+fn answered_call<'a>(result: &Message, earlier: &'a [KeptMessage]) -> Option<&'a ToolCall> {
     let id = result.tool_call_id.as_deref()?;
     earlier
         .iter()
@@ -70,61 +70,57 @@ pub fn answered_call<'a>(result: &Message, earlier: &'a [KeptMessage]) -> Option
         .find(|c| c.id == id)
 }
 
-/// What the digesters see of a tool result: its tool (named by the message
-/// or by the call it answers), the call's arguments, its text.
-pub fn tool_output<'a>(result: &'a Message, call: Option<&'a ToolCall>) -> ToolOutput<'a> {
-    ToolOutput {
-        tool: result.name.as_deref().or(call.map(|c| c.name.as_str())),
-        arguments: call.map(|c| c.arguments.as_str()),
-        content: &result.content,
-    }
-}
-
-/// The bytes a tool result was stored as, and their tokens (counted once,
-/// when the blob was first stored).
-pub struct StoredBlob<'a> {
-    pub hash: BlobHash,
-    pub bytes: &'a [u8],
+/// What the keeper of a session knows of a tool result's bytes once it has
+/// stored them.
+pub struct Stored {
+    /// Their tokens, counted when the same bytes were first stored.
     pub tokens: u32,
-}
-
-/// The bytes of a tool result as sent: `raw` when they are not UTF-8.
-pub fn result_bytes(m: &Message) -> &[u8] {
-    m.raw.as_deref().unwrap_or(m.content.as_bytes())
+    /// The session's last earlier read of the same path.
+    pub prior: Option<PriorRead>,
 }
 
 /// A tool result as kept: its blob's facts and its digest in place of the
-/// output. `prior` is the session's last read of the same path.
-pub fn keep_tool_result(
+/// output. `store` stores the bytes as sent (`raw` when they are not
+/// UTF-8) under their hash and looks up the prior read of the path the
+/// call read, if any; the store does it in SQLite, `MemorySession` in memory.
+pub fn keep_tool_result<E>(
     id: MessageId,
     m: Message,
-    call: Option<&ToolCall>,
-    blob: StoredBlob,
-    prior: Option<&PriorRead>,
+    earlier: &[KeptMessage],
     limits: &DigestLimits,
     encoding: Encoding,
-) -> KeptMessage {
-    let output = tool_output(&m, call);
+    store: impl FnOnce(BlobHash, &[u8], Option<&str>) -> Result<Stored, E>,
+) -> Result<KeptMessage, E> {
+    let call = answered_call(&m, earlier);
+    let bytes = m.raw.as_deref().unwrap_or(m.content.as_bytes());
+    let hash = BlobHash::of(bytes);
+    let output = ToolOutput {
+        tool: m.name.as_deref().or(call.map(|c| c.name.as_str())),
+        arguments: call.map(|c| c.arguments.as_str()),
+        content: &m.content,
+    };
+    let path = digest::read_path(&output);
+    let stored = store(hash, bytes, path.as_deref())?;
     let facts = BlobFacts {
-        id: blob.hash.short_id(),
-        bytes: blob.bytes.len() as u64,
-        tokens: blob.tokens,
+        id: hash.short_id(),
+        bytes: bytes.len() as u64,
+        tokens: stored.tokens,
     };
     let d = match &m.raw {
         Some(raw) => digest::digest_binary(&output, raw, &facts, limits, encoding),
-        None => digest::digest(&output, &facts, prior, limits, encoding),
+        None => digest::digest(&output, &facts, stored.prior.as_ref(), limits, encoding),
     };
     let result = ToolResult {
-        blob: blob.hash,
+        blob: hash,
         kind: d.kind,
-        path: digest::read_path(&output),
+        path,
         bytes: facts.bytes,
         tokens: facts.tokens,
         headline: d.headline,
         digest: d.text.clone(),
         whole: d.whole,
     };
-    KeptMessage {
+    Ok(KeptMessage {
         id,
         message: Message {
             content: d.text,
@@ -132,7 +128,7 @@ pub fn keep_tool_result(
             ..m
         },
         result: Some(result),
-    }
+    })
 }
 
 /// The L4 line of a kept tool result, counted; none for a whole output

@@ -3,7 +3,7 @@
 //! the current context after it; what happened, as events.
 
 use ctxproxy_core::context;
-use ctxproxy_core::digest::{self, OutputKind, PriorRead};
+use ctxproxy_core::digest::{OutputKind, PriorRead};
 use ctxproxy_core::exchange::{self, KeptMessage, ToolResult};
 use ctxproxy_core::ids::{BlobHash, ExchangeId, MessageId};
 use ctxproxy_core::message::{Message, Role};
@@ -182,29 +182,19 @@ impl Writer {
                 result: None,
             });
         }
-        let call = record::answered_call(&m, earlier);
-        let raw = record::result_bytes(&m);
-        let hash = BlobHash::of(raw);
-        let (tokens, duplicate_of) = self.put_blob(session, id, &hash, raw)?;
-        let prior = match digest::read_path(&record::tool_output(&m, call)) {
-            Some(p) => self.prior_read(session, &p, &hash)?,
-            None => None,
-        };
-        let blob = record::StoredBlob {
-            hash,
-            bytes: raw,
-            tokens,
-        };
-        let kept = record::keep_tool_result(
-            id,
-            m.clone(),
-            call,
-            blob,
-            prior.as_ref(),
-            &self.settings.digest,
-            enc,
-        );
+        let limits = self.settings.digest.clone();
+        let mut duplicate_of = None;
+        let kept = record::keep_tool_result(id, m, earlier, &limits, enc, |hash, raw, path| {
+            let (tokens, first) = self.put_blob(session, id, &hash, raw)?;
+            duplicate_of = first;
+            let prior = match path {
+                Some(p) => self.prior_read(session, p, &hash)?,
+                None => None,
+            };
+            Ok::<_, StoreError>(record::Stored { tokens, prior })
+        })?;
         let result = kept.result.as_ref().expect("a kept tool result has one");
+        let (hash, tokens) = (result.blob, result.tokens);
         if let Some(p) = &result.path {
             execute_cached(
                 &self.conn,
