@@ -1,5 +1,6 @@
-// Replays a recorded session (protocol.md's JSON Lines format) into a new session: per exchange, assemble
-// a prompt that ends with its user input, then append the exchange. No vscode import.
+// Replays a recorded session into a new session: per exchange, assemble a prompt that ends with its user
+// input, then append the exchange. No vscode import. The format is the replay format of fixtures/README.md,
+// the one document the Rust parser (server/core/src/recorded.rs) follows too.
 import { AssembleResult, Message } from "./protocol";
 import { Sidecar } from "./sidecar";
 

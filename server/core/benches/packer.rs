@@ -4,11 +4,11 @@
 
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion};
 
-use ctxproxy_core::baseline::MemorySession;
 use ctxproxy_core::config::{LayerCaps, LayerOrder};
 use ctxproxy_core::digest::OutputKind;
 use ctxproxy_core::exchange::{KeptMessage, Level, ToolResult};
 use ctxproxy_core::ids::{BlobHash, ExchangeId, MessageId};
+use ctxproxy_core::memory::MemorySession;
 use ctxproxy_core::message::{Message, Role, ToolCall};
 use ctxproxy_core::packer::{pack, PackRequest};
 use ctxproxy_core::render;

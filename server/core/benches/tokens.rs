@@ -29,7 +29,14 @@ fn one_line(bytes: usize, seed: u64) -> String {
 /// Rust source like a file read: `bytes` of this crate's own code, from
 /// the `seed`th line on.
 fn code(bytes: usize, seed: u64) -> String {
-    let source = include_str!("../src/packer.rs");
+    let source = concat!(
+        include_str!("../src/packer/mod.rs"),
+        include_str!("../src/packer/regions.rs"),
+        include_str!("../src/packer/guaranteed.rs"),
+        include_str!("../src/packer/upgrades.rs"),
+        include_str!("../src/packer/emit.rs"),
+        include_str!("../src/packer/tests.rs"),
+    );
     let lines = source.lines().skip(seed as usize * 40);
     lines
         .flat_map(|l| l.chars().chain(['\n']))

@@ -9,9 +9,10 @@ use serde_json::{json, Value};
 
 use crate::config::LayerCaps;
 use crate::exchange::{Counted, KeptMessage, Outcome};
+use crate::fit::{fit_points, Point};
 use crate::ids::{ExchangeId, ItemId};
-use crate::render::{clip_chars, one_line};
-use crate::summary::{fit_points, looks_like_path, ExchangeFacts, Point, ToolClass, Trio};
+use crate::summary::{looks_like_path, ExchangeFacts, ToolClass, Trio};
+use crate::text::{clip_chars, one_line};
 use crate::tokens::Encoding;
 
 /// Where in its work the conversation is (seed 001's phases).
@@ -483,7 +484,8 @@ impl CurrentContext {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::summary::{parse_exchange, summarise, SeenTerms};
+    use crate::summary::fixture::parse_exchange;
+    use crate::summary::{summarise, SeenTerms};
 
     /// Advances an empty context over `exchanges` and renders it.
     fn run(exchanges: &[&str]) -> CurrentContext {

@@ -138,3 +138,10 @@ mod tests {
         );
     }
 }
+
+/// Token counts of an exchange rendered at the levels that list messages.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub struct LevelTokens {
+    pub full: u32,
+    pub digests: u32,
+}

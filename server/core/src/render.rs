@@ -8,11 +8,11 @@
 //! `MESSAGE_OVERHEAD` on top of its content, a prompt `REPLY_PRIMER` on top
 //! of its messages, and the tool definitions `tools_tokens`.
 
-use crate::exchange::{Counted, KeptMessage, Level, ToolResult};
+use crate::exchange::{Counted, KeptMessage, Level, LevelTokens, ToolResult};
 use crate::ids::ExchangeId;
 use crate::message::Role;
+use crate::text::{clip_chars, one_line};
 use crate::tokens::{self, Encoding};
-use crate::view::LevelTokens;
 
 /// Tokens a chat message costs besides its content (role and separators),
 /// as in OpenAI's accounting.
@@ -141,7 +141,7 @@ pub fn exchange_tokens(messages: &[KeptMessage], encoding: Encoding) -> LevelTok
 /// it costs tokens on every line and rarely points at anything.
 /// The outcome is shown only when it is an error: " — completed" on every
 /// line costs tokens and says nothing.
-pub fn header_line(id: ExchangeId, _at: Option<&str>, header: &str) -> String {
+pub fn header_line(id: ExchangeId, header: &str) -> String {
     let header = one_line(header);
     let header = header
         .strip_suffix(" — completed")
@@ -158,19 +158,6 @@ pub fn reference_line(result: &ToolResult, exchange: ExchangeId) -> String {
         None => clip_chars(&one_line(&result.headline), 60),
     };
     format!("{} {exchange} {what}\n", result.blob.short_id())
-}
-
-/// `text` on one line, whitespace runs collapsed.
-pub fn one_line(text: &str) -> String {
-    text.split_whitespace().collect::<Vec<_>>().join(" ")
-}
-
-/// At most `max` characters of `text`, with `…` when cut.
-pub fn clip_chars(text: &str, max: usize) -> String {
-    match text.char_indices().nth(max) {
-        Some((end, _)) => format!("{}…", text[..end].trim_end()),
-        None => text.to_string(),
-    }
 }
 
 fn compact_json(arguments: &str) -> String {
@@ -325,19 +312,11 @@ mod tests {
 
     #[test]
     fn lines_for_headers_and_references() {
-        let line = header_line(
-            ExchangeId(12),
-            Some("2026-11-21T10:02:33Z"),
-            "fix E0308\n in a.rs — completed",
-        );
+        let line = header_line(ExchangeId(12), "fix E0308\n in a.rs — completed");
         assert_eq!(line, "x12 fix E0308 in a.rs\n");
         assert_eq!(
-            header_line(ExchangeId(6), None, "cargo test E0425 — error"),
+            header_line(ExchangeId(6), "cargo test E0425 — error"),
             "x6 cargo test E0425 — error\n"
-        );
-        assert_eq!(
-            header_line(ExchangeId(3), Some("yesterday"), "ask"),
-            "x3 ask\n"
         );
         assert_eq!(
             reference_line(&result(Some("src/a.rs")), ExchangeId(4)),

@@ -2,15 +2,8 @@
 //! text already counted at ingest, so assembling never re-counts or re-reads.
 
 use crate::context::CurrentContext;
-use crate::exchange::{Counted, KeptMessage};
+use crate::exchange::{Counted, KeptMessage, LevelTokens};
 use crate::ids::{BlobHash, ExchangeId};
-
-/// Token counts of an exchange rendered at the levels that list messages.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
-pub struct LevelTokens {
-    pub full: u32,
-    pub digests: u32,
-}
 
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct HeaderItem {
@@ -54,4 +47,19 @@ pub struct SessionView {
     /// The current context (L0); the packer renders it, leaving out what
     /// the prompt shows in full.
     pub current_context: CurrentContext,
+}
+
+/// The references L4 lists, from candidates newest first: one per blob (a
+/// file read twice is listed once, at its newest read), at most `max`.
+pub fn newest_references(candidates: impl IntoIterator<Item = BlobRef>, max: u32) -> Vec<BlobRef> {
+    let mut references: Vec<BlobRef> = Vec::new();
+    for c in candidates {
+        if references.len() as u32 >= max {
+            break;
+        }
+        if !references.iter().any(|r| r.blob == c.blob) {
+            references.push(c);
+        }
+    }
+    references
 }

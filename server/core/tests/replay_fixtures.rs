@@ -8,130 +8,29 @@
 use std::collections::HashMap;
 use std::path::Path;
 
-use ctxproxy_core::baseline::{self, fact_status, FactStatus, MemorySession, RunCost, Strategy};
-use ctxproxy_core::config::{DigestLimits, LayerCaps, LayerOrder};
-use ctxproxy_core::digest::{self, BlobFacts, ToolOutput};
-use ctxproxy_core::exchange::{KeptMessage, Level, ToolResult};
-use ctxproxy_core::ids::{BlobHash, ExchangeId, MessageId};
-use ctxproxy_core::message::{Message, Role, ToolCall, UserKind};
+use ctxproxy_core::baseline::{self, Strategy};
+use ctxproxy_core::config::{LayerCaps, LayerOrder};
+use ctxproxy_core::evaluation::{fact_status, FactStatus, RunCost};
+use ctxproxy_core::exchange::Level;
+use ctxproxy_core::ids::ExchangeId;
+use ctxproxy_core::memory::MemorySession;
+use ctxproxy_core::message::Message;
 use ctxproxy_core::packer::{pack, shared_prefix_tokens, PackRequest, PackedPrompt};
+use ctxproxy_core::recorded::{self, Need};
 use ctxproxy_core::render;
-use ctxproxy_core::tokens::{self, Encoding};
-use serde_json::Value;
+use ctxproxy_core::tokens::Encoding;
 
 const ENC: Encoding = Encoding::O200kBase;
 const BUDGET: u32 = 16_000;
 
-struct Need {
-    fact: String,
-    from: u32,
-    cues: Vec<String>,
-}
-
-fn message(v: &Value) -> Message {
-    let s = |k: &str| v.get(k).and_then(Value::as_str).map(str::to_string);
-    let mut m = Message::new(
-        Role::parse(&s("role").unwrap()).unwrap(),
-        s("content").unwrap_or_default(),
-    );
-    m.kind = s("kind").and_then(|k| UserKind::parse(&k));
-    m.tool_call_id = s("toolCallId");
-    m.name = s("name");
-    m.at = s("at");
-    for c in v
-        .get("toolCalls")
-        .and_then(Value::as_array)
-        .into_iter()
-        .flatten()
-    {
-        m.tool_calls.push(ToolCall {
-            id: c["id"].as_str().unwrap().into(),
-            name: c["name"].as_str().unwrap().into(),
-            arguments: c["arguments"].to_string(),
-        });
-    }
-    m
-}
-
+/// A recorded session (fixtures/README.md), as `core::recorded` reads it.
 fn load(path: &Path) -> Vec<(Vec<Message>, Vec<Need>)> {
-    std::fs::read_to_string(path)
-        .unwrap()
-        .lines()
-        .filter(|l| !l.trim().is_empty())
-        .map(|line| {
-            let v: Value = serde_json::from_str(line).unwrap();
-            let messages = v["messages"]
-                .as_array()
-                .unwrap()
-                .iter()
-                .map(message)
-                .collect();
-            let needs = v
-                .get("needs")
-                .and_then(Value::as_array)
-                .into_iter()
-                .flatten()
-                .map(|n| Need {
-                    fact: n["fact"].as_str().unwrap().into(),
-                    from: n["from"].as_u64().unwrap() as u32,
-                    cues: n["cues"]
-                        .as_array()
-                        .unwrap()
-                        .iter()
-                        .map(|c| c.as_str().unwrap().into())
-                        .collect(),
-                })
-                .collect();
-            (messages, needs)
-        })
+    let text = std::fs::read_to_string(path).unwrap();
+    recorded::parse(&text)
+        .unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+        .into_iter()
+        .map(|x| (x.messages, x.needs))
         .collect()
-}
-
-/// Messages as the store keeps them: tool results digested into blobs.
-fn keep(id: u32, messages: &[Message]) -> Vec<KeptMessage> {
-    let mut calls: HashMap<&str, &ToolCall> = HashMap::new();
-    let mut out = Vec::new();
-    for (i, m) in messages.iter().enumerate() {
-        m.tool_calls.iter().for_each(|c| {
-            calls.insert(c.id.as_str(), c);
-        });
-        let mut message = m.clone();
-        let result = (m.role == Role::Tool).then(|| {
-            let call = m.tool_call_id.as_deref().and_then(|id| calls.get(id));
-            let output = ToolOutput {
-                tool: m.name.as_deref().or(call.map(|c| c.name.as_str())),
-                arguments: call.map(|c| c.arguments.as_str()),
-                content: &m.content,
-            };
-            let blob = BlobHash::of(m.content.as_bytes());
-            let facts = BlobFacts {
-                id: blob.short_id(),
-                bytes: m.content.len() as u64,
-                tokens: tokens::count(ENC, &m.content),
-            };
-            let d = digest::digest(&output, &facts, None, &DigestLimits::default(), ENC);
-            message.content = d.text.clone();
-            ToolResult {
-                blob,
-                kind: d.kind,
-                path: digest::read_path(&output),
-                bytes: facts.bytes,
-                tokens: facts.tokens,
-                headline: d.headline,
-                digest: d.text,
-                whole: d.whole,
-            }
-        });
-        out.push(KeptMessage {
-            id: MessageId {
-                exchange: ExchangeId(id),
-                index: i as u32 + 1,
-            },
-            message,
-            result,
-        });
-    }
-    out
 }
 
 #[derive(Default)]
@@ -179,7 +78,8 @@ fn replay(path: &Path) -> HashMap<&'static str, Tally> {
     let mut prev: Option<PackedPrompt> = None;
     for (t, (messages, needs)) in session.iter().enumerate() {
         let id = t as u32 + 1;
-        let kept = keep(id, messages);
+        // Kept as the store keeps them: masked, digested against earlier reads.
+        let kept = memory.keep(messages.clone());
         let input = kept[0].clone();
         let req = PackRequest {
             budget: BUDGET,
@@ -235,7 +135,7 @@ fn replay(path: &Path) -> HashMap<&'static str, Tally> {
                 .map(|r| r.blob.short_id())
                 .collect(),
         );
-        memory.push(messages[0].at.clone(), kept);
+        memory.push(messages.iter().find_map(|m| m.at.clone()), kept);
     }
     tallies
 }

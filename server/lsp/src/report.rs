@@ -6,8 +6,9 @@
 
 use std::fmt::Write;
 
-use ctxproxy_core::baseline::{self, FactStatus, RawPrompt, RunCost, Strategy};
+use ctxproxy_core::baseline::{self, RawPrompt, Strategy};
 use ctxproxy_core::config::Config;
+use ctxproxy_core::evaluation::{self, FactStatus, RunCost};
 use ctxproxy_core::ids::ExchangeId;
 use ctxproxy_core::message::Message;
 use serde_json::{json, Value};
@@ -120,11 +121,11 @@ impl Report {
                     .get(need.from as usize - 1)
                     .map(|t| t.blobs.clone())
                     .unwrap_or_default();
-                let mut status = vec![baseline::fact_status(
+                let mut status = vec![evaluation::fact_status(
                     &need.fact, question, &need.cues, from, &blobs, text,
                 )];
                 for prompts in &baseline_prompts {
-                    status.push(baseline::fact_status(
+                    status.push(evaluation::fact_status(
                         &need.fact,
                         question,
                         &need.cues,

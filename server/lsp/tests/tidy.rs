@@ -168,3 +168,143 @@ fn protocol_md_documents_every_method() {
         );
     }
 }
+
+/// The crates whose modules must not import each other in a cycle.
+const ACYCLIC: [&str; 2] = ["server/core", "server/store"];
+
+/// The top-level modules of a crate's `src/` (a file `x.rs` or a folder
+/// `x/`), each with the source of its files before their tests.
+fn modules(src: &Path) -> Vec<(String, String)> {
+    let mut out = Vec::new();
+    for e in std::fs::read_dir(src).unwrap().flatten() {
+        let p = e.path();
+        let name = p.file_stem().unwrap().to_string_lossy().into_owned();
+        if name == "lib" || name == "main" {
+            continue;
+        }
+        let mut files = Vec::new();
+        match p.is_dir() {
+            true => rust_files(&p, &mut files),
+            false if p.extension().is_some_and(|x| x == "rs") => files.push(p.clone()),
+            false => continue,
+        }
+        // A test module may use what its module is used by (a fixture):
+        // code after `#[cfg(test)]` and files declared under it do not count.
+        let sources: Vec<(PathBuf, String)> = files.iter().map(|f| (f.clone(), read(f))).collect();
+        let test_only: Vec<String> = sources
+            .iter()
+            .flat_map(|(_, t)| t.split("#[cfg(test)]").skip(1))
+            .filter_map(|after| {
+                let decl = after.trim_start().lines().next()?;
+                let name = decl.strip_prefix("pub(crate) ").unwrap_or(decl);
+                Some(name.strip_prefix("mod ")?.strip_suffix(';')?.to_string())
+            })
+            .collect();
+        let text = sources
+            .iter()
+            .filter(|(f, _)| {
+                let stem = f.file_stem().unwrap().to_string_lossy();
+                !test_only.iter().any(|t| *t == stem)
+            })
+            .map(|(_, t)| t.split("#[cfg(test)]").next().unwrap_or_default())
+            .collect::<Vec<_>>()
+            .join("\n");
+        out.push((name, text));
+    }
+    out.sort();
+    out
+}
+
+/// The modules named after `crate::` in `text`: `crate::a::b` and each first
+/// name of `crate::{a, b::c}`.
+fn crate_references(text: &str) -> Vec<String> {
+    let ident = |s: &str| {
+        s.trim()
+            .chars()
+            .take_while(|c| c.is_alphanumeric() || *c == '_')
+            .collect::<String>()
+    };
+    let mut out = Vec::new();
+    for (i, _) in text.match_indices("crate::") {
+        let rest = &text[i + "crate::".len()..];
+        match rest.strip_prefix('{') {
+            Some(group) => {
+                let (mut depth, mut start) = (0, 0);
+                for (j, c) in group.char_indices() {
+                    match c {
+                        '{' => depth += 1,
+                        '}' if depth == 0 => {
+                            out.push(ident(&group[start..j]));
+                            break;
+                        }
+                        '}' => depth -= 1,
+                        ',' if depth == 0 => {
+                            out.push(ident(&group[start..j]));
+                            start = j + 1;
+                        }
+                        _ => {}
+                    }
+                }
+            }
+            None => out.push(ident(rest)),
+        }
+    }
+    out
+}
+
+/// A cycle reachable from `from`, as `a -> b -> a`, if any; `done` marks
+/// the modules already searched.
+fn cycle(
+    graph: &[(String, Vec<String>)],
+    from: usize,
+    path: &mut Vec<usize>,
+    done: &mut [bool],
+) -> Option<String> {
+    if let Some(start) = path.iter().position(|&m| m == from) {
+        let names: Vec<&str> = path[start..]
+            .iter()
+            .chain([&from])
+            .map(|&m| graph[m].0.as_str())
+            .collect();
+        return Some(names.join(" -> "));
+    }
+    if done[from] {
+        return None;
+    }
+    path.push(from);
+    for dep in &graph[from].1 {
+        let to = graph.iter().position(|(n, _)| n == dep).unwrap();
+        if let Some(c) = cycle(graph, to, path, done) {
+            return Some(c);
+        }
+    }
+    path.pop();
+    done[from] = true;
+    None
+}
+
+#[test]
+fn module_graph_is_acyclic() {
+    for krate in ACYCLIC {
+        let modules = modules(&root().join(krate).join("src"));
+        let names: Vec<&String> = modules.iter().map(|(n, _)| n).collect();
+        let graph: Vec<(String, Vec<String>)> = modules
+            .iter()
+            .map(|(name, text)| {
+                let mut deps: Vec<String> = crate_references(text)
+                    .into_iter()
+                    .filter(|d| d != name && names.contains(&d))
+                    .collect();
+                deps.sort();
+                deps.dedup();
+                (name.clone(), deps)
+            })
+            .collect();
+        let mut done = vec![false; graph.len()];
+        for m in 0..graph.len() {
+            if let Some(c) = cycle(&graph, m, &mut Vec::new(), &mut done) {
+                panic!("{krate}: modules import each other in a cycle: {c}");
+            }
+        }
+    }
+}

@@ -6,13 +6,19 @@
 //! store exactly in the order of its requests. Other processes (the CLI, a
 //! second editor window) read through connections of their own (WAL).
 
+mod append;
+mod assemble;
 mod blobs;
+mod cached;
 mod error;
-mod ingest;
+mod exchange_row;
+mod housekeeping;
 pub mod maintenance;
 mod read;
 mod schema;
+mod sessions;
 mod time;
+mod writer;
 
 use std::path::{Path, PathBuf};
 use std::sync::{mpsc, Arc, Mutex};
@@ -21,13 +27,14 @@ use std::thread;
 use rusqlite::{Connection, OpenFlags};
 use tokio::sync::oneshot;
 
+pub use append::{AppendOutcome, BlobOutcome, Event};
+pub use assemble::AssembledPrompt;
 pub use error::StoreError;
-pub use ingest::{
-    AppendOutcome, AssembledPrompt, BlobOutcome, Event, IngestSettings, NewSession, Writer,
-};
 pub use read::{
     BlobText, ExchangeListing, MessageItem, PromptRecord, Reader, SearchHit, SessionListing, Stats,
 };
+pub use sessions::NewSession;
+pub use writer::{IngestSettings, Writer};
 
 pub type Result<T, E = StoreError> = std::result::Result<T, E>;
 

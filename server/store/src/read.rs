@@ -6,13 +6,13 @@ use std::path::Path;
 use ctxproxy_core::config::LayerCaps;
 use ctxproxy_core::context::CurrentContext;
 use ctxproxy_core::digest::OutputKind;
-use ctxproxy_core::exchange::{Counted, KeptMessage, Level, Outcome, ToolResult};
+use ctxproxy_core::exchange::{Counted, KeptMessage, Level, LevelTokens, Outcome, ToolResult};
 use ctxproxy_core::ids::{BlobHash, ExchangeId, MessageId, PromptId};
 use ctxproxy_core::message::{Message, Role, ToolCall, UserKind};
 use ctxproxy_core::summary::{self, Trio};
 use ctxproxy_core::tokens::Encoding;
-use ctxproxy_core::view::{BlobRef, ExchangeView, HeaderItem, LevelTokens, SessionView};
-use ctxproxy_core::{packer, render};
+use ctxproxy_core::view::{self, BlobRef, ExchangeView, HeaderItem, SessionView};
+use ctxproxy_core::{packer, render, text};
 use rusqlite::{params, Connection, OptionalExtension, Row};
 
 use crate::blobs;
@@ -289,7 +289,7 @@ impl<'a> Reader<'a> {
                     exchange: ExchangeId(r.get(1)?),
                     header: r.get(2)?,
                     score: r.get(3)?,
-                    snippet: render::one_line(&r.get::<_, String>(4)?),
+                    snippet: text::one_line(&r.get::<_, String>(4)?),
                 })
             },
         )?;
@@ -642,27 +642,20 @@ pub(crate) fn session_view(
     ))?;
     // Newer exchanges are recent and show their blob ids themselves.
     let horizon = packer::references_horizon(count, &window_views, caps).0;
-    let mut references: Vec<BlobRef> = Vec::new();
-    let candidates = stmt.query_map(params![session, caps.max_references * 4, horizon], |r| {
-        let h: Vec<u8> = r.get(0)?;
-        Ok(BlobRef {
-            blob: BlobHash(h.try_into().unwrap_or([0; 32])),
-            exchange: ExchangeId(r.get(1)?),
-            line: Counted {
-                text: r.get(2)?,
-                tokens: r.get(3)?,
-            },
-        })
-    })?;
-    for c in candidates {
-        let c = c?;
-        if references.len() as u32 >= caps.max_references {
-            break;
-        }
-        if !references.iter().any(|r| r.blob == c.blob) {
-            references.push(c);
-        }
-    }
+    let candidates = stmt
+        .query_map(params![session, caps.max_references * 4, horizon], |r| {
+            let h: Vec<u8> = r.get(0)?;
+            Ok(BlobRef {
+                blob: BlobHash(h.try_into().unwrap_or([0; 32])),
+                exchange: ExchangeId(r.get(1)?),
+                line: Counted {
+                    text: r.get(2)?,
+                    tokens: r.get(3)?,
+                },
+            })
+        })?
+        .collect::<std::result::Result<Vec<_>, _>>()?;
+    let references = view::newest_references(candidates, caps.max_references);
     Ok(SessionView {
         session_id: session.to_string(),
         exchange_count: count,

@@ -6,9 +6,8 @@
 
 use std::path::Path;
 
-use ctxproxy_core::message::{Message, Role, ToolCall, UserKind};
+use ctxproxy_core::message::{Message, Role, ToolCall};
 use ctxproxy_store::{IngestSettings, NewSession, Store};
-use serde_json::Value;
 
 pub struct TempStore {
     pub store: Store,
@@ -71,47 +70,12 @@ pub fn result(id: &str, name: &str, content: &str) -> Message {
 
 /// A recorded session (fixtures/README.md): one exchange's messages per line.
 pub fn recorded(path: &Path) -> Vec<Vec<Message>> {
-    std::fs::read_to_string(path)
-        .unwrap()
-        .lines()
-        .filter(|l| !l.trim().is_empty())
-        .map(|line| {
-            let v: Value = serde_json::from_str(line).unwrap();
-            v["messages"]
-                .as_array()
-                .unwrap()
-                .iter()
-                .map(message)
-                .collect()
-        })
+    let text = std::fs::read_to_string(path).unwrap();
+    ctxproxy_core::recorded::parse(&text)
+        .unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+        .into_iter()
+        .map(|x| x.messages)
         .collect()
-}
-
-fn message(v: &Value) -> Message {
-    let s = |k: &str| v[k].as_str().map(str::to_string);
-    Message {
-        role: Role::parse(v["role"].as_str().unwrap()).unwrap(),
-        content: s("content").unwrap_or_default(),
-        raw: None,
-        kind: v["kind"].as_str().and_then(UserKind::parse),
-        tool_calls: v["toolCalls"]
-            .as_array()
-            .into_iter()
-            .flatten()
-            .map(|c| ToolCall {
-                id: c["id"].as_str().unwrap().into(),
-                name: c["name"].as_str().unwrap().into(),
-                arguments: match &c["arguments"] {
-                    Value::String(s) => s.clone(),
-                    other => other.to_string(),
-                },
-            })
-            .collect(),
-        tool_call_id: s("toolCallId"),
-        name: s("name"),
-        agent: s("agent"),
-        at: s("at"),
-    }
 }
 
 pub fn fixtures_dir() -> std::path::PathBuf {

@@ -1,0 +1,258 @@
+//! The last phase: each layer's messages and report, then the layers in
+//! the request's order, tool calls paired.
+
+use std::collections::{HashMap, HashSet};
+
+use super::guaranteed::Reserved;
+use super::prompt::{
+    ItemForm, Layer, LayerItem, LayerReport, PackRequest, PackedPrompt, PromptMessage,
+};
+use super::regions::Placement;
+use super::titles::{titled_layer, HEADERS_TITLE, REFERENCES_TITLE, SUMMARIES_TITLE};
+use super::upgrades::Upgraded;
+use crate::config::LayerOrder;
+use crate::exchange::Level;
+use crate::message::Role;
+use crate::render::{self, Block, MESSAGE_OVERHEAD, REPLY_PRIMER};
+use crate::view::ExchangeView;
+
+/// The prompt: every layer emitted, then ordered.
+pub(super) fn emit(
+    req: &PackRequest,
+    placement: &Placement,
+    reserved: &Reserved,
+    upgraded: Upgraded,
+) -> PackedPrompt {
+    let enc = req.encoding;
+    let Placement {
+        summarised,
+        recent,
+        listed,
+    } = placement;
+    let (system_cost, context_cost, l0) =
+        (reserved.system_cost, reserved.context_cost, &reserved.l0);
+    let Upgraded {
+        references,
+        trimmed,
+        left,
+    } = upgraded;
+    // Emit, layer by layer.
+    let mut reports: HashMap<Layer, LayerReport> = Layer::ALL
+        .iter()
+        .map(|&layer| {
+            (
+                layer,
+                LayerReport {
+                    layer,
+                    tokens: 0,
+                    items: Vec::new(),
+                },
+            )
+        })
+        .collect();
+    let mut sections: HashMap<Layer, Vec<PromptMessage>> = HashMap::new();
+    let mut put = |layer: Layer, messages: Vec<PromptMessage>, items: Vec<LayerItem>| {
+        let report = reports.get_mut(&layer).unwrap();
+        report.tokens += messages.iter().map(|m| m.charged).sum::<u32>();
+        report.items.extend(items);
+        sections.entry(layer).or_default().extend(messages);
+    };
+    if let Some(system) = &req.system {
+        let item = LayerItem {
+            id: "system".into(),
+            format: ItemForm::Text,
+            tokens: system_cost,
+        };
+        put(
+            Layer::System,
+            vec![layer_message(
+                Role::System,
+                vec![(system.text.clone(), system.tokens)],
+            )],
+            vec![item],
+        );
+    }
+    if let Some(c) = l0 {
+        let item = LayerItem {
+            id: "currentContext".into(),
+            format: ItemForm::Text,
+            tokens: context_cost,
+        };
+        put(
+            Layer::CurrentContext,
+            vec![layer_message(Role::User, vec![(c.text.clone(), c.tokens)])],
+            vec![item],
+        );
+    }
+    if !listed.is_empty() {
+        let entries = listed.iter().map(|h| {
+            let item = LayerItem {
+                id: h.id.to_string(),
+                format: ItemForm::Level(Level::Header),
+                tokens: h.line.tokens,
+            };
+            (vec![(h.line.text.clone(), h.line.tokens)], item)
+        });
+        let (messages, items) = titled_layer(HEADERS_TITLE, enc, entries);
+        put(Layer::Headers, messages, items);
+    }
+    if !summarised.is_empty() {
+        let entries = summarised.iter().map(|p| {
+            let item = LayerItem {
+                id: p.exchange.id.to_string(),
+                format: ItemForm::Level(p.level),
+                tokens: p.cost(p.level, false),
+            };
+            (p.pieces(), item)
+        });
+        let (messages, items) = titled_layer(SUMMARIES_TITLE, enc, entries);
+        put(Layer::Summaries, messages, items);
+    }
+    if !references.is_empty() {
+        let entries = references.iter().map(|r| {
+            let item = LayerItem {
+                id: r.blob.short_id(),
+                format: ItemForm::Reference,
+                tokens: r.line.tokens,
+            };
+            (vec![(r.line.text.clone(), r.line.tokens)], item)
+        });
+        let (messages, items) = titled_layer(REFERENCES_TITLE, enc, entries);
+        put(Layer::References, messages, items);
+    }
+    for p in recent {
+        let messages = match p.level {
+            Level::Full | Level::Digests => exchange_messages(p.exchange, p.level),
+            Level::Summary | Level::Header => vec![layer_message(Role::User, p.pieces())],
+        };
+        let item = LayerItem {
+            id: p.exchange.id.to_string(),
+            format: ItemForm::Level(p.level),
+            tokens: p.cost(p.level, true),
+        };
+        put(Layer::Recent, messages, vec![item]);
+    }
+    if let Some(input) = &req.input {
+        let message = PromptMessage {
+            role: input.message.role,
+            blocks: render::message_blocks(input, Level::Full),
+            charged: req.input_tokens,
+            block_tokens: Vec::new(),
+        };
+        let item = LayerItem {
+            id: "input".into(),
+            format: ItemForm::Text,
+            tokens: req.input_tokens,
+        };
+        put(Layer::Input, vec![message], vec![item]);
+    }
+
+    let order: &[Layer] = match req.order {
+        LayerOrder::Seed003 => &Layer::ALL_SEED003,
+        LayerOrder::CacheStable => &Layer::ALL_CACHE_STABLE,
+    };
+    let mut messages: Vec<PromptMessage> = order
+        .iter()
+        .flat_map(|l| sections.remove(l).unwrap_or_default())
+        .collect();
+    pair_tool_calls(&mut messages);
+    let layers: Vec<LayerReport> = Layer::ALL
+        .iter()
+        .map(|l| reports.remove(l).unwrap())
+        .collect();
+    let total = messages.iter().map(|m| m.charged).sum::<u32>() + REPLY_PRIMER + req.tools_tokens;
+    debug_assert_eq!(i64::from(total), i64::from(req.budget) - left);
+    PackedPrompt {
+        messages,
+        tools_tokens: req.tools_tokens,
+        total,
+        layers,
+        trimmed,
+    }
+}
+
+/// A message made of counted pieces.
+pub(super) fn layer_message(role: Role, pieces: Vec<(String, u32)>) -> PromptMessage {
+    let charged = pieces.iter().map(|(_, n)| n).sum::<u32>() + MESSAGE_OVERHEAD;
+    let (blocks, block_tokens) = pieces.into_iter().map(|(t, n)| (Block::Text(t), n)).unzip();
+    PromptMessage {
+        role,
+        blocks,
+        charged,
+        block_tokens,
+    }
+}
+
+/// The messages of an exchange at `Full` or `Digests`, charged on the last.
+fn exchange_messages(exchange: &ExchangeView, level: Level) -> Vec<PromptMessage> {
+    let mut out: Vec<PromptMessage> = exchange
+        .messages
+        .iter()
+        .map(|m| PromptMessage {
+            role: m.message.role,
+            blocks: render::message_blocks(m, level),
+            charged: 0,
+            block_tokens: Vec::new(),
+        })
+        .collect();
+    if let Some(last) = out.last_mut() {
+        last.charged = match level {
+            Level::Full => exchange.tokens.full,
+            _ => exchange.tokens.digests,
+        };
+    }
+    out
+}
+
+/// Keeps tool calls valid for APIs that check pairing: a call is a
+/// `ToolUse` only when its result follows in the run of tool messages right
+/// after it, and a result is a `ToolResult` only when its call precedes it;
+/// any other becomes plain text, with the same text and so the same tokens.
+fn pair_tool_calls(messages: &mut [PromptMessage]) {
+    let mut i = 0;
+    while i < messages.len() {
+        let run_end = (i + 1..messages.len())
+            .find(|&j| messages[j].role != Role::Tool)
+            .unwrap_or(messages.len());
+        if messages[i].role == Role::Assistant {
+            let calls: HashSet<String> = messages[i]
+                .blocks
+                .iter()
+                .filter_map(|b| match b {
+                    Block::ToolUse { id, .. } => Some(id.clone()),
+                    _ => None,
+                })
+                .collect();
+            let mut answered = HashSet::new();
+            for m in &mut messages[i + 1..run_end] {
+                let matched = match &m.blocks[..] {
+                    [Block::ToolResult { call_id, .. }] => {
+                        calls.contains(call_id) && answered.insert(call_id.clone())
+                    }
+                    _ => false,
+                };
+                if !matched {
+                    as_user_text(m);
+                }
+            }
+            for b in &mut messages[i].blocks {
+                if matches!(b, Block::ToolUse { id, .. } if !answered.contains(id)) {
+                    *b = Block::Text(b.text());
+                }
+            }
+            i = run_end;
+        } else {
+            if messages[i].role == Role::Tool {
+                as_user_text(&mut messages[i]);
+            }
+            i += 1;
+        }
+    }
+}
+
+fn as_user_text(m: &mut PromptMessage) {
+    m.role = Role::User;
+    for b in &mut m.blocks {
+        *b = Block::Text(b.text());
+    }
+}

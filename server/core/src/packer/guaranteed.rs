@@ -1,0 +1,92 @@
+//! The first phase: what every prompt holds (system, input, L0, the
+//! header list, each exchange of the window at least as its header) and
+//! whether it fits the budget.
+
+use super::prompt::{PackError, PackRequest};
+use super::regions::Placement;
+use super::titles::{title_tokens, HEADERS_TITLE, SUMMARIES_TITLE};
+use crate::config::LayerCaps;
+use crate::context;
+use crate::exchange::{Counted, KeptMessage, Level};
+use crate::render::{MESSAGE_OVERHEAD, REPLY_PRIMER};
+use crate::view::SessionView;
+
+/// What the guaranteed part costs, and the budget it leaves.
+pub(super) struct Reserved {
+    pub(super) system_cost: u32,
+    /// L0 as rendered for this prompt; none before the first exchange.
+    pub(super) l0: Option<Counted>,
+    pub(super) context_cost: u32,
+    /// Signed: an exchange can cost less in full than as a header line.
+    pub(super) left: i64,
+}
+
+pub(super) fn reserve(
+    view: &SessionView,
+    req: &PackRequest,
+    caps: &LayerCaps,
+    placement: &Placement,
+) -> Result<Reserved, PackError> {
+    let enc = req.encoding;
+    let (summarised, recent, listed) =
+        (&placement.summarised, &placement.recent, &placement.listed);
+    // The guaranteed part: system, input, L0, the header list, and every
+    // exchange of the summaries and recent regions at least as its header.
+    let title = |t: &'static str| title_tokens(t, enc);
+    let system_cost = req
+        .system
+        .as_ref()
+        .map_or(0, |s| s.tokens + MESSAGE_OVERHEAD);
+    let input_cost = req.input.as_ref().map_or(0, |_| req.input_tokens);
+    // L0 leaves out what the recent region shows (it is never dropped,
+    // only demoted); a session without exchanges has no context yet.
+    let shown_messages: Vec<&KeptMessage> =
+        recent.iter().flat_map(|p| &p.exchange.messages).collect();
+    let shown = context::Shown {
+        from: recent.first().map(|p| p.exchange.id),
+        messages: &shown_messages,
+    };
+    let l0 = (view.current_context.turn > 0)
+        .then(|| context::render(&view.current_context, caps, enc, shown));
+    let context_cost = l0.as_ref().map_or(0, |c| c.tokens + MESSAGE_OVERHEAD);
+    let listed_cost = match listed.is_empty() {
+        true => 0,
+        false => {
+            title(HEADERS_TITLE)
+                + MESSAGE_OVERHEAD
+                + listed.iter().map(|h| h.line.tokens).sum::<u32>()
+        }
+    };
+    let summaries_base = match summarised.is_empty() {
+        true => 0,
+        false => {
+            title(SUMMARIES_TITLE)
+                + MESSAGE_OVERHEAD
+                + summarised
+                    .iter()
+                    .map(|p| p.cost(Level::Header, false))
+                    .sum::<u32>()
+        }
+    };
+    let recent_base: u32 = recent.iter().map(|p| p.cost(Level::Header, true)).sum();
+    let needed = REPLY_PRIMER
+        + req.tools_tokens
+        + system_cost
+        + input_cost
+        + context_cost
+        + listed_cost
+        + summaries_base
+        + recent_base;
+    if needed > req.budget {
+        return Err(PackError::BudgetTooSmall {
+            needed,
+            budget: req.budget,
+        });
+    }
+    Ok(Reserved {
+        system_cost,
+        l0,
+        context_cost,
+        left: i64::from(req.budget - needed),
+    })
+}

@@ -1,0 +1,54 @@
+//! The packer: the only code that trims, demotes or orders what a prompt
+//! shows. It sums counts made at ingest; its own three layer titles are
+//! counted once per encoding per process.
+//!
+//! Regions, oldest to newest (`B` is the tail boundary, `S` = `summaries`,
+//! `H` the largest multiple of `S` below `B`):
+//! - headers (L2): exchanges up to `H`, one line each, guaranteed, and the
+//!   references (L4) of their stored outputs;
+//! - summaries (L3): exchanges `H + 1 ..= B`, as summaries when they fit;
+//!   frozen: a compaction appends to them, and every `S` exchanges they
+//!   become headers together;
+//! - recent (L1): exchanges after `B`, in full when they fit, demoted
+//!   full → digests → summary → header otherwise, newest first.
+//!
+//! `B` stays where it is while new exchanges append to the recent tail, so
+//! the prompt only grows at its end, as full history does, and a provider's
+//! prompt cache keeps hitting. When the tail passes `tail_tokens` (or a new
+//! block of `6 × recent_full` exchanges starts, which keeps `B` a function
+//! of the newest exchanges alone) the tail is compacted at once: `B` jumps
+//! to keep only the newest exchanges. The first listed header moves in
+//! steps of a quarter of `max_headers`.
+
+mod emit;
+mod guaranteed;
+mod prompt;
+mod regions;
+#[cfg(test)]
+mod tests;
+mod titles;
+mod upgrades;
+
+use crate::config::LayerCaps;
+use crate::view::SessionView;
+
+pub use prompt::{
+    shared_prefix_tokens, ItemForm, Layer, LayerItem, LayerReport, PackError, PackRequest,
+    PackedPrompt, PromptMessage, Trim,
+};
+pub use regions::{references_horizon, window_len};
+
+/// Packs a prompt in three phases: what is guaranteed (system, input, L0,
+/// the header list, every exchange of the window at least as its header)
+/// must fit the budget; the budget left upgrades exchanges and lists
+/// references, most useful first; then the layers are emitted in order.
+pub fn pack(
+    view: &SessionView,
+    req: &PackRequest,
+    caps: &LayerCaps,
+) -> Result<PackedPrompt, PackError> {
+    let mut placement = regions::place(view, caps, req.encoding);
+    let reserved = guaranteed::reserve(view, req, caps, &placement)?;
+    let upgraded = upgrades::upgrade(view, caps, req.encoding, &mut placement, reserved.left);
+    Ok(emit::emit(req, &placement, &reserved, upgraded))
+}

@@ -1,0 +1,206 @@
+//! What the packer is asked for and what it answers: the request, the
+//! prompt's messages, its layers and their items, and what was trimmed.
+
+use crate::config::LayerOrder;
+use crate::exchange::{Counted, KeptMessage, Level};
+use crate::message::Role;
+use crate::render::Block;
+use crate::tokens::Encoding;
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PackRequest {
+    /// Ceiling in tokens for messages, their overhead, the reply primer and tools.
+    pub budget: u32,
+    pub encoding: Encoding,
+    pub order: LayerOrder,
+    /// The system prompt as a piece: `render::counted_piece`.
+    pub system: Option<Counted>,
+    /// The message the prompt ends with.
+    pub input: Option<KeptMessage>,
+    /// `render::message_tokens(input, Level::Full, encoding)`.
+    pub input_tokens: u32,
+    /// `render::tools_tokens(encoding)` when the tools are sent, else 0.
+    pub tools_tokens: u32,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Layer {
+    System,
+    CurrentContext,
+    Recent,
+    Headers,
+    Summaries,
+    References,
+    Input,
+}
+
+impl Layer {
+    pub const ALL: [Layer; 7] = [
+        Layer::System,
+        Layer::CurrentContext,
+        Layer::Recent,
+        Layer::Headers,
+        Layer::Summaries,
+        Layer::References,
+        Layer::Input,
+    ];
+
+    /// The name `ctx/assemble` and `ctx/explain` use.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Layer::System => "system",
+            Layer::CurrentContext => "currentContext",
+            Layer::Recent => "recent",
+            Layer::Headers => "headers",
+            Layer::Summaries => "summaries",
+            Layer::References => "references",
+            Layer::Input => "input",
+        }
+    }
+}
+
+/// How an item is shown: an exchange level, or one of the other forms.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum ItemForm {
+    Level(Level),
+    Reference,
+    Text,
+    Dropped,
+}
+
+impl ItemForm {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ItemForm::Level(level) => level.as_str(),
+            ItemForm::Reference => "reference",
+            ItemForm::Text => "text",
+            ItemForm::Dropped => "dropped",
+        }
+    }
+}
+
+/// One thing a layer holds: `x12`, `b3:…`, or the layer's own name.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct LayerItem {
+    pub id: String,
+    pub format: ItemForm,
+    pub tokens: u32,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct LayerReport {
+    pub layer: Layer,
+    /// Content and message overhead of what the layer holds.
+    pub tokens: u32,
+    pub items: Vec<LayerItem>,
+}
+
+/// A demotion: `id` would have been shown as `from`, is shown as `to`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Trim {
+    pub id: String,
+    pub from: ItemForm,
+    pub to: ItemForm,
+    pub reason: String,
+}
+
+/// A message of the prompt in API-neutral shape. Adjacent `Text` blocks are
+/// one content string in APIs that take a string (`PromptMessage::text`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PromptMessage {
+    pub role: Role,
+    pub blocks: Vec<Block>,
+    /// Tokens charged for this message, overhead included. The messages of
+    /// an exchange are charged together, on its last message.
+    pub charged: u32,
+    /// Tokens of each block when known (layer messages), else empty.
+    pub block_tokens: Vec<u32>,
+}
+
+impl PromptMessage {
+    /// The content as one string: what the tokenizer sees.
+    pub fn text(&self) -> String {
+        self.blocks.iter().map(Block::text).collect()
+    }
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PackedPrompt {
+    pub messages: Vec<PromptMessage>,
+    pub tools_tokens: u32,
+    /// Everything charged: messages, `REPLY_PRIMER` and tools; ≤ the budget.
+    pub total: u32,
+    /// Every layer, in `Layer::ALL` order.
+    pub layers: Vec<LayerReport>,
+    pub trimmed: Vec<Trim>,
+}
+
+impl PackedPrompt {
+    pub fn layer(&self, layer: Layer) -> &LayerReport {
+        &self.layers[Layer::ALL.iter().position(|l| *l == layer).unwrap()]
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum PackError {
+    #[error("budget of {budget} tokens is smaller than the {needed} the system prompt, input, current context and headers need")]
+    BudgetTooSmall { needed: u32, budget: u32 },
+}
+
+impl Layer {
+    pub(super) const ALL_SEED003: [Layer; 7] = [
+        Layer::System,
+        Layer::CurrentContext,
+        Layer::Headers,
+        Layer::Summaries,
+        Layer::References,
+        Layer::Recent,
+        Layer::Input,
+    ];
+    /// The input comes before L0: the next prompt shows it again as the
+    /// start of the newest exchange, so in this place it stays in the
+    /// cached prefix; and a tool result as input stays right after its call.
+    pub(super) const ALL_CACHE_STABLE: [Layer; 7] = [
+        Layer::System,
+        Layer::Headers,
+        Layer::References,
+        Layer::Summaries,
+        Layer::Recent,
+        Layer::Input,
+        Layer::CurrentContext,
+    ];
+}
+
+/// Tokens at the start of `next` that are identical in `prev`: tools, then
+/// whole equal messages, then equal leading pieces of the first message
+/// that differs. What a provider's prompt cache can reuse, at most.
+///
+/// Equal messages may be charged differently: the input is charged alone,
+/// and the next prompt shows it again as the first message of an exchange,
+/// whose messages are charged together on its last. Everything before
+/// matched, so either charge covers only matched messages.
+pub fn shared_prefix_tokens(prev: &PackedPrompt, next: &PackedPrompt) -> u32 {
+    let mut shared = if prev.tools_tokens == next.tools_tokens {
+        next.tools_tokens
+    } else {
+        return 0;
+    };
+    for (a, b) in prev.messages.iter().zip(&next.messages) {
+        if a.role == b.role && a.blocks == b.blocks {
+            shared += if b.charged > 0 { b.charged } else { a.charged };
+            continue;
+        }
+        if a.role == b.role && !b.block_tokens.is_empty() {
+            shared += a
+                .blocks
+                .iter()
+                .zip(&b.blocks)
+                .zip(&b.block_tokens)
+                .take_while(|((x, y), _)| x == y)
+                .map(|(_, n)| n)
+                .sum::<u32>();
+        }
+        break;
+    }
+    shared
+}

@@ -1,0 +1,469 @@
+//! The packer's tests: fixtures of generated sessions, snapshots of the
+//! prompts, properties of every packing.
+
+use super::*;
+use crate::config::LayerOrder;
+use crate::digest::OutputKind;
+use crate::exchange::ToolResult;
+use crate::exchange::{KeptMessage, Level};
+use crate::ids::ExchangeId;
+use crate::ids::{BlobHash, MessageId};
+use crate::memory::MemorySession;
+use crate::message::Role;
+use crate::message::{Message, ToolCall};
+use crate::render::{self, Block, MESSAGE_OVERHEAD, REPLY_PRIMER};
+use crate::tokens::{self, Encoding};
+use proptest::prelude::*;
+
+const ENC: Encoding = Encoding::O200kBase;
+
+/// A generated exchange: the ask's length, tool calls as (tool, output
+/// lines, failed), and the answer's length.
+#[derive(Clone, Debug)]
+struct Spec {
+    ask: usize,
+    calls: Vec<(usize, usize, bool)>,
+    answer: usize,
+}
+
+const TOOLS: [&str; 5] = ["read_file", "bash", "write_file", "grep", "book_flight"];
+const WORDS: [&str; 12] = [
+    "fix",
+    "the",
+    "parser",
+    "src/lib.rs",
+    "E0308",
+    "flight",
+    "cargo",
+    "test",
+    "Parser::peek",
+    "why",
+    "next",
+    "ok.",
+];
+
+fn text(seed: usize, n: usize) -> String {
+    (0..n)
+        .map(|i| WORDS[(seed * 7 + i * 3) % WORDS.len()])
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+fn messages(id: u32, spec: &Spec) -> Vec<KeptMessage> {
+    let mut out = vec![Message::new(Role::User, text(id as usize, spec.ask))];
+    for (k, &(tool, lines, failed)) in spec.calls.iter().enumerate() {
+        let call_id = format!("call_{id}_{k}");
+        let mut call = Message::new(
+            Role::Assistant,
+            if k == 0 { text(k, 3) } else { String::new() },
+        );
+        let arguments = format!(r#"{{"path":"src/m{k}.rs","command":"cargo test {k}"}}"#);
+        call.tool_calls.push(ToolCall {
+            id: call_id.clone(),
+            name: TOOLS[tool].into(),
+            arguments,
+        });
+        let body = (0..lines)
+            .map(|l| format!("line {l} of output {}", if failed { "error" } else { "ok" }));
+        let mut result = Message::new(Role::Tool, body.collect::<Vec<_>>().join("\n"));
+        result.tool_call_id = Some(call_id);
+        result.name = Some(TOOLS[tool].into());
+        out.extend([call, result]);
+    }
+    if spec.answer > 0 {
+        out.push(Message::new(
+            Role::Assistant,
+            text(id as usize + 1, spec.answer),
+        ));
+    }
+    out.into_iter()
+        .enumerate()
+        .map(|(i, message)| {
+            let result = (message.role == Role::Tool).then(|| ToolResult {
+                blob: BlobHash::of(format!("{id}/{i}").as_bytes()),
+                kind: OutputKind::Generic,
+                path: None,
+                bytes: message.content.len() as u64 * 10,
+                tokens: message.content.len() as u32,
+                headline: message.content.lines().next().unwrap_or("").to_string(),
+                digest: message.content.clone(),
+                whole: false,
+            });
+            KeptMessage {
+                id: MessageId {
+                    exchange: ExchangeId(id),
+                    index: i as u32 + 1,
+                },
+                message,
+                result,
+            }
+        })
+        .collect()
+}
+
+fn session(specs: &[Spec], caps: &LayerCaps) -> MemorySession {
+    let mut s = MemorySession::new(caps.clone(), ENC);
+    for (i, spec) in specs.iter().enumerate() {
+        s.push(
+            Some(format!("2026-11-21T10:{:02}:00Z", i % 60)),
+            messages(i as u32 + 1, spec),
+        );
+    }
+    s
+}
+
+fn request(budget: u32, order: LayerOrder, input: Option<KeptMessage>) -> PackRequest {
+    let input_tokens = input
+        .as_ref()
+        .map_or(0, |m| render::message_tokens(m, Level::Full, ENC));
+    PackRequest {
+        budget,
+        encoding: ENC,
+        order,
+        system: Some(render::counted_piece("You are a coding assistant.", ENC)),
+        input,
+        input_tokens,
+        tools_tokens: render::tools_tokens(ENC),
+    }
+}
+
+/// Which layer holds what, in prompt order, and what was trimmed.
+fn describe(p: &PackedPrompt) -> String {
+    let mut out = Vec::new();
+    for r in p.layers.iter().filter(|r| !r.items.is_empty()) {
+        let items: Vec<String> = r
+            .items
+            .iter()
+            .map(|i| {
+                if i.format == ItemForm::Text {
+                    i.id.clone()
+                } else {
+                    format!("{}:{}", i.id, i.format.as_str())
+                }
+            })
+            .collect();
+        out.push(format!("{}: {}", r.layer.as_str(), items.join(" ")));
+    }
+    for t in &p.trimmed {
+        out.push(format!(
+            "trimmed {} {}→{}",
+            t.id,
+            t.from.as_str(),
+            t.to.as_str()
+        ));
+    }
+    out.join("\n")
+}
+
+fn check(count: usize, budget: u32, expect: &str) {
+    let caps = LayerCaps {
+        max_headers: 16,
+        max_references: 3,
+        summaries: 3,
+        tail_tokens: 2_500,
+        ..LayerCaps::default()
+    };
+    let spec = Spec {
+        ask: 6,
+        calls: vec![(0, 30, false), (1, 5, true)],
+        answer: 12,
+    };
+    let s = session(&vec![spec; count], &caps);
+    let got = match pack(
+        &s.view(),
+        &request(budget, LayerOrder::CacheStable, None),
+        &caps,
+    ) {
+        Ok(p) => describe(&p),
+        Err(e) => e.to_string(),
+    };
+    assert_eq!(got.trim(), expect.trim(), "\n--- got ---\n{got}\n");
+}
+
+#[test]
+fn regions_follow_the_batches() {
+    check(
+        3,
+        100_000,
+        r#"
+system: system
+currentContext: currentContext
+recent: x1:full x2:full x3:full
+"#,
+    );
+    // The tail grows past `tail_tokens` and is compacted at once,
+    // keeping the newest exchanges up to an eighth of it; the summaries
+    // restart at a multiple of `summaries` (x7 only, x1-x6 are headers).
+    check(
+        12,
+        100_000,
+        r#"
+system: system
+currentContext: currentContext
+recent: x8:full x9:full x10:full x11:full x12:full
+headers: x1:header x2:header x3:header x4:header x5:header x6:header
+summaries: x7:summary
+references: b3:6fca0f71386e:reference b3:a7e0bdab8c0a:reference b3:ade1bc4bc809:reference
+"#,
+    );
+    check(
+        23,
+        1_000,
+        r#"
+system: system
+currentContext: currentContext
+recent: x22:digests x23:full
+headers: x9:header x10:header x11:header x12:header x13:header x14:header x15:header x16:header x17:header x18:header
+summaries: x19:header x20:header x21:summary
+references: b3:e3f9dcf571b4:reference b3:262379a1284b:reference
+trimmed x22 full→digests
+trimmed x20 summary→header
+trimmed x19 summary→header
+trimmed b3:064c66118cbb reference→dropped
+"#,
+    );
+    check(
+        23,
+        300,
+        r#"
+budget of 300 tokens is smaller than the 381 the system prompt, input, current context and headers need
+"#,
+    );
+}
+
+/// What a model API would check: every tool result right after its
+/// call, every call answered.
+fn assert_paired(messages: &[PromptMessage]) {
+    let mut open: Vec<String> = Vec::new();
+    for m in messages {
+        for b in &m.blocks {
+            match b {
+                Block::ToolResult { call_id, .. } => {
+                    assert_eq!(m.role, Role::Tool);
+                    assert!(open.contains(call_id), "result {call_id} without its call");
+                    open.retain(|c| c != call_id);
+                }
+                _ if m.role != Role::Tool => {
+                    assert!(open.is_empty(), "calls {open:?} left unanswered")
+                }
+                _ => {}
+            }
+        }
+        if m.role == Role::Assistant {
+            open = m
+                .blocks
+                .iter()
+                .filter_map(|b| match b {
+                    Block::ToolUse { id, .. } => Some(id.clone()),
+                    _ => None,
+                })
+                .collect();
+        }
+    }
+    assert!(open.is_empty(), "calls {open:?} left unanswered");
+}
+
+fn spec() -> impl Strategy<Value = Spec> {
+    (
+        0usize..20,
+        prop::collection::vec((0usize..5, 0usize..60, any::<bool>()), 0..4),
+        0usize..40,
+    )
+        .prop_map(|(ask, calls, answer)| Spec { ask, calls, answer })
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(48))]
+
+    #[test]
+    fn budget_is_never_exceeded_and_counts_add_up(
+        specs in prop::collection::vec(spec(), 0..30),
+        budget in 200u32..6_000,
+        recent_full in 0u32..6,
+        summaries in 0u32..6,
+        max_headers in 1u32..30,
+        seed003 in any::<bool>(),
+        tool_input in any::<bool>(),
+    ) {
+        let caps = LayerCaps { recent_full, summaries, max_headers, max_references: 5, ..LayerCaps::default() };
+        let s = session(&specs, &caps);
+        let view = s.view();
+        let order = if seed003 { LayerOrder::Seed003 } else { LayerOrder::CacheStable };
+        // A tool result as input answers the newest exchange's last call, if any.
+        let mut input = KeptMessage {
+            id: MessageId { exchange: ExchangeId(s.len() + 1), index: 1 },
+            message: Message::new(Role::User, "and now run the tests please"),
+            result: None,
+        };
+        let last_call = view.window.last().and_then(|e| e.messages.iter().rev().find_map(|m| m.message.tool_calls.last()));
+        if let (true, Some(call)) = (tool_input, last_call) {
+            input.message = Message { tool_call_id: Some(call.id.clone()), ..Message::new(Role::Tool, "3 passed") };
+        }
+        let req = request(budget, order, Some(input));
+        match pack(&view, &req, &caps) {
+            Ok(p) => {
+                prop_assert!(p.total <= budget, "total {} over budget {budget}", p.total);
+                let real: u32 = p.messages.iter().map(|m| tokens::count(ENC, &m.text()) + MESSAGE_OVERHEAD).sum();
+                // Equal but for a summary's closing "\n" that merges with its last token.
+                prop_assert!(real + REPLY_PRIMER + p.tools_tokens <= p.total);
+                prop_assert!(real + REPLY_PRIMER + p.tools_tokens + p.layer(Layer::Summaries).items.len() as u32 + p.layer(Layer::Recent).items.len() as u32 >= p.total);
+                for m in p.messages.iter().filter(|m| !m.block_tokens.is_empty()) {
+                    prop_assert!(tokens::count(ENC, &m.text()) <= m.block_tokens.iter().sum::<u32>());
+                }
+                let layers: u32 = p.layers.iter().map(|l| l.tokens).sum();
+                prop_assert_eq!(layers + REPLY_PRIMER + p.tools_tokens, p.total);
+                let is_piece = |t: String| t.ends_with('\n') && !t.starts_with(char::is_whitespace);
+                let pieces_ok = p.messages.iter().all(|m| m.blocks.iter().all(|b| is_piece(b.text())));
+                prop_assert!(pieces_ok, "{:?}", p.messages.iter().flat_map(|m| m.blocks.iter().map(|b| b.text())).filter(|t| !is_piece(t.clone())).collect::<Vec<_>>());
+                assert_paired(&p.messages);
+                prop_assert_eq!(pack(&view, &req, &caps), Ok(p));
+            }
+            Err(PackError::BudgetTooSmall { needed, budget: b }) => {
+                prop_assert_eq!(b, budget);
+                prop_assert!(needed > budget);
+            }
+        }
+    }
+}
+
+#[test]
+fn the_input_stays_in_the_next_prompts_prefix() {
+    let caps = LayerCaps::default();
+    let spec = Spec {
+        ask: 8,
+        calls: vec![(0, 5, false)],
+        answer: 6,
+    };
+    let mut s = session(&vec![spec.clone(); 3], &caps);
+    let ask = messages(4, &spec).remove(0);
+    let first = pack(
+        &s.view(),
+        &request(20_000, LayerOrder::CacheStable, Some(ask)),
+        &caps,
+    )
+    .unwrap();
+    // The input, then L0, end the prompt.
+    let n = first.messages.len();
+    assert_eq!(
+        first.messages[n - 2].text(),
+        messages(4, &spec)[0].message.content.clone() + "\n"
+    );
+    assert!(first.messages[n - 1]
+        .text()
+        .starts_with("## Current context"));
+    // The exchange the input opened is appended: everything but L0 and
+    // the reply primer is still a prefix of the next prompt.
+    s.push(None, messages(4, &spec));
+    let next = pack(
+        &s.view(),
+        &request(20_000, LayerOrder::CacheStable, None),
+        &caps,
+    )
+    .unwrap();
+    let l0 = first.messages[n - 1].charged;
+    assert_eq!(
+        shared_prefix_tokens(&first, &next),
+        first.total - l0 - REPLY_PRIMER
+    );
+}
+
+#[test]
+fn a_summary_that_does_not_halve_its_exchange_gives_way_to_the_header() {
+    let caps = LayerCaps {
+        summaries: 3,
+        tail_tokens: 200,
+        ..LayerCaps::default()
+    };
+    // A question and a one-line answer: the summary repeats most of it.
+    let small = Spec {
+        ask: 12,
+        calls: vec![],
+        answer: 12,
+    };
+    let s = session(&vec![small; 20], &caps);
+    let p = pack(
+        &s.view(),
+        &request(20_000, LayerOrder::CacheStable, None),
+        &caps,
+    )
+    .unwrap();
+    let summaries = p.layer(Layer::Summaries);
+    assert!(!summaries.items.is_empty());
+    assert!(summaries
+        .items
+        .iter()
+        .all(|i| i.format == ItemForm::Level(Level::Header)));
+    assert!(p
+        .trimmed
+        .iter()
+        .any(|t| t.reason.starts_with("summary saves too little")));
+}
+
+#[test]
+fn the_prefix_changes_only_when_the_tail_is_compacted() {
+    let caps = LayerCaps::default();
+    let spec = Spec {
+        ask: 8,
+        calls: vec![(0, 20, false), (2, 3, false)],
+        answer: 10,
+    };
+    let mut s = MemorySession::new(caps.clone(), ENC);
+    let mut prev: Option<PackedPrompt> = None;
+    let mut reused = Vec::new();
+    for i in 1..=30u32 {
+        s.push(None, messages(i, &spec));
+        let p = pack(
+            &s.view(),
+            &request(20_000, LayerOrder::CacheStable, None),
+            &caps,
+        )
+        .unwrap();
+        if let Some(prev) = &prev {
+            reused.push(100 * shared_prefix_tokens(prev, &p) / p.total);
+        }
+        prev = Some(p);
+    }
+    // Between compactions the prompt only grows at its end: everything
+    // but the current context and the input is reused. A compaction
+    // (the tail past `tail_tokens`, or a new block) moves the boundary
+    // and the old prefix ends at the summaries.
+    let moves = reused.iter().filter(|&&r| r < 70).count();
+    assert!(moves * 4 <= reused.len(), "{reused:?}");
+    let mean = reused.iter().sum::<u32>() / reused.len() as u32;
+    assert!(mean >= 65, "{reused:?}");
+}
+
+#[test]
+fn seed003_puts_the_current_context_first() {
+    let caps = LayerCaps::default();
+    let s = session(
+        &vec![
+            Spec {
+                ask: 5,
+                calls: vec![],
+                answer: 5
+            };
+            3
+        ],
+        &caps,
+    );
+    let p = pack(
+        &s.view(),
+        &request(10_000, LayerOrder::Seed003, None),
+        &caps,
+    )
+    .unwrap();
+    assert!(p.messages[1].text().starts_with("## Current context"));
+    let p = pack(
+        &s.view(),
+        &request(10_000, LayerOrder::CacheStable, None),
+        &caps,
+    )
+    .unwrap();
+    assert!(p
+        .messages
+        .last()
+        .unwrap()
+        .text()
+        .starts_with("## Current context"));
+}

@@ -1,0 +1,47 @@
+//! The packer's own layer titles, counted once per encoding per process,
+//! and a titled layer as one message.
+
+use std::sync::OnceLock;
+
+use super::emit::layer_message;
+use super::prompt::{LayerItem, PromptMessage};
+use crate::message::Role;
+use crate::tokens::{self, Encoding};
+
+pub(super) const HEADERS_TITLE: &str =
+    "## Earlier exchanges, oldest first (context_retrieve an id for more)\n";
+pub(super) const SUMMARIES_TITLE: &str = "## Summaries of the exchanges before the recent ones\n";
+pub(super) const REFERENCES_TITLE: &str =
+    "## Stored tool outputs (context_retrieve a b3: id for lines or grep)\n";
+
+/// Tokens of a layer title: the titles never change, so each is counted
+/// once per encoding, not on every assemble.
+pub(super) fn title_tokens(title: &'static str, encoding: Encoding) -> u32 {
+    const TITLES: [&str; 3] = [HEADERS_TITLE, SUMMARIES_TITLE, REFERENCES_TITLE];
+    static COUNTS: OnceLock<[[u32; 3]; 2]> = OnceLock::new();
+    let counts = COUNTS.get_or_init(|| Encoding::ALL.map(|e| TITLES.map(|t| tokens::count(e, t))));
+    let e = Encoding::ALL
+        .iter()
+        .position(|e| *e == encoding)
+        .expect("known encoding");
+    let t = TITLES
+        .iter()
+        .position(|t| *t == title)
+        .expect("a layer title");
+    counts[e][t]
+}
+
+/// A layer shown as one user message: its title, then each entry's pieces.
+pub(super) fn titled_layer(
+    title: &'static str,
+    encoding: Encoding,
+    entries: impl IntoIterator<Item = (Vec<(String, u32)>, LayerItem)>,
+) -> (Vec<PromptMessage>, Vec<LayerItem>) {
+    let mut pieces = vec![(title.to_string(), title_tokens(title, encoding))];
+    let mut items = Vec::new();
+    for (entry, item) in entries {
+        pieces.extend(entry);
+        items.push(item);
+    }
+    (vec![layer_message(Role::User, pieces)], items)
+}

@@ -1,0 +1,133 @@
+//! The second phase: the budget left upgrades, most useful first, recent
+//! exchanges newest first (full, digests, summary), then summaries newest
+//! first, then references; every demotion is a `Trim` saying why.
+
+use std::collections::HashSet;
+
+use super::prompt::{ItemForm, Trim};
+use super::regions::{Placed, Placement};
+use super::titles::{title_tokens, REFERENCES_TITLE};
+use crate::config::LayerCaps;
+use crate::exchange::Level;
+use crate::ids::ExchangeId;
+use crate::render::MESSAGE_OVERHEAD;
+use crate::tokens::Encoding;
+use crate::view::{BlobRef, SessionView};
+
+/// What the upgrades chose besides the exchanges' levels.
+pub(super) struct Upgraded<'a> {
+    /// The references listed, oldest first.
+    pub(super) references: Vec<&'a BlobRef>,
+    pub(super) trimmed: Vec<Trim>,
+    /// The budget still unused.
+    pub(super) left: i64,
+}
+
+pub(super) fn upgrade<'a>(
+    view: &'a SessionView,
+    caps: &LayerCaps,
+    enc: Encoding,
+    placement: &mut Placement,
+    left: i64,
+) -> Upgraded<'a> {
+    let title = |t: &'static str| title_tokens(t, enc);
+    let mut left = left;
+    let mut trimmed = Vec::new();
+    let Placement {
+        summarised, recent, ..
+    } = placement;
+    // Upgrades, most useful first: recent exchanges newest first, then
+    // summaries newest first, then references.
+    for p in recent.iter_mut().rev() {
+        let extra = |p: &Placed, level| {
+            i64::from(p.cost(level, true)) - i64::from(p.cost(Level::Header, true))
+        };
+        let candidates = [Level::Full, Level::Digests, Level::Summary];
+        let fits = candidates
+            .into_iter()
+            .find(|&l| extra(p, l) <= left && (l != Level::Summary || p.has_summary()));
+        p.level = fits.unwrap_or(Level::Header);
+        if p.level != Level::Full {
+            trimmed.push(Trim {
+                id: p.exchange.id.to_string(),
+                from: ItemForm::Level(Level::Full),
+                to: ItemForm::Level(p.level),
+                reason: over_budget("full", extra(p, Level::Full), left),
+            });
+        }
+        left -= extra(p, p.level);
+    }
+    for p in summarised.iter_mut().rev() {
+        // A summary that does not halve its exchange is not worth its
+        // tokens on every turn: the header points at the exchange, one
+        // retrieve away. Small exchanges (a call and a short answer) end so.
+        let summary = p.cost(Level::Summary, false);
+        if 2 * summary > p.exchange.tokens.full {
+            trimmed.push(Trim {
+                id: p.exchange.id.to_string(),
+                from: ItemForm::Level(Level::Summary),
+                to: ItemForm::Level(Level::Header),
+                reason: format!(
+                    "summary saves too little: {summary} tokens of {} in full",
+                    p.exchange.tokens.full
+                ),
+            });
+            continue;
+        }
+        let extra = i64::from(summary - p.cost(Level::Header, false));
+        if extra <= left {
+            left -= extra;
+            p.level = Level::Summary;
+        } else {
+            trimmed.push(Trim {
+                id: p.exchange.id.to_string(),
+                from: ItemForm::Level(Level::Summary),
+                to: ItemForm::Level(Level::Header),
+                reason: over_budget("summary", extra, left),
+            });
+        }
+    }
+    let shown_whole: HashSet<ExchangeId> = recent
+        .iter()
+        .filter(|p| matches!(p.level, Level::Full | Level::Digests))
+        .map(|p| p.exchange.id)
+        .collect();
+    let mut references = Vec::new();
+    let references_title = title(REFERENCES_TITLE) + MESSAGE_OVERHEAD;
+    for r in view
+        .references
+        .iter()
+        .filter(|r| !shown_whole.contains(&r.exchange))
+    {
+        let cost = i64::from(
+            r.line.tokens
+                + if references.is_empty() {
+                    references_title
+                } else {
+                    0
+                },
+        );
+        if references.len() < caps.max_references as usize && cost <= left {
+            left -= cost;
+            references.push(r);
+        } else {
+            trimmed.push(Trim {
+                id: r.blob.short_id(),
+                from: ItemForm::Reference,
+                to: ItemForm::Dropped,
+                reason: over_budget("reference", cost, left),
+            });
+        }
+    }
+    // Listed oldest first, so that new references append.
+    references.sort_by_key(|r| r.exchange);
+    Upgraded {
+        references,
+        trimmed,
+        left,
+    }
+}
+
+pub(super) fn over_budget(what: &str, needs: i64, left: i64) -> String {
+    format!("over budget: {what} needs {needs} more tokens, {left} left")
+}

@@ -1,0 +1,196 @@
+//! What is recorded for an exchange, computed in one place: how a message
+//! is kept (a tool result becomes its blob and digest), and every text and
+//! count the store persists for a closed or growing exchange (trio, terms,
+//! header line, per-encoding counts). The store writes what these return;
+//! `MemorySession` (ctxproxy-testkit) keeps it in memory. Neither computes
+//! any of it on its own, so tests and benches measure the store's pipeline.
+
+use crate::config::{DigestLimits, LayerCaps};
+use crate::digest::{self, BlobFacts, PriorRead, ToolOutput};
+use crate::exchange::{Counted, KeptMessage, LevelTokens, ToolResult};
+use crate::ids::{BlobHash, ExchangeId, MessageId};
+use crate::message::{Message, ToolCall};
+use crate::render;
+use crate::summary::{self, ExchangeFacts, SeenTerms, Trio};
+use crate::tokens::{self, Encoding};
+
+/// One value for each encoding the store counts in (`Encoding::ALL`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct PerEncoding<T> {
+    pub o200k: T,
+    pub cl100k: T,
+}
+
+impl<T> PerEncoding<T> {
+    pub fn of(f: impl Fn(Encoding) -> T) -> PerEncoding<T> {
+        PerEncoding {
+            o200k: f(Encoding::O200kBase),
+            cl100k: f(Encoding::Cl100kBase),
+        }
+    }
+
+    pub fn get(&self, encoding: Encoding) -> &T {
+        match encoding {
+            Encoding::O200kBase => &self.o200k,
+            Encoding::Cl100kBase => &self.cl100k,
+        }
+    }
+}
+
+/// A text and its tokens in every encoding.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct CountedText {
+    pub text: String,
+    pub tokens: PerEncoding<u32>,
+}
+
+impl CountedText {
+    pub fn new(text: String) -> CountedText {
+        CountedText {
+            tokens: PerEncoding::of(|e| tokens::count(e, &text)),
+            text,
+        }
+    }
+
+    /// The text with its count in `encoding`.
+    pub fn counted(&self, encoding: Encoding) -> Counted {
+        Counted {
+            text: self.text.clone(),
+            tokens: *self.tokens.get(encoding),
+        }
+    }
+}
+
+/// The tool call a tool result answers, among its exchange's earlier messages.
+fn answered_call<'a>(result: &Message, earlier: &'a [KeptMessage]) -> Option<&'a ToolCall> {
+    let id = result.tool_call_id.as_deref()?;
+    earlier
+        .iter()
+        .flat_map(|k| k.message.tool_calls.iter())
+        .find(|c| c.id == id)
+}
+
+/// What the keeper of a session knows of a tool result's bytes once it has
+/// stored them.
+pub struct Stored {
+    /// Their tokens, counted when the same bytes were first stored.
+    pub tokens: u32,
+    /// The session's last earlier read of the same path.
+    pub prior: Option<PriorRead>,
+}
+
+/// A tool result as kept: its blob's facts and its digest in place of the
+/// output. `store` stores the bytes as sent (`raw` when they are not
+/// UTF-8) under their hash and looks up the prior read of the path the
+/// call read, if any; the store does it in SQLite, `MemorySession` in memory.
+pub fn keep_tool_result<E>(
+    id: MessageId,
+    m: Message,
+    earlier: &[KeptMessage],
+    limits: &DigestLimits,
+    encoding: Encoding,
+    store: impl FnOnce(BlobHash, &[u8], Option<&str>) -> Result<Stored, E>,
+) -> Result<KeptMessage, E> {
+    let call = answered_call(&m, earlier);
+    let bytes = m.raw.as_deref().unwrap_or(m.content.as_bytes());
+    let hash = BlobHash::of(bytes);
+    let output = ToolOutput {
+        tool: m.name.as_deref().or(call.map(|c| c.name.as_str())),
+        arguments: call.map(|c| c.arguments.as_str()),
+        content: &m.content,
+    };
+    let path = digest::read_path(&output);
+    let stored = store(hash, bytes, path.as_deref())?;
+    let facts = BlobFacts {
+        id: hash.short_id(),
+        bytes: bytes.len() as u64,
+        tokens: stored.tokens,
+    };
+    let d = match &m.raw {
+        Some(raw) => digest::digest_binary(&output, raw, &facts, limits, encoding),
+        None => digest::digest(&output, &facts, stored.prior.as_ref(), limits, encoding),
+    };
+    let result = ToolResult {
+        blob: hash,
+        kind: d.kind,
+        path,
+        bytes: facts.bytes,
+        tokens: facts.tokens,
+        headline: d.headline,
+        digest: d.text.clone(),
+        whole: d.whole,
+    };
+    Ok(KeptMessage {
+        id,
+        message: Message {
+            content: d.text,
+            raw: None,
+            ..m
+        },
+        result: Some(result),
+    })
+}
+
+/// The L4 line of a kept tool result, counted; none for a whole output
+/// (nothing more to retrieve) or a message that is not a tool result.
+pub fn reference(kept: &KeptMessage) -> Option<CountedText> {
+    let result = kept.result.as_ref().filter(|r| !r.whole)?;
+    Some(CountedText::new(render::reference_line(
+        result,
+        kept.id.exchange,
+    )))
+}
+
+/// Texts a model wrote for an exchange (`ctx/housekeeping`): they outlive
+/// later extractive updates of the same exchange.
+#[derive(Clone, Debug, Default)]
+pub struct ModelTexts {
+    pub header: Option<String>,
+    pub summary: Option<String>,
+}
+
+/// Everything the store persists about an exchange besides its messages.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ExchangeRecord {
+    /// Header and summary counted in the ingest encoding, outcome, entities.
+    pub trio: Trio,
+    /// The words its header may carry, for the next headers' distinctiveness.
+    pub terms: Vec<String>,
+    pub header: PerEncoding<u32>,
+    pub summary: PerEncoding<u32>,
+    /// The L2 line, id included.
+    pub line: CountedText,
+    pub levels: PerEncoding<LevelTokens>,
+}
+
+/// Records exchange `id` from its kept messages; `seen` holds the terms of
+/// the exchanges before it.
+pub fn record_exchange(
+    id: ExchangeId,
+    kept: &[KeptMessage],
+    seen: &SeenTerms,
+    model: &ModelTexts,
+    caps: &LayerCaps,
+    encoding: Encoding,
+) -> ExchangeRecord {
+    let facts = ExchangeFacts::of(kept);
+    let mut trio = summary::summarise(&facts, seen, caps, encoding);
+    let counted = |text: &String| Counted {
+        tokens: tokens::count(encoding, text),
+        text: text.clone(),
+    };
+    if let Some(h) = &model.header {
+        trio.header = counted(h);
+    }
+    if let Some(s) = &model.summary {
+        trio.summary = counted(s);
+    }
+    ExchangeRecord {
+        terms: facts.terms(),
+        header: PerEncoding::of(|e| tokens::count(e, &trio.header.text)),
+        summary: PerEncoding::of(|e| tokens::count(e, &trio.summary.text)),
+        line: CountedText::new(render::header_line(id, &trio.header.text)),
+        levels: PerEncoding::of(|e| render::exchange_tokens(kept, e)),
+        trio,
+    }
+}

@@ -1,0 +1,78 @@
+//! Exchanges written as text, for the tests of the summary and the context.
+
+use crate::exchange::KeptMessage;
+use crate::message::{Role, UserKind};
+
+/// Exchanges written as text for tests, one message per line:
+/// `user: …`, `feedback: …`, `assistant: … -> tool {json}`, `tool: …`
+/// (`\n` in a tool line stands for a line break).
+pub(crate) fn parse_exchange(id: u32, fixture: &str) -> Vec<KeptMessage> {
+    use crate::exchange::ToolResult;
+    use crate::ids::{BlobHash, MessageId};
+    use crate::message::{Message, ToolCall};
+
+    let mut out: Vec<KeptMessage> = Vec::new();
+    let mut pending: Vec<(String, String)> = Vec::new();
+    let mut calls = 0;
+    for line in fixture.lines().map(str::trim).filter(|l| !l.is_empty()) {
+        let (tag, rest) = line.split_once(':').expect("role: text");
+        let rest = rest.trim();
+        let mut m = match tag {
+            "user" => Message::new(Role::User, rest),
+            "feedback" => Message {
+                kind: Some(UserKind::Feedback),
+                ..Message::new(Role::User, rest)
+            },
+            "assistant" => {
+                let spaced = format!(" {rest}");
+                let mut parts = spaced.split(" -> ");
+                let mut m = Message::new(Role::Assistant, parts.next().unwrap().trim());
+                for call in parts {
+                    calls += 1;
+                    let (name, args) = call.split_once(' ').unwrap_or((call, "{}"));
+                    let id = format!("c{id}_{calls}");
+                    pending.push((id.clone(), name.to_string()));
+                    m.tool_calls.push(ToolCall {
+                        id,
+                        name: name.into(),
+                        arguments: args.into(),
+                    });
+                }
+                m
+            }
+            "tool" => {
+                let (call, name) = pending.remove(0);
+                let mut m = Message::new(Role::Tool, rest.replace("\\n", "\n"));
+                m.tool_call_id = Some(call);
+                m.name = Some(name);
+                m
+            }
+            other => panic!("unknown role {other}"),
+        };
+        m.at = None;
+        let index = out.len() as u32 + 1;
+        let result = (m.role == Role::Tool).then(|| ToolResult {
+            blob: BlobHash::of(m.content.as_bytes()),
+            kind: crate::digest::classify(&crate::digest::ToolOutput {
+                tool: m.name.as_deref(),
+                arguments: None,
+                content: &m.content,
+            }),
+            path: None,
+            bytes: m.content.len() as u64,
+            tokens: m.content.len() as u32 / 4,
+            headline: m.content.lines().next().unwrap_or("").to_string(),
+            digest: m.content.clone(),
+            whole: false,
+        });
+        out.push(KeptMessage {
+            id: MessageId {
+                exchange: crate::ids::ExchangeId(id),
+                index,
+            },
+            message: m,
+            result,
+        });
+    }
+    out
+}

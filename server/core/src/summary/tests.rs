@@ -1,0 +1,236 @@
+//! Headers and summaries of fixture exchanges.
+
+use super::fixture::parse_exchange;
+use super::*;
+
+fn trio_of(fixture: &str) -> Trio {
+    let messages = parse_exchange(1, fixture);
+    summarise(
+        &ExchangeFacts::of(&messages),
+        &SeenTerms::default(),
+        &LayerCaps::default(),
+        Encoding::O200kBase,
+    )
+}
+
+fn check(fixture: &str, expect: &str) {
+    let caps = LayerCaps::default();
+    let trio = trio_of(fixture);
+    assert!(trio.header.tokens <= caps.header_max, "{trio:?}");
+    assert!(trio.summary.tokens <= caps.summary_max, "{trio:?}");
+    assert_eq!(
+        tokens::count(Encoding::O200kBase, &trio.summary.text),
+        trio.summary.tokens
+    );
+    let got = format!(
+        "{}\n{}\nentities: {}",
+        trio.header.text,
+        trio.summary.text,
+        trio.entities.join(" | ")
+    );
+    assert_eq!(got.trim(), expect.trim(), "\n--- got ---\n{got}\n");
+}
+
+fn header_of(fixture: &str) -> String {
+    trio_of(fixture).header.text
+}
+
+#[test]
+fn a_question_header_keeps_the_values_its_answer_found() {
+    let header = header_of(
+        r#"
+        user: What MSRV does the crate pin — and which edition?
+        assistant: -> read_file {"path":"Cargo.toml"}
+        tool: [package]\nname = "strsim"\nrust-version = "1.56"
+        assistant: It pins rust-version 1.56 and sets no edition, so 2015. See line 3.
+        "#,
+    );
+    assert!(
+        header.contains("1.56") && header.contains("2015"),
+        "{header}"
+    );
+    let words = header.trim_end().trim_end_matches(" — completed");
+    assert!(!words.contains(" 3 ") && !words.contains('—'), "{header}");
+}
+
+#[test]
+fn a_header_leaves_out_words_that_many_earlier_exchanges_use() {
+    let exchange = r#"
+        user: Why does the parser reject let-else in src/lib.rs?
+        assistant: -> read_file {"path":"src/lib.rs"}
+        tool: fn parse_let() {}
+        assistant: The parser predates let-else: its MSRV is 1.56.
+        "#;
+    let facts = ExchangeFacts::of(&parse_exchange(1, exchange));
+    let caps = LayerCaps::default();
+    let alone = summarise(&facts, &SeenTerms::default(), &caps, Encoding::O200kBase);
+    assert!(alone.header.text.contains("lib.rs"), "{:?}", alone.header);
+    assert!(
+        !alone.header.text.contains("let-else"),
+        "{:?}",
+        alone.header
+    );
+    // Ten earlier exchanges that all name the parser and lib.rs, and
+    // one that names let-else.
+    let common = vec!["parser".to_string(), "lib.rs".to_string()];
+    let mut earlier = vec![common; 10];
+    earlier.push(vec!["let-else".to_string()]);
+    let seen = SeenTerms::of(earlier.iter().map(Vec::as_slice));
+    assert_eq!(
+        (seen.exchanges, seen.count("parser"), seen.count("LET-ELSE")),
+        (11, 10, 1)
+    );
+    let later = summarise(&facts, &seen, &caps, Encoding::O200kBase);
+    let words: Vec<&str> = later.header.text.split_whitespace().collect();
+    assert!(
+        !words.contains(&"parser") && !words.contains(&"lib.rs"),
+        "{:?}",
+        later.header
+    );
+    assert!(words.contains(&"let-else"), "{:?}", later.header);
+    assert!(later.header.tokens <= alone.header.tokens);
+    // The terms it hands on: lower-case, each once, sorted.
+    let terms = facts.terms();
+    assert!(terms.windows(2).all(|w| w[0] < w[1]), "{terms:?}");
+    assert!(
+        terms.contains(&"let-else".to_string()) && terms.contains(&"lib.rs".to_string()),
+        "{terms:?}"
+    );
+}
+
+#[test]
+fn only_the_newest_exchanges_are_counted() {
+    let lists: Vec<Vec<String>> = (0..TERM_WINDOW + 10)
+        .map(|i| vec![if i < 10 { "old" } else { "new" }.to_string()])
+        .collect();
+    let seen = SeenTerms::of(lists.iter().map(Vec::as_slice));
+    assert_eq!(
+        (seen.exchanges, seen.count("old"), seen.count("new")),
+        (TERM_WINDOW, 0, TERM_WINDOW)
+    );
+}
+
+#[test]
+fn json_fails_on_an_error_key_not_on_a_value() {
+    let ticket = header_of(
+        r#"
+        user: Open a ticket saying the cancellation failed.
+        assistant: -> create_ticket {"title":"Cancellation"}
+        tool: {"id": 2, "description": "Error encountered during cancellation."}
+        assistant: Ticket 2 is open.
+        "#,
+    );
+    assert!(ticket.ends_with("— completed"), "{ticket}");
+    let failed = header_of(
+        r#"
+        user: Cancel booking 7.
+        assistant: -> cancel_booking {"booking_id":"7"}
+        tool: {"error": "No booking with id 7", "cancel_status": false}
+        assistant: There is no booking 7.
+        "#,
+    );
+    assert!(failed.ends_with("— error"), "{failed}");
+}
+
+#[test]
+fn coding_exchange_with_a_fix() {
+    check(
+        r#"
+        user: Please fix the type error E0308 in src/parser.rs, the build is broken.
+        assistant: Let me build it. -> bash {"command":"cargo build"}
+        tool: error[E0308]: mismatched types\n --> src/parser.rs:42:9\nerror: could not compile
+        assistant: -> edit_file {"path":"src/parser.rs","old":"x","new":"y"}
+        tool: edited src/parser.rs
+        assistant: Fixed: `parse_expr()` returned `Option<Expr>` instead of `Expr`. The build now passes. Should I add a test for `Parser::peek`?
+        "#,
+        r#"
+fix type E0308 parser.rs parse_expr() — completed
+Ask: Please fix the type error E0308 in src/parser.rs, the build is broken.
+Did: edited src/parser.rs; ran `cargo build` (failed)
+Errors: error[E0308]: mismatched types at src/parser.rs:42:9 [b3:f829114ef37f]
+Result: Fixed: `parse_expr()` returned `Option<Expr>` instead of `Expr`. The build now passes.
+Open: Should I add a test for `Parser::peek`?
+Refs: b3:ccab65bd688e src/parser.rs
+entities: E0308 | src/parser.rs | parse_expr() | Parser::peek | cargo build | Option<Expr> | Expr
+"#,
+    );
+}
+
+#[test]
+fn function_calling_exchange() {
+    check(
+        r#"
+        user: Book me a flight from SFO to JFK on 2024-12-01 in economy, then tell me the total.
+        assistant: -> get_flight_cost {"from":"SFO","to":"JFK","date":"2024-12-01","class":"economy"}
+        tool: {"cost": 412.5}
+        assistant: -> book_flight {"from":"SFO","to":"JFK","date":"2024-12-01","class":"economy","card":"card_7"}
+        tool: {"booking_id": "BK-3392", "status": "confirmed"}
+        assistant: Your flight is booked: booking BK-3392, total $412.50.
+        "#,
+        r#"
+book_flight Book SFO JFK card_7 — completed
+Ask: Book me a flight from SFO to JFK on 2024-12-01 in economy, then tell me the total.
+Did: book_flight(card=card_7, class=economy, date=2024-12-01, from=SFO, to=JFK); looked at get_flight_cost
+Result: Your flight is booked: booking BK-3392, total $412.50.
+Refs: b3:c88e695574a0 get_flight_cost; b3:69937a4a434b book_flight
+entities: economy | 2024-12-01 | SFO | JFK | card_7
+"#,
+    );
+}
+
+#[test]
+fn failing_tool_and_feedback() {
+    check(
+        r#"
+        feedback: no, use the other directory
+        assistant: -> mv {"source":"report.txt","destination":"archive"}
+        tool: {"error": "mv: no such directory: archive"}
+        "#,
+        r#"
+no use other directory report.txt archive — error
+Ask: (feedback) no, use the other directory
+Did: mv(destination=archive, source=report.txt) (failed)
+Errors: {"error": "mv: no such directory: archive"} [b3:f072a1714534]
+entities: report.txt | archive
+"#,
+    );
+    check(
+        "user: what does the borrow checker do?",
+        "borrow checker — ongoing\nAsk: what does the borrow checker do?\nentities: ",
+    );
+}
+
+#[test]
+fn caps_hold_on_long_exchanges() {
+    let long = "The quick brown fox jumps over the lazy dog near src/very/long/path/module.rs. "
+        .repeat(40);
+    check(
+        &format!("user: {long}\nassistant: {long}"),
+        r#"
+quick brown fox jumps over lazy dog near module.rs — completed
+Ask: The quick brown fox jumps over the lazy dog near src/very/long/path/module.rs. The quick brown fox jumps over the lazy dog near src/very/long/path/module.rs.
+Result: The quick brown fox jumps over the lazy dog near src/very/long/path/module.rs.
+entities: src/very/long/path/module.rs
+"#,
+    );
+}
+
+#[test]
+fn model_written_texts_fit_caps() {
+    let caps = LayerCaps::default();
+    let h = fit_header(
+        "  Fixed the\nparser bug in src/parser.rs after a long hunt through the code base today  ",
+        &caps,
+        Encoding::O200kBase,
+    );
+    assert_eq!(
+        h.text,
+        "Fixed the parser bug in src/parser.rs after a long hunt"
+    );
+    let s = fit_summary(
+        &"One sentence here. ".repeat(60),
+        &caps,
+        Encoding::O200kBase,
+    );
+    assert!(s.tokens <= 120 && s.text.ends_with('.'), "{s:?}");
+}

@@ -1,0 +1,479 @@
+//! `append`: messages grouped into exchanges, tool results into blobs and
+//! digests, each exchange's record (`core::record`), its full-text row and
+//! the current context after it; what happened, as events.
+
+use ctxproxy_core::context;
+use ctxproxy_core::digest::{OutputKind, PriorRead};
+use ctxproxy_core::exchange::{self, KeptMessage, ToolResult};
+use ctxproxy_core::ids::{BlobHash, ExchangeId, MessageId};
+use ctxproxy_core::message::{Message, Role};
+use ctxproxy_core::record::{self, CountedText, ModelTexts};
+use ctxproxy_core::tokens;
+use ctxproxy_core::{secrets, summary};
+use rusqlite::{params, OptionalExtension};
+
+use crate::cached::{execute_cached, query_row_cached};
+use crate::error::StoreError;
+use crate::read;
+use crate::time::now_rfc3339;
+use crate::writer::Writer;
+use crate::Result;
+use crate::{blobs, exchange_row};
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct BlobOutcome {
+    pub hash: BlobHash,
+    pub message: MessageId,
+    pub bytes: u64,
+    pub tokens: u32,
+    pub digest_tokens: u32,
+    /// The message that first stored the same bytes (`s-…/x3.2` when it is
+    /// in another session).
+    pub duplicate_of: Option<String>,
+}
+
+#[derive(Clone, Debug, Default)]
+pub struct AppendOutcome {
+    pub exchanges: Vec<ExchangeId>,
+    pub blobs: Vec<BlobOutcome>,
+    pub events: Vec<Event>,
+}
+
+/// A state change worth telling clients about.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Event {
+    ExchangeStored {
+        session: String,
+        exchange: ExchangeId,
+        messages: u32,
+    },
+    BlobStored {
+        session: String,
+        blob: BlobHash,
+        bytes: u64,
+        duplicate: bool,
+    },
+    SummaryUpdated {
+        session: String,
+        exchange: ExchangeId,
+        source: &'static str,
+    },
+}
+
+impl Writer {
+    pub fn append(&mut self, session: &str, messages: Vec<Message>) -> Result<AppendOutcome> {
+        self.append_to(session, messages, None)
+    }
+
+    /// `append`, checked against the exchange the client means (`ctx/append`'s
+    /// `exchange`): the append must open or continue exactly that exchange, so
+    /// that two writers on one session never attach an answer to the other's
+    /// question.
+    pub fn append_to(
+        &mut self,
+        session: &str,
+        messages: Vec<Message>,
+        expected: Option<ExchangeId>,
+    ) -> Result<AppendOutcome> {
+        let (count, base, current) = self.session_state(session)?;
+        let stored_before = count;
+        let messages = if self.settings.redact_secrets {
+            messages.into_iter().map(secrets::mask_message).collect()
+        } else {
+            messages
+        };
+        let (continuing, opened) = exchange::group(messages);
+        if let Some(expected) = expected {
+            let target = match (continuing.is_empty(), opened.len()) {
+                (false, 0) => ExchangeId(count.max(1)),
+                (true, 1) => ExchangeId(count + 1),
+                _ => return Err(StoreError::Invalid(
+                    "exchange: an append that names its exchange must hold one exchange's messages"
+                        .into(),
+                )),
+            };
+            if target != expected {
+                return Err(StoreError::ExchangeNotOpen {
+                    given: expected.to_string(),
+                    open: ExchangeId(count).to_string(),
+                    target: target.to_string(),
+                });
+            }
+        }
+        let mut out = AppendOutcome::default();
+        let (mut base, mut current, mut count) = (base, current, count);
+
+        // Messages before the first user message continue the open exchange;
+        // a session's very first messages open x1 whoever sent them.
+        let mut batches: Vec<(u32, Vec<Message>)> = Vec::new();
+        if !continuing.is_empty() {
+            if count == 0 {
+                count = 1;
+                batches.push((1, continuing));
+            } else {
+                batches.push((count, continuing));
+            }
+        }
+        for group in opened {
+            count += 1;
+            batches.push((count, group));
+        }
+        for (seq, new_messages) in batches {
+            let is_new = seq > stored_before;
+            if is_new && seq > 1 {
+                // The previous exchange is closed: its context becomes the base.
+                base = current.clone();
+            }
+            let mut kept = if is_new {
+                Vec::new()
+            } else {
+                read::load_messages(&self.conn, session, seq)?
+            };
+            let at = new_messages.iter().find_map(|m| m.at.clone());
+            for m in new_messages {
+                let index = kept.len() as u32 + 1;
+                let id = MessageId {
+                    exchange: ExchangeId(seq),
+                    index,
+                };
+                let km = self.keep_message(session, id, m, &kept, &mut out)?;
+                kept.push(km);
+            }
+            let trio = self.store_exchange(session, seq, at, &kept, is_new)?;
+            current = context::advance(&base, ExchangeId(seq), &kept, &trio);
+            out.exchanges.push(ExchangeId(seq));
+            out.events.push(Event::ExchangeStored {
+                session: session.to_string(),
+                exchange: ExchangeId(seq),
+                messages: kept.len() as u32,
+            });
+            out.events.push(Event::SummaryUpdated {
+                session: session.to_string(),
+                exchange: ExchangeId(seq),
+                source: "extractive",
+            });
+        }
+        execute_cached(
+            &self.conn,
+            "UPDATE sessions SET exchange_count = ?2, updated_at = ?3 WHERE id = ?1",
+            params![session, count, now_rfc3339()],
+        )?;
+        self.save_context(session, &base, &current)?;
+        Ok(out)
+    }
+
+    /// Stores one message; a tool result's bytes become a blob and the
+    /// message keeps its digest (`record::keep_tool_result`).
+    fn keep_message(
+        &mut self,
+        session: &str,
+        id: MessageId,
+        m: Message,
+        earlier: &[KeptMessage],
+        out: &mut AppendOutcome,
+    ) -> Result<KeptMessage> {
+        let enc = self.settings.encoding;
+        if m.role != Role::Tool {
+            let tokens = tokens::count(enc, &m.content);
+            self.insert_message(session, id, &m, tokens, None, None)?;
+            return Ok(KeptMessage {
+                id,
+                message: m,
+                result: None,
+            });
+        }
+        let limits = self.settings.digest.clone();
+        let mut duplicate_of = None;
+        let kept = record::keep_tool_result(id, m, earlier, &limits, enc, |hash, raw, path| {
+            let (tokens, first) = self.put_blob(session, id, &hash, raw)?;
+            duplicate_of = first;
+            let prior = match path {
+                Some(p) => self.prior_read(session, p, &hash)?,
+                None => None,
+            };
+            Ok::<_, StoreError>(record::Stored { tokens, prior })
+        })?;
+        let result = kept.result.as_ref().expect("a kept tool result has one");
+        let (hash, tokens) = (result.blob, result.tokens);
+        if let Some(p) = &result.path {
+            execute_cached(
+                &self.conn,
+                "INSERT INTO file_reads (session_id, path, seq, hash) VALUES (?1, ?2, ?3, ?4)
+                 ON CONFLICT (session_id, path) DO UPDATE SET seq = excluded.seq, hash = excluded.hash",
+                params![session, p, id.exchange.0, &hash.0[..]],
+            )?;
+        }
+        out.blobs.push(BlobOutcome {
+            hash,
+            message: id,
+            bytes: result.bytes,
+            tokens,
+            digest_tokens: tokens::count(enc, &result.digest),
+            duplicate_of: duplicate_of.clone(),
+        });
+        out.events.push(Event::BlobStored {
+            session: session.to_string(),
+            blob: hash,
+            bytes: result.bytes,
+            duplicate: duplicate_of.is_some(),
+        });
+        let reference = record::reference(&kept);
+        self.insert_message(
+            session,
+            id,
+            &kept.message,
+            tokens,
+            Some(result),
+            reference.as_ref(),
+        )?;
+        Ok(kept)
+    }
+
+    fn insert_message(
+        &self,
+        session: &str,
+        id: MessageId,
+        m: &Message,
+        tokens: u32,
+        result: Option<&ToolResult>,
+        reference: Option<&CountedText>,
+    ) -> Result<()> {
+        let calls = (!m.tool_calls.is_empty()).then(|| read::encode_tool_calls(&m.tool_calls));
+        execute_cached(
+            &self.conn,
+            "INSERT INTO messages (session_id, seq, idx, role, kind, content, tool_calls, tool_call_id, name,
+                agent, at, tokens, blob_hash, result_kind, result_path, headline, ref_line, ref_o200k, ref_cl100k)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19)",
+            params![
+                session,
+                id.exchange.0,
+                id.index,
+                m.role.as_str(),
+                m.kind.map(|k| k.as_str()),
+                m.content,
+                calls,
+                m.tool_call_id,
+                m.name,
+                m.agent,
+                m.at,
+                tokens,
+                result.map(|r| r.blob.0.to_vec()),
+                result.map(|r| r.kind.as_str()),
+                result.and_then(|r| r.path.clone()),
+                result.map(|r| r.headline.clone()),
+                reference.map(|r| &r.text),
+                reference.map(|r| r.tokens.o200k),
+                reference.map(|r| r.tokens.cl100k),
+            ],
+        )?;
+        Ok(())
+    }
+
+    /// Stores the bytes once; returns their token count and, when they were
+    /// stored before, the message that first stored them.
+    fn put_blob(
+        &mut self,
+        session: &str,
+        id: MessageId,
+        hash: &BlobHash,
+        raw: &[u8],
+    ) -> Result<(u32, Option<String>)> {
+        let existing: Option<(u32, String, String)> = query_row_cached(
+            &self.conn,
+            "SELECT tokens, first_session, first_message FROM blobs WHERE hash = ?1",
+            [&hash.0[..]],
+            |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)),
+        )
+        .optional()?;
+        if let Some((tokens, first_session, first_message)) = existing {
+            execute_cached(
+                &self.conn,
+                "UPDATE blobs SET duplicate_hits = duplicate_hits + 1 WHERE hash = ?1",
+                [&hash.0[..]],
+            )?;
+            let first = if first_session == session {
+                first_message
+            } else {
+                format!("{first_session}/{first_message}")
+            };
+            return Ok((tokens, Some(first)));
+        }
+        let text = String::from_utf8_lossy(raw);
+        let tokens = tokens::count(self.settings.encoding, &text);
+        let encoded = blobs::encode(raw);
+        let inline = encoded.len() <= blobs::INLINE_MAX_BYTES;
+        if !inline {
+            blobs::write_file(&self.blob_dir, hash, &encoded)?;
+        }
+        execute_cached(
+            &self.conn,
+            "INSERT INTO blobs (hash, hex, bytes, stored_bytes, data, tokens, first_session, first_message)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
+            params![
+                &hash.0[..],
+                hash.to_hex(),
+                raw.len() as i64,
+                encoded.len() as i64,
+                inline.then_some(encoded),
+                tokens,
+                session,
+                id.to_string()
+            ],
+        )?;
+        Ok((tokens, None))
+    }
+
+    fn prior_read(&self, session: &str, path: &str, hash: &BlobHash) -> Result<Option<PriorRead>> {
+        let row: Option<(u32, Vec<u8>)> = query_row_cached(
+            &self.conn,
+            "SELECT seq, hash FROM file_reads WHERE session_id = ?1 AND path = ?2",
+            params![session, path],
+            |r| Ok((r.get(0)?, r.get(1)?)),
+        )
+        .optional()?;
+        let Some((seq, prev)) = row else {
+            return Ok(None);
+        };
+        let exchange = ExchangeId(seq);
+        if prev[..] == hash.0[..] {
+            return Ok(Some(PriorRead {
+                exchange,
+                changed_from: None,
+            }));
+        }
+        let prev_hash = BlobHash(
+            prev.try_into()
+                .map_err(|_| StoreError::Unreadable("bad hash in file_reads".into()))?,
+        );
+        let before = read::blob_bytes(&self.conn, &self.blob_dir, &prev_hash)?;
+        Ok(Some(PriorRead {
+            exchange,
+            changed_from: Some(String::from_utf8_lossy(&before).into_owned()),
+        }))
+    }
+
+    /// Writes (or rewrites) an exchange's record (`record::record_exchange`)
+    /// and full-text row.
+    fn store_exchange(
+        &mut self,
+        session: &str,
+        seq: u32,
+        at: Option<String>,
+        kept: &[KeptMessage],
+        is_new: bool,
+    ) -> Result<summary::Trio> {
+        // A model-written header or summary outlives later extractive updates.
+        let model = if is_new {
+            ModelTexts::default()
+        } else {
+            let (h, hs, s, ss): (String, String, String, String) = self.conn.query_row(
+                "SELECT header, header_source, summary, summary_source FROM exchanges WHERE session_id = ?1 AND seq = ?2",
+                params![session, seq],
+                |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?)),
+            )?;
+            ModelTexts {
+                header: (hs == "model").then_some(h),
+                summary: (ss == "model").then_some(s),
+            }
+        };
+        let seen = self.seen_terms(session, seq)?;
+        let recorded = record::record_exchange(
+            ExchangeId(seq),
+            kept,
+            &seen,
+            &model,
+            &self.settings.caps,
+            self.settings.encoding,
+        );
+        // A new exchange is dated now when no message says when it was sent;
+        // a rewritten one keeps its date.
+        let at = match at {
+            None if is_new => Some(now_rfc3339()),
+            at => at,
+        };
+        // Every message's raw tokens were counted once, when it was kept.
+        let raw_tokens: u32 = query_row_cached(
+            &self.conn,
+            "SELECT coalesce(sum(tokens), 0) FROM messages WHERE session_id = ?1 AND seq = ?2",
+            params![session, seq],
+            |r| r.get(0),
+        )?;
+        exchange_row::write(
+            &self.conn,
+            session,
+            seq,
+            at.as_deref(),
+            &recorded,
+            raw_tokens,
+        )?;
+        self.index_text(session, seq, &recorded.trio, kept)?;
+        Ok(recorded.trio)
+    }
+
+    /// The terms of the session's exchanges before `seq` (the newest
+    /// `TERM_WINDOW` that have any), counted.
+    fn seen_terms(&self, session: &str, seq: u32) -> Result<summary::SeenTerms> {
+        let mut stmt = self.conn.prepare_cached(
+            "SELECT terms FROM exchanges
+             WHERE session_id = ?1 AND seq < ?2 AND terms != '' ORDER BY seq DESC LIMIT ?3",
+        )?;
+        let lists: Vec<Vec<String>> = stmt
+            .query_map(params![session, seq, summary::TERM_WINDOW], |r| {
+                Ok(r.get::<_, String>(0)?.lines().map(str::to_string).collect())
+            })?
+            .collect::<std::result::Result<_, _>>()?;
+        Ok(summary::SeenTerms::of(
+            lists.iter().rev().map(Vec::as_slice),
+        ))
+    }
+
+    /// (Re)writes the exchange's full-text row: header, summary, and every
+    /// message's text, tool outputs included (read back from their blobs).
+    fn index_text(
+        &self,
+        session: &str,
+        seq: u32,
+        trio: &summary::Trio,
+        kept: &[KeptMessage],
+    ) -> Result<()> {
+        let rowid: i64 = query_row_cached(
+            &self.conn,
+            "SELECT id FROM exchanges WHERE session_id = ?1 AND seq = ?2",
+            params![session, seq],
+            |r| r.get(0),
+        )?;
+        let mut body = String::new();
+        for k in kept {
+            match &k.result {
+                // Bytes that are not text: their digest says what they are.
+                Some(r) if r.kind == OutputKind::Binary => body.push_str(&r.digest),
+                Some(r) => {
+                    let raw = read::blob_bytes(&self.conn, &self.blob_dir, &r.blob)?;
+                    let raw = &raw[..raw.len().min(FTS_BLOB_MAX_BYTES)];
+                    body.push_str(&String::from_utf8_lossy(raw));
+                }
+                None => body.push_str(&k.message.content),
+            }
+            for c in &k.message.tool_calls {
+                body.push('\n');
+                body.push_str(&c.name);
+                body.push(' ');
+                body.push_str(&c.arguments);
+            }
+            body.push('\n');
+        }
+        execute_cached(
+            &self.conn,
+            "DELETE FROM exchange_text WHERE rowid = ?1",
+            [rowid],
+        )?;
+        execute_cached(
+            &self.conn,
+            "INSERT INTO exchange_text (rowid, header, summary, body) VALUES (?1, ?2, ?3, ?4)",
+            params![rowid, trio.header.text, trio.summary.text, body],
+        )?;
+        Ok(())
+    }
+}
+
+const FTS_BLOB_MAX_BYTES: usize = 256 * 1024;

@@ -1,0 +1,76 @@
+//! The one writer of an exchange's row: its record (`core::record`) under
+//! one column list, whether the row is new, rewritten or copied to a fork.
+
+use ctxproxy_core::record::ExchangeRecord;
+use rusqlite::{params, Connection};
+
+use crate::cached::execute_cached;
+use crate::Result;
+
+/// The columns an exchange's record fills, in the order `write` binds them
+/// (after session, seq and date).
+const RECORD_COLUMNS: &str = "header, summary, outcome, entities, header_line, \
+    header_o200k, header_cl100k, summary_o200k, summary_cl100k, line_o200k, line_cl100k, \
+    full_o200k, full_cl100k, digests_o200k, digests_cl100k, raw_tokens, terms";
+
+/// Inserts or rewrites exchange `seq`'s row. A rewritten row keeps its date
+/// and whose texts it shows (`header_source`, `summary_source`).
+pub(crate) fn write(
+    conn: &Connection,
+    session: &str,
+    seq: u32,
+    at: Option<&str>,
+    r: &ExchangeRecord,
+    raw_tokens: u32,
+) -> Result<()> {
+    let updates: Vec<String> = RECORD_COLUMNS
+        .split(',')
+        .map(|c| format!("{0} = excluded.{0}", c.trim()))
+        .collect();
+    let sql = format!(
+        "INSERT INTO exchanges (session_id, seq, at, {RECORD_COLUMNS})
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20)
+         ON CONFLICT (session_id, seq) DO UPDATE SET {}",
+        updates.join(", ")
+    );
+    execute_cached(
+        conn,
+        &sql,
+        params![
+            session,
+            seq,
+            at,
+            r.trio.header.text,
+            r.trio.summary.text,
+            r.trio.outcome.as_str(),
+            r.trio.entities.join("\n"),
+            r.line.text,
+            r.header.o200k,
+            r.header.cl100k,
+            r.summary.o200k,
+            r.summary.cl100k,
+            r.line.tokens.o200k,
+            r.line.tokens.cl100k,
+            r.levels.o200k.full,
+            r.levels.cl100k.full,
+            r.levels.o200k.digests,
+            r.levels.cl100k.digests,
+            raw_tokens,
+            r.terms.join("\n"),
+        ],
+    )?;
+    Ok(())
+}
+
+/// Copies the rows of `parent`'s exchanges up to `at` to the fork `child`.
+pub(crate) fn copy(conn: &Connection, parent: &str, child: &str, at: u32) -> Result<()> {
+    conn.execute(
+        &format!(
+            "INSERT INTO exchanges (session_id, seq, at, header_source, summary_source, {RECORD_COLUMNS})
+             SELECT ?2, seq, at, header_source, summary_source, {RECORD_COLUMNS}
+             FROM exchanges WHERE session_id = ?1 AND seq <= ?3 ORDER BY seq"
+        ),
+        params![parent, child, at],
+    )?;
+    Ok(())
+}

@@ -1,0 +1,79 @@
+//! Model-written housekeeping: a header, summary or context the model wrote
+//! replaces the extractive one.
+
+use ctxproxy_core::context::{self, Housekeeping};
+use ctxproxy_core::record::CountedText;
+use ctxproxy_core::{render, summary};
+use rusqlite::params;
+
+use crate::append::Event;
+use crate::error::StoreError;
+use crate::writer::Writer;
+use crate::Result;
+
+impl Writer {
+    /// Applies model-written housekeeping: header and summary replace the
+    /// extractive ones; the current context takes the model's words.
+    pub fn housekeeping(&mut self, session: &str, hk: Housekeeping) -> Result<Vec<Event>> {
+        let (exchanges, base, current) = self.session_state(session)?;
+        let seq = hk.exchange.0;
+        if seq == 0 || seq > exchanges {
+            return Err(StoreError::UnknownId(hk.exchange.to_string()));
+        }
+        let caps = self.settings.caps.clone();
+        let enc = self.settings.encoding;
+        if let Some(h) = &hk.header {
+            let h = summary::fit_header(h, &caps, enc);
+            let header = CountedText::new(h.text);
+            let line = CountedText::new(render::header_line(hk.exchange, &header.text));
+            self.conn.execute(
+                "UPDATE exchanges SET header = ?3, header_source = 'model', header_line = ?4,
+                    header_o200k = ?5, header_cl100k = ?6, line_o200k = ?7, line_cl100k = ?8
+                 WHERE session_id = ?1 AND seq = ?2",
+                params![
+                    session,
+                    seq,
+                    header.text,
+                    line.text,
+                    header.tokens.o200k,
+                    header.tokens.cl100k,
+                    line.tokens.o200k,
+                    line.tokens.cl100k
+                ],
+            )?;
+        }
+        let summary_text = hk.summary_text();
+        if let Some(s) = summary_text {
+            let s = CountedText::new(summary::fit_summary(&s, &caps, enc).text);
+            self.conn.execute(
+                "UPDATE exchanges SET summary = ?3, summary_source = 'model', summary_o200k = ?4, summary_cl100k = ?5
+                 WHERE session_id = ?1 AND seq = ?2",
+                params![session, seq, s.text, s.tokens.o200k, s.tokens.cl100k],
+            )?;
+        }
+        let rowid: i64 = self.conn.query_row(
+            "SELECT id FROM exchanges WHERE session_id = ?1 AND seq = ?2",
+            params![session, seq],
+            |r| r.get(0),
+        )?;
+        self.conn.execute(
+            "UPDATE exchange_text SET header = (SELECT header FROM exchanges WHERE id = ?1),
+                summary = (SELECT summary FROM exchanges WHERE id = ?1) WHERE rowid = ?1",
+            [rowid],
+        )?;
+        // The open exchange's context is recomputed from the base on every
+        // append, so model-written context applies to both.
+        let base = if seq < exchanges {
+            context::apply_housekeeping(&base, &hk)
+        } else {
+            base
+        };
+        let current = context::apply_housekeeping(&current, &hk);
+        self.save_context(session, &base, &current)?;
+        Ok(vec![Event::SummaryUpdated {
+            session: session.to_string(),
+            exchange: hk.exchange,
+            source: "model",
+        }])
+    }
+}

@@ -1,0 +1,212 @@
+//! Sessions: opening one (a fork copies its parent's history), removing
+//! one, and the current context (L0) each keeps.
+
+use std::path::PathBuf;
+
+use ctxproxy_core::context::{self, CurrentContext};
+use ctxproxy_core::ids::{BlobHash, ExchangeId};
+use rusqlite::{params, OptionalExtension};
+
+use crate::cached::{execute_cached, query_row_cached};
+use crate::error::StoreError;
+use crate::read::{self, session_exists, stored_context};
+use crate::time::now_rfc3339;
+use crate::writer::Writer;
+use crate::Result;
+use crate::{blobs, exchange_row};
+
+#[derive(Clone, Debug, Default)]
+pub struct NewSession {
+    pub workspace: Option<String>,
+    pub title: Option<String>,
+    /// Fork of this session, sharing its history up to the given exchange
+    /// (all of it when `None`).
+    pub parent: Option<(String, Option<u32>)>,
+}
+
+impl Writer {
+    pub fn open_session(&mut self, new: NewSession) -> Result<String> {
+        let now = now_rfc3339();
+        let id = self.fresh_session_id(&now)?;
+        let (parent, fork_at, depth, workspace) = match &new.parent {
+            None => (None, None, 0, new.workspace.clone().unwrap_or_default()),
+            Some((pid, at)) => {
+                let (count, depth, ws): (u32, u32, String) = self
+                    .conn
+                    .query_row(
+                        "SELECT exchange_count, depth, workspace FROM sessions WHERE id = ?1",
+                        [pid],
+                        |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)),
+                    )
+                    .optional()?
+                    .ok_or_else(|| StoreError::UnknownSession(pid.clone()))?;
+                let at = at.unwrap_or(count);
+                if at > count {
+                    return Err(StoreError::Invalid(format!(
+                        "parent.atExchange: session {pid} has {count} exchanges, cannot fork at x{at}"
+                    )));
+                }
+                (
+                    Some(pid.clone()),
+                    Some(at),
+                    depth + 1,
+                    new.workspace.clone().unwrap_or(ws),
+                )
+            }
+        };
+        self.conn.execute(
+            "INSERT INTO sessions (id, workspace, title, parent_id, fork_at, depth, created_at, updated_at)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?7)",
+            params![id, workspace, new.title.clone().unwrap_or_default(), parent, fork_at, depth, now],
+        )?;
+        if let (Some(parent), Some(at)) = (parent, fork_at) {
+            self.copy_history(&parent, &id, at)?;
+        }
+        Ok(id)
+    }
+
+    fn fresh_session_id(&self, now: &str) -> Result<String> {
+        const ALPHABET: &[u8] = b"0123456789abcdefghijklmnopqrstuvwxyz";
+        for attempt in 0u32.. {
+            let seed = format!(
+                "{now}/{}/{attempt}/{:?}",
+                std::process::id(),
+                std::time::Instant::now()
+            );
+            let hash = blake3::hash(seed.as_bytes());
+            let id: String = std::iter::once("s-".to_string())
+                .chain(
+                    hash.as_bytes()[..6]
+                        .iter()
+                        .map(|b| (ALPHABET[*b as usize % 36] as char).to_string()),
+                )
+                .collect();
+            if !session_exists(&self.conn, &id)? {
+                return Ok(id);
+            }
+        }
+        unreachable!("the loop returns")
+    }
+
+    /// A fork shares its parent's history: the rows up to `at` are copied
+    /// (blobs are shared by hash) and the current context is rebuilt there.
+    fn copy_history(&mut self, parent: &str, child: &str, at: u32) -> Result<()> {
+        let c = &self.conn;
+        exchange_row::copy(c, parent, child, at)?;
+        c.execute(
+            "INSERT INTO messages SELECT ?2, seq, idx, role, kind, content, tool_calls, tool_call_id, name, agent,
+                at, tokens, blob_hash, result_kind, result_path, headline, ref_line, ref_o200k, ref_cl100k
+             FROM messages WHERE session_id = ?1 AND seq <= ?3",
+            params![parent, child, at],
+        )?;
+        c.execute(
+            "INSERT INTO file_reads SELECT ?2, path, seq, hash FROM file_reads WHERE session_id = ?1 AND seq <= ?3",
+            params![parent, child, at],
+        )?;
+        c.execute(
+            "INSERT INTO exchange_text (rowid, header, summary, body)
+             SELECT child.id, t.header, t.summary, t.body
+             FROM exchanges child
+             JOIN exchanges par ON par.session_id = ?1 AND par.seq = child.seq
+             JOIN exchange_text t ON t.rowid = par.id
+             WHERE child.session_id = ?2",
+            params![parent, child],
+        )?;
+        let mut base = CurrentContext::default();
+        let mut current = CurrentContext::default();
+        for seq in 1..=at {
+            base = current;
+            let msgs = read::load_messages(c, child, seq)?;
+            let trio = read::stored_trio(c, child, seq)?;
+            current = context::advance(&base, ExchangeId(seq), &msgs, &trio);
+        }
+        c.execute(
+            "UPDATE sessions SET exchange_count = ?2 WHERE id = ?1",
+            params![child, at],
+        )?;
+        self.save_context(child, &base, &current)
+    }
+
+    pub(crate) fn session_state(
+        &self,
+        session: &str,
+    ) -> Result<(u32, CurrentContext, CurrentContext)> {
+        let (count, base, current): (u32, String, String) = query_row_cached(
+            &self.conn,
+            "SELECT exchange_count, context_base, context_current FROM sessions WHERE id = ?1",
+            [session],
+            |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)),
+        )
+        .optional()?
+        .ok_or_else(|| StoreError::UnknownSession(session.to_string()))?;
+        Ok((count, stored_context(&base)?, stored_context(&current)?))
+    }
+
+    pub(crate) fn save_context(
+        &self,
+        session: &str,
+        base: &CurrentContext,
+        current: &CurrentContext,
+    ) -> Result<()> {
+        execute_cached(
+            &self.conn,
+            "UPDATE sessions SET context_base = ?2, context_current = ?3 WHERE id = ?1",
+            params![session, base.encode(), current.encode()],
+        )?;
+        Ok(())
+    }
+
+    /// Removes a session that has no forks, and the blobs only it showed;
+    /// returns the blob files to delete once this has committed. Used to
+    /// leave a store as it was when a replay fails halfway.
+    pub fn remove_session(&mut self, session: &str) -> Result<Vec<PathBuf>> {
+        let forks: i64 = self.conn.query_row(
+            "SELECT count(*) FROM sessions WHERE parent_id = ?1",
+            [session],
+            |r| r.get(0),
+        )?;
+        if forks > 0 {
+            return Err(StoreError::Invalid(format!(
+                "session {session} has {forks} forks: remove them first"
+            )));
+        }
+        let c = &self.conn;
+        // Undo the duplicate hits this session's tool results counted.
+        c.execute(
+            "UPDATE blobs SET duplicate_hits = duplicate_hits - \
+               ((SELECT count(*) FROM messages m WHERE m.session_id = ?1 AND m.blob_hash = blobs.hash) \
+                - (first_session = ?1)) \
+             WHERE hash IN (SELECT blob_hash FROM messages WHERE session_id = ?1)",
+            [session],
+        )?;
+        let orphans = {
+            let mut stmt = c.prepare(
+                "SELECT hash, data IS NULL FROM blobs WHERE first_session = ?1 AND hash NOT IN \
+                 (SELECT blob_hash FROM messages WHERE session_id != ?1 AND blob_hash IS NOT NULL)",
+            )?;
+            let rows = stmt.query_map([session], |r| {
+                Ok((r.get::<_, Vec<u8>>(0)?, r.get::<_, bool>(1)?))
+            })?;
+            rows.collect::<rusqlite::Result<Vec<_>>>()?
+        };
+        c.execute(
+            "DELETE FROM exchange_text WHERE rowid IN (SELECT id FROM exchanges WHERE session_id = ?1)",
+            [session],
+        )?;
+        for table in ["messages", "exchanges", "file_reads", "prompts"] {
+            c.execute(
+                &format!("DELETE FROM {table} WHERE session_id = ?1"),
+                [session],
+            )?;
+        }
+        let mut files = Vec::new();
+        for (hash, in_file) in orphans {
+            c.execute("DELETE FROM blobs WHERE hash = ?1", [&hash])?;
+            if let (true, Ok(hash)) = (in_file, <[u8; 32]>::try_from(hash.as_slice())) {
+                files.push(blobs::file_path(&self.blob_dir, &BlobHash(hash)));
+            }
+        }
+        c.execute("DELETE FROM sessions WHERE id = ?1", [session])?;
+        Ok(files)
+    }
+}

@@ -1,0 +1,180 @@
+//! The writer: the one connection that changes the store. Every job runs
+//! in submission order, each write inside one transaction so a failed
+//! request leaves nothing half-written; a store found damaged or opened
+//! read-only refuses writes.
+
+use std::path::PathBuf;
+
+use ctxproxy_core::config::{DigestLimits, LayerCaps};
+use ctxproxy_core::tokens::Encoding;
+use rusqlite::Connection;
+
+use crate::error::StoreError;
+use crate::read::Reader;
+use crate::Result;
+
+/// How ingest digests, summarises and counts; changed by configuration.
+#[derive(Clone, Debug)]
+pub struct IngestSettings {
+    /// The encoding raw tool outputs are counted in and caps are fitted in.
+    pub encoding: Encoding,
+    pub caps: LayerCaps,
+    pub digest: DigestLimits,
+    pub redact_secrets: bool,
+}
+
+impl Default for IngestSettings {
+    fn default() -> Self {
+        let c = ctxproxy_core::config::Config::default();
+        IngestSettings {
+            encoding: c.encoding,
+            caps: c.layers,
+            digest: c.digest,
+            redact_secrets: c.redact_secrets,
+        }
+    }
+}
+
+/// How long a transaction waits for other processes' writers before the
+/// store answers "unavailable".
+const BUSY_DEADLINE: std::time::Duration = std::time::Duration::from_secs(120);
+
+pub struct Writer {
+    pub(crate) conn: Connection,
+    pub(crate) db_path: PathBuf,
+    pub(crate) blob_dir: PathBuf,
+    pub(crate) settings: IngestSettings,
+    /// Why writes are refused: the store is read-only, or was found damaged
+    /// (writing into a malformed database spreads the damage).
+    refusal: Option<StoreError>,
+    /// Whether SQLite's page check ran: before the first write, so that
+    /// reads (and the CLI, which only reads) never pay for it.
+    pages_checked: bool,
+}
+
+impl Writer {
+    pub(crate) fn new(
+        conn: Connection,
+        db_path: PathBuf,
+        blob_dir: PathBuf,
+        settings: IngestSettings,
+    ) -> Writer {
+        Writer {
+            conn,
+            db_path,
+            blob_dir,
+            settings,
+            refusal: None,
+            pages_checked: false,
+        }
+    }
+
+    /// Refuses every later write with `why` (the store is read-only).
+    pub(crate) fn refuse_writes(&mut self, why: Option<String>) {
+        self.refusal = why.map(|why| StoreError::WritesRefused {
+            damaged: false,
+            why,
+        });
+    }
+
+    /// Names the store in an error that says it is damaged, and refuses
+    /// writes from then on.
+    pub(crate) fn noticed(&mut self, e: StoreError) -> StoreError {
+        let e = e.at_store(&self.db_path);
+        if let StoreError::Damaged { .. } = &e {
+            self.refusal
+                .get_or_insert_with(|| StoreError::WritesRefused {
+                    damaged: true,
+                    why: e.to_string(),
+                });
+        }
+        e
+    }
+
+    /// `PRAGMA quick_check`: SQLite's structural check of every page. A
+    /// store it finds damaged refuses writes (they would spread the damage).
+    fn quick_check(&mut self) {
+        self.pages_checked = true;
+        let found = self
+            .conn
+            .prepare("PRAGMA quick_check")
+            .and_then(|mut stmt| {
+                stmt.query_map([], |r| r.get::<_, String>(0))?
+                    .collect::<rusqlite::Result<Vec<_>>>()
+            });
+        let damage = match found {
+            Ok(lines) if lines.iter().all(|l| l == "ok") => return,
+            Ok(lines) => lines.join("; "),
+            Err(e) => e.to_string(),
+        };
+        self.noticed(StoreError::Unreadable(format!("quick_check: {damage}")));
+    }
+
+    /// `PRAGMA wal_checkpoint(TRUNCATE)`; best effort: another process
+    /// reading the store may keep part of the WAL until it is done.
+    pub(crate) fn checkpoint(&mut self) {
+        if self.refusal.is_none() {
+            let _ = self
+                .conn
+                .query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |_| Ok(()));
+        }
+    }
+
+    /// Runs `f` in one immediate transaction, committed only if it succeeds.
+    pub(crate) fn transaction<T>(&mut self, f: impl FnOnce(&mut Writer) -> Result<T>) -> Result<T> {
+        if !self.pages_checked {
+            self.quick_check();
+        }
+        if let Some(StoreError::WritesRefused { damaged, why }) = &self.refusal {
+            return Err(StoreError::WritesRefused {
+                damaged: *damaged,
+                why: why.clone(),
+            });
+        }
+        self.begin("BEGIN IMMEDIATE")?;
+        match f(self) {
+            Ok(v) => {
+                self.conn.execute_batch("COMMIT")?;
+                Ok(v)
+            }
+            Err(e) => {
+                let _ = self.conn.execute_batch("ROLLBACK");
+                Err(e)
+            }
+        }
+    }
+
+    /// Starts a transaction, waiting for other processes' writers as long
+    /// as it takes (up to `BUSY_DEADLINE`): `busy_timeout` alone gives up
+    /// after 5 s, and a client must never see a busy store it could wait for.
+    fn begin(&self, sql: &str) -> Result<()> {
+        let deadline = std::time::Instant::now() + BUSY_DEADLINE;
+        let mut pause = std::time::Duration::from_millis(2);
+        loop {
+            match self.conn.execute_batch(sql) {
+                Err(e)
+                    if e.sqlite_error_code() == Some(rusqlite::ErrorCode::DatabaseBusy)
+                        && std::time::Instant::now() < deadline =>
+                {
+                    std::thread::sleep(pause);
+                    pause = (pause * 2).min(std::time::Duration::from_millis(100));
+                }
+                other => return Ok(other?),
+            }
+        }
+    }
+
+    /// Runs a read on the writer's connection, in one deferred transaction
+    /// so that it sees one state even if another process writes meanwhile.
+    pub(crate) fn read<T>(&mut self, f: impl FnOnce(&Reader) -> Result<T>) -> Result<T> {
+        self.begin("BEGIN DEFERRED")?;
+        let out = f(&Reader::new(&self.conn, &self.blob_dir));
+        let _ = self.conn.execute_batch("COMMIT");
+        out
+    }
+
+    pub fn configure(&mut self, settings: IngestSettings) -> Result<()> {
+        self.settings = settings;
+        Ok(())
+    }
+}
