@@ -17,9 +17,9 @@ use ctxproxy_store::AssembledPrompt;
 use serde_json::{json, Value};
 
 use crate::config::{parse_encoding, parse_order};
+use crate::error::ServiceError;
 use crate::format::{self, Format};
 use crate::protocol::AssembleParams;
-use crate::service::ServiceError;
 
 /// The previous prompt of each session, to measure prefix reuse.
 #[derive(Default)]

@@ -8,7 +8,7 @@ use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 
-use crate::service::ServiceError;
+use crate::error::ServiceError;
 
 /// Parses params, naming the offending field on error (`messages[2].role`).
 /// Absent params and an empty list (what some clients send for `{}`) count

@@ -7,10 +7,9 @@
 use std::path::PathBuf;
 
 use anyhow::{bail, Context};
-use serde::Deserialize;
 use serde_json::{json, Value};
 
-use crate::protocol::WireMessage;
+use crate::recorded::{RecordedExchange, Turn};
 use crate::service::Service;
 use crate::{report, report_html};
 
@@ -53,34 +52,6 @@ pub struct Args {
     /// Applied before --budget, --encoding and --order.
     #[arg(long, value_name = "JSON")]
     config: Option<String>,
-}
-
-/// One line of a recorded session.
-#[derive(Debug, Deserialize)]
-pub struct RecordedExchange {
-    pub messages: Vec<WireMessage>,
-    #[serde(default)]
-    pub needs: Vec<Need>,
-}
-
-#[derive(Debug, Deserialize, Clone)]
-pub struct Need {
-    pub fact: String,
-    pub from: u32,
-    #[serde(default)]
-    pub cues: Vec<String>,
-}
-
-/// What replay saw at one turn.
-pub struct Turn {
-    pub seq: u32,
-    pub prompt: Value,
-    /// The blob ids the store reported for the exchange's tool results.
-    pub blobs: Vec<String>,
-    /// For each of the exchange's needs, where `ctx/search` with the
-    /// question's words ranks the exchange the fact came from (1 = first),
-    /// searching before the question is stored; `None` past `SEARCH_DEPTH`.
-    pub search_ranks: Vec<Option<usize>>,
 }
 
 /// How many search hits the replay looks through for a need's exchange.

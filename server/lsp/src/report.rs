@@ -12,7 +12,7 @@ use ctxproxy_core::ids::ExchangeId;
 use ctxproxy_core::message::Message;
 use serde_json::{json, Value};
 
-use crate::replay::{RecordedExchange, Turn};
+use crate::recorded::{RecordedExchange, Turn};
 use crate::service::to_core_messages;
 
 /// The prompt layers, in prompt order: the JSON key and the text table's column.

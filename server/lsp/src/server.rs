@@ -51,9 +51,10 @@ fn reply(r: Reply) -> Result<Value> {
 impl Backend {
     fn service(&self) -> Result<&Arc<Service>> {
         self.service.get().ok_or_else(|| {
-            rpc_error(ServiceError::StoreUnavailable(
-                "the store is not open".into(),
-            ))
+            rpc_error(ServiceError::StoreUnavailable {
+                why: "the store is not open".into(),
+                source: None,
+            })
         })
     }
 

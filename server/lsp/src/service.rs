@@ -21,59 +21,8 @@ use tokio::sync::mpsc;
 
 use crate::assemble;
 use crate::config;
+pub use crate::error::ServiceError;
 use crate::protocol::*;
-
-#[derive(Debug, thiserror::Error)]
-pub enum ServiceError {
-    #[error("{0}")]
-    InvalidParams(String),
-    #[error("unknown session `{0}`")]
-    UnknownSession(String),
-    #[error("{0}")]
-    UnknownId(String),
-    #[error("{0}")]
-    BudgetTooSmall(String),
-    #[error("store unavailable: {0}")]
-    StoreUnavailable(String),
-    #[error("{0}")]
-    PayloadTooLarge(String),
-    /// The store's content does not read back; writes are refused.
-    #[error("{0}")]
-    StoreDamaged(String),
-    #[error("{0}")]
-    ExchangeNotOpen(String),
-}
-
-impl ServiceError {
-    /// The JSON-RPC error code protocol.md assigns.
-    pub fn code(&self) -> i64 {
-        match self {
-            ServiceError::InvalidParams(_) => -32602,
-            ServiceError::UnknownSession(_) => -32001,
-            ServiceError::UnknownId(_) => -32002,
-            ServiceError::BudgetTooSmall(_) => -32003,
-            ServiceError::StoreUnavailable(_) => -32004,
-            ServiceError::PayloadTooLarge(_) => -32005,
-            ServiceError::StoreDamaged(_) => -32006,
-            ServiceError::ExchangeNotOpen(_) => -32007,
-        }
-    }
-}
-
-impl From<StoreError> for ServiceError {
-    fn from(e: StoreError) -> Self {
-        match e {
-            StoreError::UnknownSession(s) => ServiceError::UnknownSession(s),
-            StoreError::UnknownId(_) | StoreError::AmbiguousId { .. } => {
-                ServiceError::UnknownId(e.to_string())
-            }
-            StoreError::Invalid(m) => ServiceError::InvalidParams(m),
-            e @ StoreError::ExchangeNotOpen { .. } => ServiceError::ExchangeNotOpen(e.to_string()),
-            e if e.is_damage() => ServiceError::StoreDamaged(e.to_string()),
-            other => ServiceError::StoreUnavailable(other.to_string()),
-        }
-    }
-}
 
 pub type Reply = Result<Value, ServiceError>;
 
