@@ -83,7 +83,7 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
         let session = service
             .open_session(json!({"title": format!("bench {size}")}))
             .await?;
-        let session = session["sessionId"].as_str().expect("id").to_string();
+        let session = session.session_id;
         let started = Instant::now();
         let cpu_before = cpu_time();
         let mut i = 0;
@@ -106,7 +106,7 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
                 .assemble(json!({"sessionId": session, "input": input}))
                 .await?;
             times.push(t.elapsed());
-            total = r["tokens"]["total"].as_u64().unwrap_or(0);
+            total = r.tokens.total;
         }
         times.sort();
         println!(
@@ -166,7 +166,7 @@ async fn long_line_append(bytes: usize) -> anyhow::Result<Duration> {
     ]);
     let started = Instant::now();
     service
-        .append(json!({"sessionId": session["sessionId"], "messages": messages}))
+        .append(json!({"sessionId": session.session_id, "messages": messages}))
         .await?;
     Ok(started.elapsed())
 }

@@ -2,10 +2,8 @@
 //! facts later turns need) and what replay saw at each turn: the data the
 //! replay report is built from.
 
+use crate::protocol::{AssembleResult, WireMessage};
 use serde::Deserialize;
-use serde_json::Value;
-
-use crate::protocol::WireMessage;
 
 /// One line of a recorded session.
 #[derive(Debug, Deserialize)]
@@ -26,7 +24,7 @@ pub struct Need {
 /// What replay saw at one turn.
 pub struct Turn {
     pub seq: u32,
-    pub prompt: Value,
+    pub prompt: AssembleResult,
     /// The blob ids the store reported for the exchange's tool results.
     pub blobs: Vec<String>,
     /// For each of the exchange's needs, where `ctx/search` with the

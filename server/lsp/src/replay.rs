@@ -136,10 +136,7 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
     let opened = service
         .open_session(json!({"title": title, "workspace": "replay"}))
         .await?;
-    let session = opened["sessionId"]
-        .as_str()
-        .expect("session id")
-        .to_string();
+    let session = opened.session_id;
 
     let turns = match replay_turns(&service, &session, &session_file).await {
         Ok(turns) => turns,
@@ -196,12 +193,13 @@ async fn replay_turns(
                 .search(json!({"sessionId": session, "query": question, "limit": SEARCH_DEPTH}))
                 .await
                 .with_context(|| format!("searching for the needs of exchange x{}", i + 1))?;
-            let hits = found["hits"].as_array().cloned().unwrap_or_default();
             for need in &x.needs {
                 let wanted = format!("x{}", need.from);
                 search_ranks.push(
-                    hits.iter()
-                        .position(|h| h["id"] == wanted.as_str())
+                    found
+                        .hits
+                        .iter()
+                        .position(|h| h.id == wanted)
                         .map(|p| p + 1),
                 );
             }
@@ -214,12 +212,7 @@ async fn replay_turns(
             .append(json!({"sessionId": session, "messages": x.messages}))
             .await
             .with_context(|| format!("appending exchange x{}", i + 1))?;
-        let blobs = appended["blobs"]
-            .as_array()
-            .into_iter()
-            .flatten()
-            .filter_map(|b| b["id"].as_str().map(str::to_string))
-            .collect();
+        let blobs = appended.blobs.into_iter().map(|b| b.id).collect();
         turns.push(Turn {
             seq: i as u32 + 1,
             prompt,
