@@ -4,6 +4,8 @@
 
 use ctxproxy_store::StoreError;
 
+/// The store's error is boxed: it is large, and every `Result` of the
+/// crate carries this type.
 #[derive(Debug, thiserror::Error)]
 pub enum ServiceError {
     #[error("{0}")]
@@ -20,15 +22,15 @@ pub enum ServiceError {
     StoreUnavailable {
         why: String,
         #[source]
-        source: Option<StoreError>,
+        source: Option<Box<StoreError>>,
     },
     #[error("{0}")]
     PayloadTooLarge(String),
     /// The store's content does not read back; writes are refused.
     #[error("{0}")]
-    StoreDamaged(#[source] StoreError),
+    StoreDamaged(#[source] Box<StoreError>),
     #[error("{0}")]
-    ExchangeNotOpen(#[source] StoreError),
+    ExchangeNotOpen(#[source] Box<StoreError>),
 }
 
 impl ServiceError {
@@ -55,11 +57,11 @@ impl From<StoreError> for ServiceError {
                 ServiceError::UnknownId(e.to_string())
             }
             StoreError::Invalid(m) => ServiceError::InvalidParams(m),
-            e @ StoreError::ExchangeNotOpen { .. } => ServiceError::ExchangeNotOpen(e),
-            e if e.is_damage() => ServiceError::StoreDamaged(e),
+            e @ StoreError::ExchangeNotOpen { .. } => ServiceError::ExchangeNotOpen(Box::new(e)),
+            e if e.is_damage() => ServiceError::StoreDamaged(Box::new(e)),
             other => ServiceError::StoreUnavailable {
                 why: other.to_string(),
-                source: Some(other),
+                source: Some(Box::new(other)),
             },
         }
     }

@@ -43,7 +43,7 @@ pub fn inspect(store: &Path, session: &str, raw_id: &str, full: bool) -> anyhow:
                     e.summary
                 );
                 if full {
-                    out.push_str("\n");
+                    out.push('\n');
                     out.push_str(&r.exchange_full_text(session, *x)?);
                 }
                 out
@@ -103,8 +103,8 @@ pub fn sessions(store: &Path) -> anyhow::Result<()> {
     let store = open_existing(store)?;
     let list = store.read_now(|r| r.sessions(None))?;
     println!(
-        "{:<10} {:>9} {:>7}  {:<20}  {}",
-        "session", "exchanges", "prompts", "updated", "title"
+        "{:<10} {:>9} {:>7}  {:<20}  title",
+        "session", "exchanges", "prompts", "updated"
     );
     for s in list {
         println!(

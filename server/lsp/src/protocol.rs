@@ -511,7 +511,7 @@ pub struct RetrieveResult {
 #[derive(Debug, Serialize, Deserialize, Clone, PartialEq)]
 #[serde(untagged)]
 pub enum RetrievedItem {
-    Found(Retrieved),
+    Found(Box<Retrieved>),
     Failed(RetrieveFailure),
 }
 

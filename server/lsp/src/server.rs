@@ -144,7 +144,7 @@ impl LanguageServer for Backend {
     async fn did_change_configuration(&self, params: DidChangeConfigurationParams) {
         let Ok(service) = self.service() else { return };
         let applied = service.configure(params.settings).await;
-        self.follow_payload_limit(&service);
+        self.follow_payload_limit(service);
         if let Err(e) = applied {
             self.client
                 .show_message(

@@ -363,7 +363,7 @@ impl Service {
                                         (cut, Some("base64"))
                                     }
                                 };
-                                Ok(RetrievedItem::Found(Retrieved {
+                                Ok(RetrievedItem::Found(Box::new(Retrieved {
                                     id: raw.trim().to_string(),
                                     kind: kind.to_string(),
                                     format: fmt,
@@ -372,7 +372,7 @@ impl Service {
                                     text: cut.text,
                                     encoding: encoded.map(str::to_string),
                                     details,
-                                }))
+                                })))
                             },
                         );
                         item.unwrap_or_else(|e| {
