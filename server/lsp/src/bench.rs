@@ -12,6 +12,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
 
+use crate::protocol::OpenSessionResult;
 use crate::service::Service;
 
 #[derive(clap::Args)]
@@ -279,6 +280,12 @@ impl Drop for StdioServer {
 
 /// `--over-stdio`: per size, ingests through a spawned server and times
 /// `ctx/assemble` as the client sees it; prints the reply's size too.
+/// A JSON-RPC response's result (an error response does not parse).
+#[derive(serde::Deserialize)]
+struct RpcResult<T> {
+    result: T,
+}
+
 fn over_stdio(args: &Args) -> anyhow::Result<()> {
     println!(
         "{:>9} {:>12} {:>11} {:>11} {:>11} {:>12}",
@@ -288,10 +295,10 @@ fn over_stdio(args: &Args) -> anyhow::Result<()> {
         let mut server = StdioServer::spawn()?;
         server.call("initialize", json!({"capabilities": {}}))?;
         server.send(&json!({"jsonrpc": "2.0", "method": "initialized", "params": {}}))?;
-        let session: Value = serde_json::from_slice(
+        let opened: RpcResult<OpenSessionResult> = serde_json::from_slice(
             &server.call("ctx/openSession", json!({"title": format!("bench {size}")}))?,
         )?;
-        let session = session["result"]["sessionId"].clone();
+        let session = opened.result.session_id;
         let started = Instant::now();
         let mut i = 0;
         while i < size {
