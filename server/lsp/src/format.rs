@@ -204,8 +204,10 @@ pub fn explain_text(v: &AssembleResult) -> String {
             .iter()
             .map(|i| format!("{}:{}({})", i.id, i.format, i.tokens))
             .collect();
+        // The tokens are not padded: `show-prompt` has always printed them so
+        // (a JSON number ignored the `>6` this once had).
         out.push_str(&format!(
-            "{:<16} {:>6}  {}\n",
+            "{:<16} {}  {}\n",
             layer.layer,
             layer.tokens,
             items.join(" ")
