@@ -1,4 +1,6 @@
-// Shapes of the ctx/* methods, as written in shared/design/protocol.md. No vscode import.
+// Shapes of the ctx/* methods: params, results and ctx/event, as docs/PROTOCOL.md describes them. They follow
+// the Rust wire types in server/lsp/src/protocol.rs field by field; server/lsp/tests/protocol_ts.rs fails when
+// the two drift (a field added, renamed, dropped, or made optional on one side only). No vscode import.
 
 export interface ToolCall {
   id: string;
@@ -17,10 +19,15 @@ export interface Message {
   at?: string;
 }
 
+export interface ParentRef {
+  sessionId: string;
+  /** An exchange number or x<N>; the whole history when absent. */
+  atExchange?: number | string | null;
+}
 export interface OpenSessionParams {
   workspace?: string;
   title?: string;
-  parent?: { sessionId: string; atExchange?: string };
+  parent?: ParentRef;
 }
 export interface OpenSessionResult {
   sessionId: string;
@@ -29,14 +36,29 @@ export interface OpenSessionResult {
 export interface AppendParams {
   sessionId: string;
   messages: Message[];
+  /** The exchange these messages open or continue (x<N>); -32007 when another writer moved on. */
+  exchange?: string;
+}
+export interface ExchangeRef {
+  id: string;
+  seq: number;
+}
+export interface BlobRef {
+  id: string;
+  messageId: string;
+  bytes: number;
+  tokens: number;
+  digestTokens: number;
+  duplicateOf?: string;
 }
 export interface AppendResult {
-  exchanges: { id: string; seq: number }[];
-  blobs: { id: string; bytes: number; tokens: number; digestTokens: number; duplicateOf?: string }[];
+  exchanges: ExchangeRef[];
+  blobs: BlobRef[];
 }
 
 export type PromptFormat = "openai" | "anthropic" | "text";
 export type Encoding = "o200k_base" | "cl100k_base";
+export type LayerOrder = "cache-stable" | "seed003";
 
 export interface AssembleParams {
   sessionId: string;
@@ -45,6 +67,7 @@ export interface AssembleParams {
   budget?: number;
   encoding?: Encoding;
   format?: PromptFormat;
+  order?: LayerOrder;
 }
 
 export const LAYER_NAMES = [
@@ -64,14 +87,40 @@ export interface Trim {
   to: string;
   reason: string;
 }
-
-export interface AssembleResult {
-  promptId: string;
+export interface PromptTokens {
+  total: number;
+  layers: Partial<Record<LayerName, number>>;
+}
+export interface LayerItem {
+  id: string;
+  format: string;
+  tokens: number;
+}
+export interface LayerReport {
+  layer: LayerName;
+  tokens: number;
+  items: LayerItem[];
+}
+// Type aliases, not interfaces: readers that take any JSON object (explainModel.ts) accept them.
+/** The prompt in the requested format: system for anthropic, text for text. */
+export type FormattedPrompt = {
   messages: OpenAiMessage[];
   tools: OpenAiTool[];
-  tokens: { total: number; layers: Partial<Record<LayerName, number>> };
+  system?: string;
+  text?: string;
+};
+export type AssembleResult = FormattedPrompt & {
+  promptId: string;
+  sessionId: string;
+  budget: number;
+  encoding: Encoding;
+  format: PromptFormat;
+  order: LayerOrder;
+  tokens: PromptTokens;
+  prefixReused: number;
   trimmed: Trim[];
-}
+  layers: LayerReport[];
+};
 
 export type RetrieveFormat = "header" | "summary" | "full";
 
@@ -83,20 +132,47 @@ export interface RetrieveParams {
   grep?: string;
   maxTokens?: number;
 }
-export interface RetrievedItem {
+export interface Retrieved {
   id: string;
-  kind: string;
+  kind: "exchange" | "message" | "blob";
   format: string;
-  text: string;
   tokens: number;
   truncated: boolean;
+  text: string;
+  /** "base64" when text holds bytes that are not UTF-8. */
+  encoding?: "base64";
 }
-export interface RetrieveError {
+export interface BlobDetails {
+  blobId: string;
+  bytes: number;
+  rawTokens: number;
+}
+export interface ExchangeDetails {
+  at: string | null;
+  outcome: string;
+}
+export interface MessageDetails {
+  role: Message["role"];
+  messageKind?: "query" | "feedback";
+  toolCalls?: ToolCall[];
+  toolCallId?: string;
+  name?: string;
+  agent?: string;
+  at?: string;
+  blobId?: string;
+}
+export type ItemDetails = BlobDetails | ExchangeDetails | MessageDetails;
+export interface ItemError {
+  code: number;
+  message: string;
+}
+export interface RetrieveFailure {
   id: string;
-  error: { code: number; message: string };
+  error: ItemError;
 }
+export type RetrievedItem = (Retrieved & ItemDetails) | RetrieveFailure;
 export interface RetrieveResult {
-  items: (RetrievedItem | RetrieveError)[];
+  items: RetrievedItem[];
 }
 
 export interface SearchParams {
@@ -121,10 +197,31 @@ export interface ExplainParams {
   sessionId: string;
   promptId: string;
 }
-/** What ctx/explain returns. The contract fixes its content, not its exact shape; readers of it
- *  (explainModel.ts) accept the variants a server may reasonably send. */
-export type ExplainResult = Record<string, unknown>;
+/** What ctx/explain returns: the assemble result as recorded, and when. */
+export type ExplainResult = AssembleResult & {
+  createdAt: string;
+};
 
+export interface HousekeepingParams {
+  sessionId: string;
+  exchangeId: string;
+  header?: string;
+  summary?: string;
+  keyDecisions?: string[];
+  codeChanges?: string[];
+  openQuestions?: string[];
+  currentContext?: string;
+}
+/** The result of ctx/housekeeping: nothing but success. */
+export type Done = Record<string, never>;
+
+export interface ListSessionsParams {
+  workspace?: string;
+}
+export interface ParentInfo {
+  sessionId: string;
+  atExchange: number;
+}
 export interface SessionInfo {
   sessionId: string;
   title: string;
@@ -132,8 +229,9 @@ export interface SessionInfo {
   exchanges: number;
   /** Prompts assembled for the session: p1 to p<prompts>. */
   prompts: number;
+  createdAt: string;
   updatedAt: string;
-  parent?: unknown;
+  parent?: ParentInfo;
 }
 export interface ListSessionsResult {
   sessions: SessionInfo[];
@@ -147,19 +245,73 @@ export interface ListExchangesParams {
 export interface ExchangeHeader {
   id: string;
   header: string;
-  at: string;
+  at: string | null;
   tokens: number;
+  fullTokens: number;
+  outcome: string;
 }
 export interface ListExchangesResult {
   exchanges: ExchangeHeader[];
 }
 
-/** The ctx/event notification. Fields past kind and sessionId depend on the kind. */
-export interface CtxEvent {
-  kind: string;
-  sessionId: string;
-  [field: string]: unknown;
+export interface StatsParams {
+  sessionId?: string;
 }
+export interface StatsResult {
+  sessions: number;
+  exchanges: number;
+  messages: number;
+  prompts: number;
+  blobs: number;
+  blobFiles: number;
+  rawBytes: number;
+  storedBytes: number;
+  appendedBytes: number;
+  duplicateHits: number;
+  databaseBytes: number;
+}
+
+/** The ctx/event notification, one shape per kind. */
+export interface ExchangeStoredEvent {
+  kind: "exchangeStored";
+  sessionId: string;
+  exchangeId: string;
+  messages: number;
+}
+export interface BlobStoredEvent {
+  kind: "blobStored";
+  sessionId: string;
+  blobId: string;
+  bytes: number;
+  duplicate: boolean;
+}
+export interface SummaryUpdatedEvent {
+  kind: "summaryUpdated";
+  sessionId: string;
+  exchangeId: string;
+  source: string;
+}
+export interface ContextAssembledEvent {
+  kind: "contextAssembled";
+  sessionId: string;
+  promptId: string;
+  tokens: number;
+  budget: number;
+  prefixReused: number;
+  layers: Partial<Record<LayerName, number>>;
+}
+export interface LayerTrimmedEvent {
+  kind: "layerTrimmed";
+  sessionId: string;
+  promptId: string;
+  trimmed: Trim[];
+}
+export type CtxEvent =
+  | ExchangeStoredEvent
+  | BlobStoredEvent
+  | SummaryUpdatedEvent
+  | ContextAssembledEvent
+  | LayerTrimmedEvent;
 
 // OpenAI chat format, as ctx/assemble returns it with format "openai".
 export interface OpenAiToolCall {
@@ -186,6 +338,7 @@ export const METHODS = {
   retrieve: "ctx/retrieve",
   search: "ctx/search",
   explain: "ctx/explain",
+  housekeeping: "ctx/housekeeping",
   listSessions: "ctx/listSessions",
   listExchanges: "ctx/listExchanges",
   stats: "ctx/stats",

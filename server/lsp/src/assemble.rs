@@ -3,6 +3,7 @@
 //! builds the record `ctx/explain` returns.
 
 use std::collections::HashMap;
+use std::path::Path;
 use std::sync::{Mutex, OnceLock};
 
 use ctxproxy_core::config::{Config, LayerCaps, LayerOrder};
@@ -13,13 +14,12 @@ use ctxproxy_core::packer::{self, PackError, PackRequest, PackedPrompt};
 use ctxproxy_core::render;
 use ctxproxy_core::tokens::{self, Encoding};
 use ctxproxy_core::view::SessionView;
-use ctxproxy_store::AssembledPrompt;
-use serde_json::{json, Value};
+use ctxproxy_store::{AssembledPrompt, PromptRecord, StoreError};
 
 use crate::config::{parse_encoding, parse_order};
+use crate::error::ServiceError;
 use crate::format::{self, Format};
-use crate::protocol::AssembleParams;
-use crate::service::ServiceError;
+use crate::protocol::{AssembleParams, AssembleResult, LayerItem, LayerReport, PromptTokens, Trim};
 
 /// The previous prompt of each session, to measure prefix reuse.
 #[derive(Default)]
@@ -78,7 +78,7 @@ pub fn run(
     req: &Request,
     caps: &LayerCaps,
     last: &LastPrompts,
-) -> Result<AssembledPrompt<Value>, ServiceError> {
+) -> Result<AssembledPrompt<AssembleResult>, ServiceError> {
     let enc = req.encoding;
     let system = req.system.as_ref().map(|s| Counted {
         tokens: tokens::count(enc, s),
@@ -112,27 +112,55 @@ pub fn run(
     let prefix_reused = previous
         .get(&view.session_id)
         .map_or(0, |prev| packer::shared_prefix_tokens(prev, &packed));
-    let mut result = json!({
-        "promptId": id.to_string(),
-        "sessionId": view.session_id,
-        "budget": req.budget,
-        "encoding": enc.as_str(),
-        "format": req.format.as_str(),
-        "order": req.order.as_str(),
-        "tokens": {"total": packed.total, "layers": layer_totals(&packed)},
-        "prefixReused": prefix_reused,
-        "trimmed": packed.trimmed.iter().map(|t| json!({
-            "id": t.id, "from": t.from.as_str(), "to": t.to.as_str(), "reason": t.reason,
-        })).collect::<Vec<_>>(),
-        "layers": packed.layers.iter().map(|l| json!({
-            "layer": l.layer.as_str(),
-            "tokens": l.tokens,
-            "items": l.items.iter().map(|i| json!({"id": i.id, "format": i.format.as_str(), "tokens": i.tokens})).collect::<Vec<_>>(),
-        })).collect::<Vec<_>>(),
-    });
-    let fields = format::prompt_fields(&packed.messages, &tools, req.format);
-    result.as_object_mut().expect("object").extend(fields);
-    let record = result.to_string();
+    let result = AssembleResult {
+        prompt_id: id.to_string(),
+        session_id: view.session_id.clone(),
+        budget: req.budget,
+        encoding: enc.as_str().to_string(),
+        format: req.format.as_str().to_string(),
+        order: req.order.as_str().to_string(),
+        tokens: PromptTokens {
+            total: packed.total,
+            layers: packed
+                .layers
+                .iter()
+                .map(|l| (l.layer.as_str().to_string(), l.tokens))
+                .collect(),
+        },
+        prefix_reused,
+        trimmed: packed
+            .trimmed
+            .iter()
+            .map(|t| Trim {
+                id: t.id.clone(),
+                from: t.from.as_str().to_string(),
+                to: t.to.as_str().to_string(),
+                reason: t.reason.clone(),
+            })
+            .collect(),
+        layers: packed
+            .layers
+            .iter()
+            .map(|l| LayerReport {
+                layer: l.layer.as_str().to_string(),
+                tokens: l.tokens,
+                items: l
+                    .items
+                    .iter()
+                    .map(|i| LayerItem {
+                        id: i.id.clone(),
+                        format: i.format.as_str().to_string(),
+                        tokens: i.tokens,
+                    })
+                    .collect(),
+            })
+            .collect(),
+        prompt: format::prompt_fields(&packed.messages, &tools, req.format),
+    };
+    // Recorded as a JSON object (keys sorted), as it goes on the wire.
+    let record = serde_json::to_value(&result)
+        .expect("an assemble result serialises")
+        .to_string();
     let total_tokens = packed.total;
     previous.insert(view.session_id.clone(), packed);
     Ok(AssembledPrompt {
@@ -152,17 +180,18 @@ fn tools_tokens(encoding: Encoding) -> u32 {
         .expect("known encoding")]
 }
 
-fn layer_totals(p: &PackedPrompt) -> Value {
-    let mut totals = serde_json::Map::new();
-    for l in &p.layers {
-        totals.insert(l.layer.as_str().to_string(), json!(l.tokens));
-    }
-    Value::Object(totals)
+/// Reads back a prompt record (`ctx/explain`, `show-prompt`); one that
+/// does not parse is damage, named with the store's path.
+pub fn read_record(record: &PromptRecord, db_path: &Path) -> Result<AssembleResult, StoreError> {
+    serde_json::from_str(&record.record).map_err(|e| {
+        StoreError::Unreadable(format!("prompt record {} unreadable: {e}", record.id))
+            .at_store(db_path)
+    })
 }
 
 /// Passes a packer refusal through as its own error.
 pub fn flatten(
-    r: Result<Result<Value, ServiceError>, ctxproxy_store::StoreError>,
-) -> Result<Value, ServiceError> {
+    r: Result<Result<AssembleResult, ServiceError>, StoreError>,
+) -> Result<AssembleResult, ServiceError> {
     r.map_err(ServiceError::from)?
 }

@@ -12,6 +12,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
 
+use crate::protocol::OpenSessionResult;
 use crate::service::Service;
 
 #[derive(clap::Args)]
@@ -83,7 +84,7 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
         let session = service
             .open_session(json!({"title": format!("bench {size}")}))
             .await?;
-        let session = session["sessionId"].as_str().expect("id").to_string();
+        let session = session.session_id;
         let started = Instant::now();
         let cpu_before = cpu_time();
         let mut i = 0;
@@ -106,7 +107,7 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
                 .assemble(json!({"sessionId": session, "input": input}))
                 .await?;
             times.push(t.elapsed());
-            total = r["tokens"]["total"].as_u64().unwrap_or(0);
+            total = r.tokens.total;
         }
         times.sort();
         println!(
@@ -166,7 +167,7 @@ async fn long_line_append(bytes: usize) -> anyhow::Result<Duration> {
     ]);
     let started = Instant::now();
     service
-        .append(json!({"sessionId": session["sessionId"], "messages": messages}))
+        .append(json!({"sessionId": session.session_id, "messages": messages}))
         .await?;
     Ok(started.elapsed())
 }
@@ -279,6 +280,12 @@ impl Drop for StdioServer {
 
 /// `--over-stdio`: per size, ingests through a spawned server and times
 /// `ctx/assemble` as the client sees it; prints the reply's size too.
+/// A JSON-RPC response's result (an error response does not parse).
+#[derive(serde::Deserialize)]
+struct RpcResult<T> {
+    result: T,
+}
+
 fn over_stdio(args: &Args) -> anyhow::Result<()> {
     println!(
         "{:>9} {:>12} {:>11} {:>11} {:>11} {:>12}",
@@ -288,10 +295,10 @@ fn over_stdio(args: &Args) -> anyhow::Result<()> {
         let mut server = StdioServer::spawn()?;
         server.call("initialize", json!({"capabilities": {}}))?;
         server.send(&json!({"jsonrpc": "2.0", "method": "initialized", "params": {}}))?;
-        let session: Value = serde_json::from_slice(
+        let opened: RpcResult<OpenSessionResult> = serde_json::from_slice(
             &server.call("ctx/openSession", json!({"title": format!("bench {size}")}))?,
         )?;
-        let session = session["result"]["sessionId"].clone();
+        let session = opened.result.session_id;
         let started = Instant::now();
         let mut i = 0;
         while i < size {

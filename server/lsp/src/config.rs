@@ -9,8 +9,8 @@ use ctxproxy_store::IngestSettings;
 use serde::Deserialize;
 use serde_json::Value;
 
+use crate::error::ServiceError;
 use crate::protocol;
-use crate::service::ServiceError;
 
 #[derive(Debug, Deserialize, Default)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]

@@ -5,7 +5,9 @@
 use ctxproxy_core::message::Role;
 use ctxproxy_core::packer::PromptMessage;
 use ctxproxy_core::render::Block;
-use serde_json::{json, Map, Value};
+use serde_json::{json, Value};
+
+use crate::protocol::{AssembleResult, FormattedPrompt};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Format {
@@ -35,44 +37,36 @@ impl Format {
 
 /// The fields of the `ctx/assemble` result that carry the prompt:
 /// `messages`, `tools`, and `system` (anthropic) or `text` (text).
-pub fn prompt_fields(
-    messages: &[PromptMessage],
-    tools: &Value,
-    format: Format,
-) -> Map<String, Value> {
-    let mut out = Map::new();
+pub fn prompt_fields(messages: &[PromptMessage], tools: &Value, format: Format) -> FormattedPrompt {
     match format {
-        Format::OpenAi => {
-            out.insert(
-                "messages".into(),
-                Value::Array(messages.iter().flat_map(openai_messages).collect()),
-            );
-            out.insert("tools".into(), tools.clone());
-        }
-        Format::Anthropic => {
-            let system: String = messages
-                .iter()
-                .filter(|m| m.role == Role::System)
-                .flat_map(|m| m.blocks.iter().map(Block::text))
-                .collect();
-            out.insert("system".into(), json!(system));
-            out.insert(
-                "messages".into(),
-                Value::Array(anthropic_messages(messages)),
-            );
-            out.insert("tools".into(), anthropic_tools(tools));
-        }
+        Format::OpenAi => FormattedPrompt {
+            messages: messages.iter().flat_map(openai_messages).collect(),
+            tools: tools.clone(),
+            system: None,
+            text: None,
+        },
+        Format::Anthropic => FormattedPrompt {
+            system: Some(
+                messages
+                    .iter()
+                    .filter(|m| m.role == Role::System)
+                    .flat_map(|m| m.blocks.iter().map(Block::text))
+                    .collect(),
+            ),
+            messages: anthropic_messages(messages),
+            tools: anthropic_tools(tools),
+            text: None,
+        },
         Format::Text => {
             let text = text_prompt(messages);
-            out.insert(
-                "messages".into(),
-                json!([{"role": "user", "content": text}]),
-            );
-            out.insert("text".into(), json!(text));
-            out.insert("tools".into(), tools.clone());
+            FormattedPrompt {
+                messages: vec![json!({"role": "user", "content": text})],
+                tools: tools.clone(),
+                system: None,
+                text: Some(text),
+            }
         }
     }
-    out
 }
 
 fn joined_text(blocks: &[Block]) -> String {
@@ -190,56 +184,46 @@ fn text_prompt(messages: &[PromptMessage]) -> String {
 }
 
 /// A recorded prompt (the `ctx/explain` result) for people to read.
-pub fn explain_text(v: &Value) -> String {
+pub fn explain_text(v: &AssembleResult) -> String {
     let mut out = String::new();
     out.push_str(&format!(
         "{} of {}: {} tokens of a {} budget ({}, {}, {}); prefix reused: {} tokens\n",
-        v["promptId"].as_str().unwrap_or("?"),
-        v["sessionId"].as_str().unwrap_or("?"),
-        v["tokens"]["total"],
-        v["budget"],
-        v["encoding"].as_str().unwrap_or("?"),
-        v["format"].as_str().unwrap_or("?"),
-        v["order"].as_str().unwrap_or("?"),
-        v["prefixReused"],
+        v.prompt_id,
+        v.session_id,
+        v.tokens.total,
+        v.budget,
+        v.encoding,
+        v.format,
+        v.order,
+        v.prefix_reused,
     ));
     out.push_str("\nlayer            tokens  items\n");
-    for layer in v["layers"].as_array().into_iter().flatten() {
-        let items: Vec<String> = layer["items"]
-            .as_array()
-            .into_iter()
-            .flatten()
-            .map(|i| {
-                format!(
-                    "{}:{}({})",
-                    i["id"].as_str().unwrap_or("?"),
-                    i["format"].as_str().unwrap_or("?"),
-                    i["tokens"]
-                )
-            })
+    for layer in &v.layers {
+        let items: Vec<String> = layer
+            .items
+            .iter()
+            .map(|i| format!("{}:{}({})", i.id, i.format, i.tokens))
             .collect();
+        // The tokens are not padded: `show-prompt` has always printed them so
+        // (a JSON number ignored the `>6` this once had).
         out.push_str(&format!(
-            "{:<16} {:>6}  {}\n",
-            layer["layer"].as_str().unwrap_or("?"),
-            layer["tokens"],
+            "{:<16} {}  {}\n",
+            layer.layer,
+            layer.tokens,
             items.join(" ")
         ));
     }
-    let trimmed = v["trimmed"].as_array().map(Vec::as_slice).unwrap_or(&[]);
-    if !trimmed.is_empty() {
+    if !v.trimmed.is_empty() {
         out.push_str("\ntrimmed:\n");
-        for t in trimmed {
+        for t in &v.trimmed {
             out.push_str(&format!(
                 "  {} {} -> {}: {}\n",
-                t["id"].as_str().unwrap_or("?"),
-                t["from"].as_str().unwrap_or("?"),
-                t["to"].as_str().unwrap_or("?"),
-                t["reason"].as_str().unwrap_or("")
+                t.id, t.from, t.to, t.reason
             ));
         }
     }
     out.push_str("\nmessages as sent:\n");
-    out.push_str(&serde_json::to_string_pretty(&v["messages"]).unwrap_or_default());
+    out.push_str(&serde_json::to_string_pretty(&v.prompt.messages).unwrap_or_default());
     out.push('\n');
     out
 }

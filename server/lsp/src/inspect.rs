@@ -9,7 +9,6 @@ use ctxproxy_core::digest;
 use ctxproxy_core::ids::ItemId;
 use ctxproxy_core::tokens::{self, Encoding};
 use ctxproxy_store::{Store, StoreError};
-use serde_json::Value;
 
 use crate::config;
 
@@ -44,7 +43,7 @@ pub fn inspect(store: &Path, session: &str, raw_id: &str, full: bool) -> anyhow:
                     e.summary
                 );
                 if full {
-                    out.push_str("\n");
+                    out.push('\n');
                     out.push_str(&r.exchange_full_text(session, *x)?);
                 }
                 out
@@ -87,14 +86,15 @@ pub fn show_prompt(store: &Path, session: &str, prompt: &str, json: bool) -> any
         bail!("expected a prompt id p<N>, got {prompt:?}")
     };
     let record = store.read_now(|r| r.prompt(session, id))?;
-    let value: Value = serde_json::from_str(&record.record).map_err(|e| {
-        StoreError::Unreadable(format!("prompt record {id} unreadable: {e}"))
-            .at_store(store.db_path())
-    })?;
+    let prompt = crate::assemble::read_record(&record, store.db_path())?;
     if json {
-        println!("{}", serde_json::to_string_pretty(&value)?);
+        // As recorded: a JSON object, keys sorted.
+        println!(
+            "{}",
+            serde_json::to_string_pretty(&serde_json::to_value(&prompt)?)?
+        );
     } else {
-        print!("{}", crate::format::explain_text(&value));
+        print!("{}", crate::format::explain_text(&prompt));
     }
     Ok(())
 }
@@ -103,8 +103,8 @@ pub fn sessions(store: &Path) -> anyhow::Result<()> {
     let store = open_existing(store)?;
     let list = store.read_now(|r| r.sessions(None))?;
     println!(
-        "{:<10} {:>9} {:>7}  {:<20}  {}",
-        "session", "exchanges", "prompts", "updated", "title"
+        "{:<10} {:>9} {:>7}  {:<20}  title",
+        "session", "exchanges", "prompts", "updated"
     );
     for s in list {
         println!(
@@ -121,7 +121,7 @@ pub fn stats(store: &Path, json: bool) -> anyhow::Result<()> {
     if json {
         println!(
             "{}",
-            serde_json::to_string_pretty(&crate::service::stats_json(&s))?
+            serde_json::to_string_pretty(&serde_json::to_value(crate::service::stats_result(&s))?)?
         );
         return Ok(());
     }

@@ -1,23 +1,10 @@
-//! `ctxproxy`: the LSP sidecar (`serve`) and its command-line tools.
-
-mod assemble;
-mod bench;
-mod config;
-mod doctor;
-mod format;
-mod frames;
-mod inspect;
-mod protocol;
-mod proxy;
-mod replay;
-mod report;
-mod report_html;
-mod server;
-mod service;
+//! `ctxproxy`: the command line; each command is a call into the library
+//! (`serve`, `proxy`, `replay`, the store tools).
 
 use std::path::PathBuf;
 
 use clap::{Parser, Subcommand};
+use ctxproxy::{bench, config, doctor, inspect, proxy, replay, server};
 
 #[derive(Parser)]
 #[command(

@@ -8,7 +8,7 @@ use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 
-use crate::service::ServiceError;
+use crate::error::ServiceError;
 
 /// Parses params, naming the offending field on error (`messages[2].role`).
 /// Absent params and an empty list (what some clients send for `{}`) count
@@ -370,4 +370,346 @@ fn content_bytes(form: &serde_json::Map<String, Value>) -> Result<Vec<u8>, Strin
     BASE64
         .decode(encoded)
         .map_err(|e| format!("base64: not standard padded base64 ({e})"))
+}
+
+/// A reply or event as JSON, as the wire carries it (an object's keys
+/// sorted): for the transports, and for readers that take JSON.
+pub fn to_wire<T: Serialize>(reply: &T) -> Value {
+    serde_json::to_value(reply).expect("a reply serialises to JSON")
+}
+
+// Results and events. Every reply is one of these types, serialised by
+// serde: a renamed field is a compile error here and a failing drift check
+// against vscode-client/src/protocol.ts (tests/protocol_ts.rs), never a
+// silent 0 in a reader.
+
+/// The result of methods that answer only "done" (`ctx/housekeeping`,
+/// `workspace/didChangeConfiguration`): `{}`.
+#[derive(Debug, Serialize, Deserialize, Clone, Default, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct Done {}
+
+#[derive(Debug, Serialize, Deserialize, Clone, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct OpenSessionResult {
+    pub session_id: String,
+}
+
+#[derive(Debug, Serialize, Deserialize, Clone, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct AppendResult {
+    pub exchanges: Vec<ExchangeRef>,
+    pub blobs: Vec<BlobRef>,
+}
+
+/// An exchange an append wrote to: `x<N>` and N.
+#[derive(Debug, Serialize, Deserialize, Clone, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct ExchangeRef {
+    pub id: String,
+    pub seq: u32,
+}
+
+/// A tool result an append stored as a blob.
+#[derive(Debug, Serialize, Deserialize, Clone, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct BlobRef {
+    pub id: String,
+    pub message_id: String,
+    pub bytes: u64,
+    pub tokens: u32,
+    pub digest_tokens: u32,
+    /// The message that first stored the same bytes; absent when none did.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub duplicate_of: Option<String>,
+}
+
+/// `ctx/assemble`'s result, and what is recorded for `ctx/explain`.
+#[derive(Debug, Serialize, Deserialize, Clone, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct AssembleResult {
+    pub prompt_id: String,
+    pub session_id: String,
+    pub budget: u32,
+    pub encoding: String,
+    pub format: String,
+    pub order: String,
+    pub tokens: PromptTokens,
+    pub prefix_reused: u32,
+    pub trimmed: Vec<Trim>,
+    pub layers: Vec<LayerReport>,
+    /// The prompt itself, in the requested API's shape.
+    #[serde(flatten)]
+    pub prompt: FormattedPrompt,
+}
+
+/// The prompt as the chosen format lays it out: `messages` and `tools`
+/// always, `system` for anthropic, `text` for text.
+#[derive(Debug, Serialize, Deserialize, Clone, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct FormattedPrompt {
+    pub messages: Vec<Value>,
+    pub tools: Value,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub system: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub text: Option<String>,
+}
+
+#[derive(Debug, Serialize, Deserialize, Clone, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct PromptTokens {
+    pub total: u32,
+    /// Tokens per layer present in the prompt, by layer name.
+    pub layers: std::collections::BTreeMap<String, u32>,
+}
+
+/// An item the packer moved to a cheaper level (or dropped) to fit.
+#[derive(Debug, Serialize, Deserialize, Clone, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct Trim {
+    pub id: String,
+    pub from: String,
+    pub to: String,
+    pub reason: String,
+}
+
+/// One layer of a prompt, in prompt order, with the items it holds.
+#[derive(Debug, Serialize, Deserialize, Clone, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct LayerReport {
+    pub layer: String,
+    pub tokens: u32,
+    pub items: Vec<LayerItem>,
+}
+
+#[derive(Debug, Serialize, Deserialize, Clone, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct LayerItem {
+    pub id: String,
+    pub format: String,
+    pub tokens: u32,
+}
+
+/// `ctx/explain`: the recorded assemble result and when it was made.
+#[derive(Debug, Serialize, Deserialize, Clone, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct ExplainResult {
+    #[serde(flatten)]
+    pub prompt: AssembleResult,
+    pub created_at: String,
+}
+
+#[derive(Debug, Serialize, Deserialize, Clone, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct RetrieveResult {
+    pub items: Vec<RetrievedItem>,
+}
+
+/// One requested id: what it holds, or why it could not be retrieved (the
+/// other ids are still answered).
+#[derive(Debug, Serialize, Deserialize, Clone, PartialEq)]
+#[serde(untagged)]
+pub enum RetrievedItem {
+    Found(Box<Retrieved>),
+    Failed(RetrieveFailure),
+}
+
+#[derive(Debug, Serialize, Deserialize, Clone, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct Retrieved {
+    pub id: String,
+    /// `exchange`, `message` or `blob`.
+    pub kind: String,
+    pub format: String,
+    pub tokens: u32,
+    pub truncated: bool,
+    pub text: String,
+    /// `base64` when `text` holds bytes that are not UTF-8.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub encoding: Option<String>,
+    #[serde(flatten)]
+    pub details: ItemDetails,
+}
+
+/// What is known about a retrieved item besides its text, by kind.
+#[derive(Debug, Serialize, Deserialize, Clone, PartialEq)]
+#[serde(untagged)]
+pub enum ItemDetails {
+    Blob(BlobDetails),
+    Exchange(ExchangeDetails),
+    Message(MessageDetails),
+}
+
+#[derive(Debug, Serialize, Deserialize, Clone, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct BlobDetails {
+    pub blob_id: String,
+    pub bytes: u64,
+    pub raw_tokens: u32,
+}
+
+#[derive(Debug, Serialize, Deserialize, Clone, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct ExchangeDetails {
+    pub at: Option<String>,
+    pub outcome: String,
+}
+
+/// A message's fields but its content (the item's `text`); a user message's
+/// own kind (query or feedback) travels as `messageKind`, since the item's
+/// `kind` says what the item is.
+#[derive(Debug, Serialize, Deserialize, Clone, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct MessageDetails {
+    pub role: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub message_kind: Option<String>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub tool_calls: Vec<WireToolCall>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tool_call_id: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub agent: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub at: Option<String>,
+    /// The blob holding a tool result's output.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub blob_id: Option<String>,
+}
+
+#[derive(Debug, Serialize, Deserialize, Clone, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct RetrieveFailure {
+    pub id: String,
+    pub error: ItemError,
+}
+
+#[derive(Debug, Serialize, Deserialize, Clone, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct ItemError {
+    pub code: i64,
+    pub message: String,
+}
+
+#[derive(Debug, Serialize, Deserialize, Clone, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct SearchResult {
+    pub hits: Vec<SearchHit>,
+}
+
+#[derive(Debug, Serialize, Deserialize, Clone, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct SearchHit {
+    pub id: String,
+    pub session_id: String,
+    pub header: String,
+    pub snippet: String,
+    pub score: f64,
+}
+
+#[derive(Debug, Serialize, Deserialize, Clone, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct ListSessionsResult {
+    pub sessions: Vec<SessionInfo>,
+}
+
+#[derive(Debug, Serialize, Deserialize, Clone, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct SessionInfo {
+    pub session_id: String,
+    pub title: String,
+    pub workspace: String,
+    pub exchanges: u32,
+    pub prompts: u32,
+    pub created_at: String,
+    pub updated_at: String,
+    /// The session this one was forked from; absent for a session of its own.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub parent: Option<ParentInfo>,
+}
+
+#[derive(Debug, Serialize, Deserialize, Clone, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct ParentInfo {
+    pub session_id: String,
+    pub at_exchange: u32,
+}
+
+#[derive(Debug, Serialize, Deserialize, Clone, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct ListExchangesResult {
+    pub exchanges: Vec<ExchangeInfo>,
+}
+
+#[derive(Debug, Serialize, Deserialize, Clone, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct ExchangeInfo {
+    pub id: String,
+    pub header: String,
+    pub at: Option<String>,
+    /// Tokens as appended, tool outputs raw.
+    pub tokens: u32,
+    /// Tokens in full, tool results as digests.
+    pub full_tokens: u32,
+    pub outcome: String,
+}
+
+/// `ctx/stats`: store-wide figures, or one session's.
+#[derive(Debug, Serialize, Deserialize, Clone, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct StatsResult {
+    pub sessions: u64,
+    pub exchanges: u64,
+    pub messages: u64,
+    pub prompts: u64,
+    pub blobs: u64,
+    pub blob_files: u64,
+    pub raw_bytes: u64,
+    pub stored_bytes: u64,
+    pub appended_bytes: u64,
+    pub duplicate_hits: u64,
+    pub database_bytes: u64,
+}
+
+/// A `ctx/event` notification's params: a state change pushed to the
+/// client, `kind` naming which.
+#[derive(Debug, Serialize, Deserialize, Clone, PartialEq)]
+#[serde(
+    tag = "kind",
+    rename_all = "camelCase",
+    rename_all_fields = "camelCase"
+)]
+pub enum CtxEvent {
+    ExchangeStored {
+        session_id: String,
+        exchange_id: String,
+        messages: u32,
+    },
+    BlobStored {
+        session_id: String,
+        blob_id: String,
+        bytes: u64,
+        duplicate: bool,
+    },
+    SummaryUpdated {
+        session_id: String,
+        exchange_id: String,
+        source: String,
+    },
+    ContextAssembled {
+        session_id: String,
+        prompt_id: String,
+        tokens: u32,
+        budget: u32,
+        prefix_reused: u32,
+        layers: std::collections::BTreeMap<String, u32>,
+    },
+    LayerTrimmed {
+        session_id: String,
+        prompt_id: String,
+        trimmed: Vec<Trim>,
+    },
 }

@@ -7,10 +7,9 @@
 use std::path::PathBuf;
 
 use anyhow::{bail, Context};
-use serde::Deserialize;
 use serde_json::{json, Value};
 
-use crate::protocol::WireMessage;
+use crate::recorded::{RecordedExchange, Turn};
 use crate::service::Service;
 use crate::{report, report_html};
 
@@ -53,34 +52,6 @@ pub struct Args {
     /// Applied before --budget, --encoding and --order.
     #[arg(long, value_name = "JSON")]
     config: Option<String>,
-}
-
-/// One line of a recorded session.
-#[derive(Debug, Deserialize)]
-pub struct RecordedExchange {
-    pub messages: Vec<WireMessage>,
-    #[serde(default)]
-    pub needs: Vec<Need>,
-}
-
-#[derive(Debug, Deserialize, Clone)]
-pub struct Need {
-    pub fact: String,
-    pub from: u32,
-    #[serde(default)]
-    pub cues: Vec<String>,
-}
-
-/// What replay saw at one turn.
-pub struct Turn {
-    pub seq: u32,
-    pub prompt: Value,
-    /// The blob ids the store reported for the exchange's tool results.
-    pub blobs: Vec<String>,
-    /// For each of the exchange's needs, where `ctx/search` with the
-    /// question's words ranks the exchange the fact came from (1 = first),
-    /// searching before the question is stored; `None` past `SEARCH_DEPTH`.
-    pub search_ranks: Vec<Option<usize>>,
 }
 
 /// How many search hits the replay looks through for a need's exchange.
@@ -165,10 +136,7 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
     let opened = service
         .open_session(json!({"title": title, "workspace": "replay"}))
         .await?;
-    let session = opened["sessionId"]
-        .as_str()
-        .expect("session id")
-        .to_string();
+    let session = opened.session_id;
 
     let turns = match replay_turns(&service, &session, &session_file).await {
         Ok(turns) => turns,
@@ -225,12 +193,13 @@ async fn replay_turns(
                 .search(json!({"sessionId": session, "query": question, "limit": SEARCH_DEPTH}))
                 .await
                 .with_context(|| format!("searching for the needs of exchange x{}", i + 1))?;
-            let hits = found["hits"].as_array().cloned().unwrap_or_default();
             for need in &x.needs {
                 let wanted = format!("x{}", need.from);
                 search_ranks.push(
-                    hits.iter()
-                        .position(|h| h["id"] == wanted.as_str())
+                    found
+                        .hits
+                        .iter()
+                        .position(|h| h.id == wanted)
                         .map(|p| p + 1),
                 );
             }
@@ -243,12 +212,7 @@ async fn replay_turns(
             .append(json!({"sessionId": session, "messages": x.messages}))
             .await
             .with_context(|| format!("appending exchange x{}", i + 1))?;
-        let blobs = appended["blobs"]
-            .as_array()
-            .into_iter()
-            .flatten()
-            .filter_map(|b| b["id"].as_str().map(str::to_string))
-            .collect();
+        let blobs = appended.blobs.into_iter().map(|b| b.id).collect();
         turns.push(Turn {
             seq: i as u32 + 1,
             prompt,

@@ -13,7 +13,8 @@ use ctxproxy_core::ids::ExchangeId;
 use ctxproxy_core::message::Message;
 use serde_json::{json, Value};
 
-use crate::replay::{RecordedExchange, Turn};
+use crate::protocol::StatsResult;
+use crate::recorded::{RecordedExchange, Turn};
 use crate::service::to_core_messages;
 
 /// The prompt layers, in prompt order: the JSON key and the text table's column.
@@ -101,19 +102,20 @@ impl Report {
                 .collect();
             rows.push(TurnRow {
                 seq: turn.seq,
+                // A layer the prompt does not have (no input, no headers yet) holds 0.
                 layers: LAYERS
                     .iter()
-                    .map(|(k, _)| p["tokens"]["layers"][k].as_u64().unwrap_or(0))
+                    .map(|(k, _)| p.tokens.layers.get(*k).copied().map_or(0, u64::from))
                     .collect(),
-                total: p["tokens"]["total"].as_u64().unwrap_or(0) as u32,
-                prefix: p["prefixReused"].as_u64().unwrap_or(0) as u32,
-                trimmed: p["trimmed"].as_array().map_or(0, Vec::len),
+                total: p.tokens.total,
+                prefix: p.prefix_reused,
+                trimmed: p.trimmed.len(),
                 baselines,
             });
             if !with_baselines {
                 continue;
             }
-            let text = p["text"].as_str().unwrap_or_default();
+            let text = p.prompt.text.as_deref().unwrap_or_default();
             let question = exchanges[i].first().map_or("", |m| m.content.as_str());
             for (k, need) in session[i].needs.iter().enumerate() {
                 let from = ExchangeId(need.from);
@@ -201,7 +203,7 @@ impl Report {
         out
     }
 
-    pub fn to_text(&self, session: &str, stats: &Value) -> String {
+    pub fn to_text(&self, session: &str, stats: &StatsResult) -> String {
         let mut out = String::new();
         let _ = write!(out, "{:>4}", "turn");
         for (_, short) in LAYERS {
@@ -300,7 +302,7 @@ impl Report {
         let _ = writeln!(
             out,
             "session {session}: {} exchanges, {} blobs ({} duplicate hits), {} raw bytes stored in {} bytes",
-            stats["exchanges"], stats["blobs"], stats["duplicateHits"], stats["rawBytes"], stats["storedBytes"]
+            stats.exchanges, stats.blobs, stats.duplicate_hits, stats.raw_bytes, stats.stored_bytes
         );
         out
     }
@@ -331,7 +333,7 @@ impl Report {
         }
     }
 
-    pub fn to_json(&self, session: &str, stats: &Value) -> Value {
+    pub fn to_json(&self, session: &str, stats: &StatsResult) -> Value {
         let cumulative: Vec<Vec<f64>> = (0..=self.strategies.len())
             .map(|k| self.cumulative_costs(k))
             .collect();

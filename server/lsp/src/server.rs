@@ -6,6 +6,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, OnceLock};
 
 use ctxproxy_core::config::Config;
+use serde::Serialize;
 use serde_json::Value;
 use tokio::sync::mpsc;
 use tower_lsp_server::jsonrpc::{Error, ErrorCode, Result};
@@ -15,13 +16,14 @@ use tower_lsp_server::{Client, LanguageServer, LspService, Server};
 
 use crate::config;
 use crate::frames::{frame_limit, FrameLimit};
+use crate::protocol::{to_wire, CtxEvent};
 use crate::service::{Reply, Service, ServiceError};
 
 /// `ctx/event`: a state change, pushed to the client.
-enum CtxEvent {}
+enum EventNotification {}
 
-impl Notification for CtxEvent {
-    type Params = Value;
+impl Notification for EventNotification {
+    type Params = CtxEvent;
     const METHOD: &'static str = "ctx/event";
 }
 
@@ -44,16 +46,17 @@ fn rpc_error(e: ServiceError) -> Error {
     }
 }
 
-fn reply(r: Reply) -> Result<Value> {
-    r.map_err(rpc_error)
+fn reply<T: Serialize>(r: Reply<T>) -> Result<Value> {
+    r.map(|v| to_wire(&v)).map_err(rpc_error)
 }
 
 impl Backend {
     fn service(&self) -> Result<&Arc<Service>> {
         self.service.get().ok_or_else(|| {
-            rpc_error(ServiceError::StoreUnavailable(
-                "the store is not open".into(),
-            ))
+            rpc_error(ServiceError::StoreUnavailable {
+                why: "the store is not open".into(),
+                source: None,
+            })
         })
     }
 
@@ -109,14 +112,14 @@ impl LanguageServer for Backend {
             .clone()
             .or(store_path)
             .unwrap_or_else(config::default_store_path);
-        let (tx, mut rx) = mpsc::unbounded_channel::<Value>();
+        let (tx, mut rx) = mpsc::unbounded_channel::<CtxEvent>();
         let service = Service::open(store_path.clone(), config, Some(tx)).map_err(rpc_error)?;
         self.follow_payload_limit(&service);
         let _ = self.service.set(Arc::new(service));
         let client = self.client.clone();
         tokio::spawn(async move {
             while let Some(event) = rx.recv().await {
-                client.send_notification::<CtxEvent>(event).await;
+                client.send_notification::<EventNotification>(event).await;
             }
         });
         Ok(InitializeResult {
@@ -141,7 +144,7 @@ impl LanguageServer for Backend {
     async fn did_change_configuration(&self, params: DidChangeConfigurationParams) {
         let Ok(service) = self.service() else { return };
         let applied = service.configure(params.settings).await;
-        self.follow_payload_limit(&service);
+        self.follow_payload_limit(service);
         if let Err(e) = applied {
             self.client
                 .show_message(

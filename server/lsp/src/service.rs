@@ -15,70 +15,20 @@ use ctxproxy_core::ids::{ExchangeId, ItemId, PromptId};
 use ctxproxy_core::message::Message;
 use ctxproxy_core::slice;
 use ctxproxy_core::tokens::{self, Encoding};
-use ctxproxy_store::{settle, Event, NewSession, Store, StoreError};
-use serde_json::{json, Value};
+use ctxproxy_store::{settle, Event, NewSession, Store};
+use serde_json::Value;
 use tokio::sync::mpsc;
 
 use crate::assemble;
 use crate::config;
+pub use crate::error::ServiceError;
 use crate::protocol::*;
 
-#[derive(Debug, thiserror::Error)]
-pub enum ServiceError {
-    #[error("{0}")]
-    InvalidParams(String),
-    #[error("unknown session `{0}`")]
-    UnknownSession(String),
-    #[error("{0}")]
-    UnknownId(String),
-    #[error("{0}")]
-    BudgetTooSmall(String),
-    #[error("store unavailable: {0}")]
-    StoreUnavailable(String),
-    #[error("{0}")]
-    PayloadTooLarge(String),
-    /// The store's content does not read back; writes are refused.
-    #[error("{0}")]
-    StoreDamaged(String),
-    #[error("{0}")]
-    ExchangeNotOpen(String),
-}
-
-impl ServiceError {
-    /// The JSON-RPC error code protocol.md assigns.
-    pub fn code(&self) -> i64 {
-        match self {
-            ServiceError::InvalidParams(_) => -32602,
-            ServiceError::UnknownSession(_) => -32001,
-            ServiceError::UnknownId(_) => -32002,
-            ServiceError::BudgetTooSmall(_) => -32003,
-            ServiceError::StoreUnavailable(_) => -32004,
-            ServiceError::PayloadTooLarge(_) => -32005,
-            ServiceError::StoreDamaged(_) => -32006,
-            ServiceError::ExchangeNotOpen(_) => -32007,
-        }
-    }
-}
-
-impl From<StoreError> for ServiceError {
-    fn from(e: StoreError) -> Self {
-        match e {
-            StoreError::UnknownSession(s) => ServiceError::UnknownSession(s),
-            StoreError::UnknownId(_) | StoreError::AmbiguousId { .. } => {
-                ServiceError::UnknownId(e.to_string())
-            }
-            StoreError::Invalid(m) => ServiceError::InvalidParams(m),
-            e @ StoreError::ExchangeNotOpen { .. } => ServiceError::ExchangeNotOpen(e.to_string()),
-            e if e.is_damage() => ServiceError::StoreDamaged(e.to_string()),
-            other => ServiceError::StoreUnavailable(other.to_string()),
-        }
-    }
-}
-
-pub type Reply = Result<Value, ServiceError>;
+/// A method's typed result.
+pub type Reply<T> = Result<T, ServiceError>;
 
 /// A `ctx/event` notification's params.
-pub type EventSink = mpsc::UnboundedSender<Value>;
+pub type EventSink = mpsc::UnboundedSender<CtxEvent>;
 
 pub struct Service {
     store: Store,
@@ -113,58 +63,57 @@ impl Service {
 
     /// Applies `workspace/didChangeConfiguration`; the store path cannot
     /// change while running.
-    pub async fn configure(&self, value: Value) -> Reply {
+    pub async fn configure(&self, value: Value) -> Reply<Done> {
         let (next, _) = config::apply(&self.config(), value)?;
         let settings = config::ingest_settings(&next);
         *self.config.lock().expect("config lock") = next;
         settle(self.store.write(move |w| w.configure(settings))).await?;
-        Ok(json!({}))
+        Ok(Done {})
     }
 
-    fn emit(&self, kind: &str, session: &str, mut fields: Value) {
+    fn emit(&self, event: CtxEvent) {
         if let Some(tx) = &self.events {
-            fields["kind"] = json!(kind);
-            fields["sessionId"] = json!(session);
-            let _ = tx.send(fields);
+            let _ = tx.send(event);
         }
     }
 
     fn emit_store_events(&self, events: &[Event]) {
         for e in events {
-            match e {
+            self.emit(match e {
                 Event::ExchangeStored {
                     session,
                     exchange,
                     messages,
-                } => self.emit(
-                    "exchangeStored",
-                    session,
-                    json!({"exchangeId": exchange.to_string(), "messages": messages}),
-                ),
+                } => CtxEvent::ExchangeStored {
+                    session_id: session.clone(),
+                    exchange_id: exchange.to_string(),
+                    messages: *messages,
+                },
                 Event::BlobStored {
                     session,
                     blob,
                     bytes,
                     duplicate,
-                } => self.emit(
-                    "blobStored",
-                    session,
-                    json!({"blobId": blob.short_id(), "bytes": bytes, "duplicate": duplicate}),
-                ),
+                } => CtxEvent::BlobStored {
+                    session_id: session.clone(),
+                    blob_id: blob.short_id(),
+                    bytes: *bytes,
+                    duplicate: *duplicate,
+                },
                 Event::SummaryUpdated {
                     session,
                     exchange,
                     source,
-                } => self.emit(
-                    "summaryUpdated",
-                    session,
-                    json!({"exchangeId": exchange.to_string(), "source": source}),
-                ),
-            }
+                } => CtxEvent::SummaryUpdated {
+                    session_id: session.clone(),
+                    exchange_id: exchange.to_string(),
+                    source: source.to_string(),
+                },
+            });
         }
     }
 
-    pub async fn open_session(&self, params: Value) -> Reply {
+    pub async fn open_session(&self, params: Value) -> Reply<OpenSessionResult> {
         let p: OpenSessionParams = parse(params)?;
         let parent = match p.parent {
             None => None,
@@ -182,7 +131,7 @@ impl Service {
             parent,
         };
         let id = self.open_new_session(new).await?;
-        Ok(json!({"sessionId": id}))
+        Ok(OpenSessionResult { session_id: id })
     }
 
     /// `ctx/openSession` with typed params: the new session's id.
@@ -190,7 +139,7 @@ impl Service {
         Ok(settle(self.store.write(move |w| w.open_session(new))).await?)
     }
 
-    pub async fn append(&self, params: Value) -> Reply {
+    pub async fn append(&self, params: Value) -> Reply<AppendResult> {
         let p: AppendParams = parse(params)?;
         let messages = to_core_messages(&p.messages, "messages")?;
         self.check_payload(&messages, "messages")?;
@@ -215,7 +164,7 @@ impl Service {
         session: &str,
         messages: Vec<Message>,
         expected: Option<ExchangeId>,
-    ) -> Reply {
+    ) -> Reply<AppendResult> {
         let session = session.to_string();
         let outcome = settle(
             self.store
@@ -223,22 +172,28 @@ impl Service {
         )
         .await?;
         self.emit_store_events(&outcome.events);
-        Ok(json!({
-            "exchanges": outcome.exchanges.iter().map(|x| json!({"id": x.to_string(), "seq": x.0})).collect::<Vec<_>>(),
-            "blobs": outcome.blobs.iter().map(|b| {
-                let mut v = json!({
-                    "id": b.hash.short_id(),
-                    "messageId": b.message.to_string(),
-                    "bytes": b.bytes,
-                    "tokens": b.tokens,
-                    "digestTokens": b.digest_tokens,
-                });
-                if let Some(d) = &b.duplicate_of {
-                    v["duplicateOf"] = json!(d);
-                }
-                v
-            }).collect::<Vec<_>>(),
-        }))
+        Ok(AppendResult {
+            exchanges: outcome
+                .exchanges
+                .iter()
+                .map(|x| ExchangeRef {
+                    id: x.to_string(),
+                    seq: x.0,
+                })
+                .collect(),
+            blobs: outcome
+                .blobs
+                .into_iter()
+                .map(|b| BlobRef {
+                    id: b.hash.short_id(),
+                    message_id: b.message.to_string(),
+                    bytes: b.bytes,
+                    tokens: b.tokens,
+                    digest_tokens: b.digest_tokens,
+                    duplicate_of: b.duplicate_of,
+                })
+                .collect(),
+        })
     }
 
     fn check_payload(&self, messages: &[Message], field: &str) -> Result<(), ServiceError> {
@@ -261,7 +216,7 @@ impl Service {
         Ok(())
     }
 
-    pub async fn assemble(&self, params: Value) -> Reply {
+    pub async fn assemble(&self, params: Value) -> Reply<AssembleResult> {
         let p: AssembleParams = parse(params)?;
         let request = assemble::Request::from_params(&p, &self.config())?;
         self.assemble_request(&p.session_id, request).await
@@ -269,7 +224,11 @@ impl Service {
 
     /// The prompt the next assemble would give, not recorded (and not the
     /// previous prompt of prefix-reuse figures).
-    pub async fn preview_request(&self, session_id: &str, request: assemble::Request) -> Reply {
+    pub async fn preview_request(
+        &self,
+        session_id: &str,
+        request: assemble::Request,
+    ) -> Reply<AssembleResult> {
         if let Some(input) = &request.input {
             self.check_payload(std::slice::from_ref(input), "input")?;
         }
@@ -287,7 +246,11 @@ impl Service {
     }
 
     /// `ctx/assemble` with a typed request.
-    pub async fn assemble_request(&self, session_id: &str, request: assemble::Request) -> Reply {
+    pub async fn assemble_request(
+        &self,
+        session_id: &str,
+        request: assemble::Request,
+    ) -> Reply<AssembleResult> {
         if let Some(input) = &request.input {
             self.check_payload(std::slice::from_ref(input), "input")?;
         }
@@ -303,25 +266,25 @@ impl Service {
             }))
             .await,
         )?;
-        let event = json!({
-            "promptId": reply["promptId"],
-            "tokens": reply["tokens"]["total"],
-            "budget": reply["budget"],
-            "prefixReused": reply["prefixReused"],
-            "layers": reply["tokens"]["layers"],
+        self.emit(CtxEvent::ContextAssembled {
+            session_id: session_id.to_string(),
+            prompt_id: reply.prompt_id.clone(),
+            tokens: reply.tokens.total,
+            budget: reply.budget,
+            prefix_reused: reply.prefix_reused,
+            layers: reply.tokens.layers.clone(),
         });
-        self.emit("contextAssembled", session_id, event);
-        if let Some(trimmed) = reply["trimmed"].as_array().filter(|t| !t.is_empty()) {
-            self.emit(
-                "layerTrimmed",
-                session_id,
-                json!({"promptId": reply["promptId"], "trimmed": trimmed}),
-            );
+        if !reply.trimmed.is_empty() {
+            self.emit(CtxEvent::LayerTrimmed {
+                session_id: session_id.to_string(),
+                prompt_id: reply.prompt_id.clone(),
+                trimmed: reply.trimmed.clone(),
+            });
         }
         Ok(reply)
     }
 
-    pub async fn explain(&self, params: Value) -> Reply {
+    pub async fn explain(&self, params: Value) -> Reply<ExplainResult> {
         let p: ExplainParams = parse(params)?;
         let id = match ItemId::parse(&p.prompt_id) {
             Ok(ItemId::Prompt(id)) => id,
@@ -334,22 +297,19 @@ impl Service {
         };
         let session = p.session_id.clone();
         let record = self.store.read(move |r| r.prompt(&session, id)).await?;
-        let mut value: Value = serde_json::from_str(&record.record).map_err(|e| {
-            ServiceError::from(
-                StoreError::Unreadable(format!("prompt record {id} unreadable: {e}"))
-                    .at_store(self.store.db_path()),
-            )
-        })?;
-        value["createdAt"] = json!(record.created_at);
-        Ok(value)
+        let prompt = assemble::read_record(&record, self.store.db_path())?;
+        Ok(ExplainResult {
+            prompt,
+            created_at: record.created_at,
+        })
     }
 
-    pub async fn retrieve(&self, params: Value) -> Reply {
+    pub async fn retrieve(&self, params: Value) -> Reply<RetrieveResult> {
         self.retrieve_parsed(parse(params)?).await
     }
 
     /// `ctx/retrieve` with typed params.
-    pub async fn retrieve_parsed(&self, p: RetrieveParams) -> Reply {
+    pub async fn retrieve_parsed(&self, p: RetrieveParams) -> Reply<RetrieveResult> {
         let format = match p.format.as_deref() {
             None => None,
             Some(f @ ("header" | "summary" | "full")) => Some(f.to_string()),
@@ -384,7 +344,7 @@ impl Service {
                     .iter()
                     .map(|raw| {
                         let item = retrieve_one(r, &session, raw, format.as_deref()).and_then(
-                            |(kind, fmt, body, extra)| {
+                            |(kind, fmt, body, details)| {
                                 let (cut, encoded) = match body {
                                     Body::Text(text) => {
                                         let text = match (&p.lines, &p.grep) {
@@ -403,39 +363,40 @@ impl Service {
                                         (cut, Some("base64"))
                                     }
                                 };
-                                let mut item = json!({
-                                    "id": raw.trim(),
-                                    "kind": kind,
-                                    "format": fmt,
-                                    "tokens": tokens::count(encoding, &cut.text),
-                                    "truncated": cut.truncated,
-                                    "text": cut.text,
-                                });
-                                if let Some(encoding) = encoded {
-                                    item["encoding"] = json!(encoding);
-                                }
-                                if let Value::Object(extra) = extra {
-                                    item.as_object_mut().expect("object").extend(extra);
-                                }
-                                Ok(item)
+                                Ok(RetrievedItem::Found(Box::new(Retrieved {
+                                    id: raw.trim().to_string(),
+                                    kind: kind.to_string(),
+                                    format: fmt,
+                                    tokens: tokens::count(encoding, &cut.text),
+                                    truncated: cut.truncated,
+                                    text: cut.text,
+                                    encoding: encoded.map(str::to_string),
+                                    details,
+                                })))
                             },
                         );
                         item.unwrap_or_else(|e| {
-                            json!({"id": raw, "error": {"code": e.code(), "message": e.to_string()}})
+                            RetrievedItem::Failed(RetrieveFailure {
+                                id: raw.clone(),
+                                error: ItemError {
+                                    code: e.code(),
+                                    message: e.to_string(),
+                                },
+                            })
                         })
                     })
                     .collect::<Vec<_>>())
             })
             .await?;
-        Ok(json!({"items": items}))
+        Ok(RetrieveResult { items })
     }
 
-    pub async fn search(&self, params: Value) -> Reply {
+    pub async fn search(&self, params: Value) -> Reply<SearchResult> {
         self.search_parsed(parse(params)?).await
     }
 
     /// `ctx/search` with typed params.
-    pub async fn search_parsed(&self, p: SearchParams) -> Reply {
+    pub async fn search_parsed(&self, p: SearchParams) -> Reply<SearchResult> {
         let limit = p.limit.unwrap_or(20).clamp(1, 500);
         let hits = self
             .store
@@ -451,16 +412,21 @@ impl Service {
                 )
             })
             .await?;
-        Ok(json!({"hits": hits.iter().map(|h| json!({
-            "id": h.exchange.to_string(),
-            "sessionId": h.session,
-            "header": h.header,
-            "snippet": h.snippet,
-            "score": h.score,
-        })).collect::<Vec<_>>()}))
+        Ok(SearchResult {
+            hits: hits
+                .into_iter()
+                .map(|h| SearchHit {
+                    id: h.exchange.to_string(),
+                    session_id: h.session,
+                    header: h.header,
+                    snippet: h.snippet,
+                    score: h.score,
+                })
+                .collect(),
+        })
     }
 
-    pub async fn housekeeping(&self, params: Value) -> Reply {
+    pub async fn housekeeping(&self, params: Value) -> Reply<Done> {
         let p: HousekeepingParams = parse(params)?;
         let exchange = match ItemId::parse(&p.exchange_id) {
             Ok(ItemId::Exchange(x)) => x,
@@ -483,28 +449,36 @@ impl Service {
         let session = p.session_id;
         let events = settle(self.store.write(move |w| w.housekeeping(&session, hk))).await?;
         self.emit_store_events(&events);
-        Ok(json!({}))
+        Ok(Done {})
     }
 
-    pub async fn list_sessions(&self, params: Value) -> Reply {
+    pub async fn list_sessions(&self, params: Value) -> Reply<ListSessionsResult> {
         let p: ListSessionsParams = parse(params)?;
         let sessions = self
             .store
             .read(move |r| r.sessions(p.workspace.as_deref()))
             .await?;
-        Ok(json!({"sessions": sessions.iter().map(|s| {
-            let mut v = json!({
-                "sessionId": s.id, "title": s.title, "workspace": s.workspace,
-                "exchanges": s.exchanges, "prompts": s.prompts, "createdAt": s.created_at, "updatedAt": s.updated_at,
-            });
-            if let Some((parent, at)) = &s.parent {
-                v["parent"] = json!({"sessionId": parent, "atExchange": at});
-            }
-            v
-        }).collect::<Vec<_>>()}))
+        Ok(ListSessionsResult {
+            sessions: sessions
+                .into_iter()
+                .map(|s| SessionInfo {
+                    session_id: s.id,
+                    title: s.title,
+                    workspace: s.workspace,
+                    exchanges: s.exchanges,
+                    prompts: s.prompts,
+                    created_at: s.created_at,
+                    updated_at: s.updated_at,
+                    parent: s.parent.map(|(session_id, at_exchange)| ParentInfo {
+                        session_id,
+                        at_exchange,
+                    }),
+                })
+                .collect(),
+        })
     }
 
-    pub async fn list_exchanges(&self, params: Value) -> Reply {
+    pub async fn list_exchanges(&self, params: Value) -> Reply<ListExchangesResult> {
         let p: ListExchangesParams = parse(params)?;
         let limit = p.limit.unwrap_or(200);
         if !(1..=10_000).contains(&limit) {
@@ -518,28 +492,45 @@ impl Service {
             .store
             .read(move |r| r.exchanges(&session, from, limit))
             .await?;
-        Ok(json!({"exchanges": list.iter().map(|e| json!({
-            "id": e.id.to_string(), "header": e.header, "at": e.at, "tokens": e.raw_tokens,
-            "fullTokens": e.full_tokens, "outcome": e.outcome.as_str(),
-        })).collect::<Vec<_>>()}))
+        Ok(ListExchangesResult {
+            exchanges: list
+                .into_iter()
+                .map(|e| ExchangeInfo {
+                    id: e.id.to_string(),
+                    header: e.header,
+                    at: e.at,
+                    tokens: e.raw_tokens,
+                    full_tokens: e.full_tokens,
+                    outcome: e.outcome.as_str().to_string(),
+                })
+                .collect(),
+        })
     }
 
-    pub async fn stats(&self, params: Value) -> Reply {
+    pub async fn stats(&self, params: Value) -> Reply<StatsResult> {
         let p: StatsParams = parse(params)?;
         let s = self
             .store
             .read(move |r| r.stats(p.session_id.as_deref()))
             .await?;
-        Ok(stats_json(&s))
+        Ok(stats_result(&s))
     }
 }
 
-pub fn stats_json(s: &ctxproxy_store::Stats) -> Value {
-    json!({
-        "sessions": s.sessions, "exchanges": s.exchanges, "messages": s.messages, "prompts": s.prompts,
-        "blobs": s.blobs, "blobFiles": s.blob_files, "rawBytes": s.raw_bytes, "storedBytes": s.stored_bytes,
-        "appendedBytes": s.appended_bytes, "duplicateHits": s.duplicate_hits, "databaseBytes": s.database_bytes,
-    })
+pub fn stats_result(s: &ctxproxy_store::Stats) -> StatsResult {
+    StatsResult {
+        sessions: s.sessions,
+        exchanges: s.exchanges,
+        messages: s.messages,
+        prompts: s.prompts,
+        blobs: s.blobs,
+        blob_files: s.blob_files,
+        raw_bytes: s.raw_bytes,
+        stored_bytes: s.stored_bytes,
+        appended_bytes: s.appended_bytes,
+        duplicate_hits: s.duplicate_hits,
+        database_bytes: s.database_bytes,
+    }
 }
 
 fn exchange_number(v: &Value, field: &str) -> Result<u32, ServiceError> {
@@ -611,13 +602,13 @@ fn bytes_as_base64(
     Ok(cut)
 }
 
-/// One retrieve item: (kind, format, body, extra fields).
+/// One retrieve item: (kind, format, body, details).
 fn retrieve_one(
     r: &ctxproxy_store::Reader,
     session: &str,
     raw: &str,
     format: Option<&str>,
-) -> Result<(&'static str, String, Body, Value), ServiceError> {
+) -> Result<(&'static str, String, Body, ItemDetails), ServiceError> {
     // One sentence per failed item: the model reads it.
     let id = ItemId::parse(raw).map_err(|e| ServiceError::UnknownId(e.to_string()))?;
     match id {
@@ -633,25 +624,27 @@ fn retrieve_one(
                 "exchange",
                 fmt.to_string(),
                 Body::Text(text),
-                json!({"at": e.at, "outcome": e.outcome.as_str()}),
+                ItemDetails::Exchange(ExchangeDetails {
+                    at: e.at,
+                    outcome: e.outcome.as_str().to_string(),
+                }),
             ))
         }
         ItemId::Message(m) => {
             let item = r.message(session, m)?;
             let wire = WireMessage::from_core(&item.message);
-            let mut extra = serde_json::to_value(&wire).expect("message serialises");
-            let fields = extra.as_object_mut().expect("object");
-            fields.remove("content");
-            // The item's `kind` says what the item is; a user message's own
-            // kind (query or feedback) travels as `messageKind`.
-            if let Some(k) = fields.remove("kind") {
-                fields.insert("messageKind".into(), k);
-            }
-            if let Some(b) = item.blob {
-                extra["blobId"] = json!(b.short_id());
-            }
+            let details = ItemDetails::Message(MessageDetails {
+                role: wire.role,
+                message_kind: wire.kind,
+                tool_calls: wire.tool_calls,
+                tool_call_id: wire.tool_call_id,
+                name: wire.name,
+                agent: wire.agent,
+                at: wire.at,
+                blob_id: item.blob.map(|b| b.short_id()),
+            });
             let body = Body::of(item.message.content, item.message.raw);
-            Ok(("message", "full".into(), body, extra))
+            Ok(("message", "full".into(), body, details))
         }
         ItemId::Blob(hex) => {
             let b = r.blob(&hex)?;
@@ -659,7 +652,11 @@ fn retrieve_one(
                 "blob",
                 "full".into(),
                 Body::of(b.text, b.raw),
-                json!({"blobId": b.hash.short_id(), "bytes": b.bytes, "rawTokens": b.tokens}),
+                ItemDetails::Blob(BlobDetails {
+                    blob_id: b.hash.short_id(),
+                    bytes: b.bytes,
+                    raw_tokens: b.tokens,
+                }),
             ))
         }
         ItemId::Prompt(PromptId(n)) => Err(ServiceError::UnknownId(format!(

@@ -45,12 +45,42 @@ fn dependencies(manifest: &str, section: &str) -> Vec<String> {
     names
 }
 
+/// The code of every Rust file under `dirs`, comments left out: a crate
+/// named only in a comment is not used.
 fn sources_of(krate: &Path, dirs: &[&str]) -> String {
     let mut files = Vec::new();
     for d in dirs {
         rust_files(&krate.join(d), &mut files);
     }
-    files.iter().map(|f| read(f)).collect::<Vec<_>>().join("\n")
+    files.iter().map(|f| without_comments(&read(f))).collect()
+}
+
+/// Rust code with its `//` comments (whole-line and trailing) left out.
+fn without_comments(code: &str) -> String {
+    code.lines()
+        .map(|l| match l.find("// ") {
+            Some(at) => format!("{}\n", &l[..at]),
+            None if l.trim_start().starts_with("//") => "\n".to_string(),
+            None => format!("{l}\n"),
+        })
+        .collect()
+}
+
+/// Whether `code` uses crate `name` as a path (`name::`, `use name`,
+/// `name!`), not as the tail of a longer name (`my_name::`).
+fn uses_crate(code: &str, name: &str) -> bool {
+    let starts_word = |at: usize| {
+        code[..at]
+            .chars()
+            .next_back()
+            .is_none_or(|c| !(c.is_alphanumeric() || c == '_'))
+    };
+    code.match_indices(name).any(|(at, _)| {
+        let rest = &code[at + name.len()..];
+        starts_word(at) && (rest.starts_with("::") || rest.starts_with('!'))
+            || code[..at].ends_with("use ")
+                && !rest.starts_with(|c: char| c.is_alphanumeric() || c == '_')
+    })
 }
 
 #[test]
@@ -127,20 +157,37 @@ fn every_dependency_is_used() {
         for (section, sources) in checks {
             for dep in dependencies(&manifest, section) {
                 let name = dep.replace('-', "_");
-                let used = sources.contains(&format!("{name}::"))
-                    || sources.contains(&format!("use {name}"))
-                    || sources.contains(&format!("{name}!"));
-                assert!(used, "{krate}: {section} {dep} is not used");
+                assert!(
+                    uses_crate(&sources, &name),
+                    "{krate}: {section} {dep} is not used"
+                );
             }
         }
     }
+}
+
+/// The check reads paths, not mentions: a comment, or a crate whose name
+/// ends another name, does not make a dependency used.
+#[test]
+fn a_dependency_named_only_in_passing_is_unused() {
+    assert!(uses_crate("use insta::assert_snapshot;", "insta"));
+    assert!(uses_crate("insta::assert_snapshot!(x);", "insta"));
+    assert!(uses_crate("use bytes;", "bytes"));
+    assert!(!uses_crate(
+        &without_comments("let n = text.as_bytes().len(); // bytes::Bytes\n/// bytes::Bytes"),
+        "bytes"
+    ));
+    assert!(!uses_crate("my_bytes::read()", "bytes"));
+    assert!(!uses_crate("use bytesize::ByteSize;", "bytes"));
 }
 
 #[test]
 fn every_module_says_what_it_holds() {
     for krate in CRATES {
         let mut files = Vec::new();
-        rust_files(&root().join(krate).join("src"), &mut files);
+        for dir in ["src", "tests", "benches"] {
+            rust_files(&root().join(krate).join(dir), &mut files);
+        }
         for f in files {
             assert!(
                 read(&f).starts_with("//!"),
@@ -151,26 +198,85 @@ fn every_module_says_what_it_holds() {
     }
 }
 
-#[test]
-fn protocol_md_documents_every_method() {
+/// The text from `start` to `end`, both left out; panics when `start` is
+/// missing, naming it.
+fn between<'a>(text: &'a str, start: &str, end: &str) -> &'a str {
+    let (_, rest) = text
+        .split_once(start)
+        .unwrap_or_else(|| panic!("{start:?} not found"));
+    rest.split(end).next().unwrap_or(rest)
+}
+
+/// The `ctx/` methods server.rs registers.
+fn server_methods() -> Vec<String> {
     let server = read(&root().join("server/lsp/src/server.rs"));
-    let protocol = read(&root().join("docs/PROTOCOL.md"));
-    let methods: Vec<&str> = server
+    let methods: Vec<String> = server
         .split(".custom_method(\"")
         .skip(1)
         .filter_map(|rest| rest.split('"').next())
+        .map(str::to_string)
         .collect();
     assert!(methods.len() >= 10, "found only {methods:?}");
-    for m in methods {
+    methods
+}
+
+#[test]
+fn protocol_md_documents_every_method() {
+    let protocol = read(&root().join("docs/PROTOCOL.md"));
+    let methods = server_methods();
+    for m in &methods {
         assert!(
             protocol.contains(&format!("## `{m}`")),
             "docs/PROTOCOL.md has no section for {m}"
         );
     }
+    // And no section for a method the server does not have.
+    for section in protocol.split("\n## `").skip(1) {
+        let method = section.split('`').next().unwrap_or_default();
+        assert!(
+            method == "ctx/event" || methods.iter().any(|m| m == method),
+            "docs/PROTOCOL.md documents {method}, which server.rs does not register"
+        );
+    }
+}
+
+/// Every `ctx/event` kind the server sends (a `CtxEvent` variant) is in
+/// PROTOCOL.md's `ctx/event` section.
+#[test]
+fn protocol_md_documents_every_event_kind() {
+    let protocol = read(&root().join("docs/PROTOCOL.md"));
+    let events = between(&protocol, "## `ctx/event`", "\n## ");
+    let source = read(&root().join("server/lsp/src/protocol.rs"));
+    let variants = between(&source, "pub enum CtxEvent {", "\n}");
+    let kinds: Vec<String> = variants
+        .lines()
+        .filter_map(|l| l.strip_prefix("    ")?.strip_suffix(" {"))
+        .map(|v| v[..1].to_lowercase() + &v[1..])
+        .collect();
+    assert!(kinds.len() >= 5, "read the kinds {kinds:?}");
+    for kind in kinds {
+        assert!(
+            events.contains(&format!("`{kind} ")) || events.contains(&format!("`{kind}\n")),
+            "docs/PROTOCOL.md's ctx/event section does not name {kind}"
+        );
+    }
+}
+
+/// The VS Code client can call every method the server registers
+/// (`vscode-client/src/protocol.ts`, `METHODS`).
+#[test]
+fn the_client_knows_every_method() {
+    let ts = read(&root().join("vscode-client/src/protocol.ts"));
+    let known = between(&ts, "export const METHODS = {", "}");
+    let missing: Vec<String> = server_methods()
+        .into_iter()
+        .filter(|m| !known.contains(&format!("\"{m}\"")))
+        .collect();
+    assert!(missing.is_empty(), "protocol.ts METHODS lacks {missing:?}");
 }
 
 /// The crates whose modules must not import each other in a cycle.
-const ACYCLIC: [&str; 2] = ["server/core", "server/store"];
+const ACYCLIC: [&str; 3] = ["server/core", "server/store", "server/lsp"];
 
 /// The top-level modules of a crate's `src/` (a file `x.rs` or a folder
 /// `x/`), each with the source of its files before their tests.

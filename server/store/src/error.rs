@@ -27,11 +27,17 @@ pub enum StoreError {
     },
     /// What the store holds does not read back: a damaged page or file.
     /// Once seen, the store refuses writes (`Writer::transaction`).
+    /// `source` is the error that showed the damage (a corrupt blob, a
+    /// value that does not decode, SQLite's "malformed").
     #[error(
-        "the store {path} is damaged ({what}); writes are refused. Run `ctxproxy doctor --store {path}` \
+        "the store {path} is damaged ({source}); writes are refused. Run `ctxproxy doctor --store {path}` \
          to see what is damaged and `ctxproxy doctor --store {path} --salvage NEW.db` to copy what is readable"
     )]
-    Damaged { path: PathBuf, what: String },
+    Damaged {
+        path: PathBuf,
+        #[source]
+        source: Box<StoreError>,
+    },
     /// A request the store cannot carry out as asked (not damage).
     #[error("invalid request: {0}")]
     Invalid(String),
@@ -91,7 +97,7 @@ impl StoreError {
             StoreError::Damaged { .. } | StoreError::WritesRefused { .. } => self,
             e if e.is_damage() => StoreError::Damaged {
                 path: path.to_path_buf(),
-                what: e.to_string(),
+                source: Box::new(e),
             },
             e => e,
         }

@@ -121,11 +121,21 @@ fn large_blobs_live_in_files_and_corruption_is_detected() {
     std::fs::write(&file, bytes).unwrap();
     let err = t.store.read_now(|r| r.blob(&hex[..10])).unwrap_err();
     // The damage is named with the store's path and the blob.
-    let StoreError::Damaged { path, what } = &err else {
+    let StoreError::Damaged { path, source } = &err else {
         panic!("expected Damaged, got {err}")
     };
     assert_eq!(path, &t.store.db_path().to_path_buf());
-    assert!(what.contains(&format!("blob b3:{}", &hex[..12])), "{what}");
+    // The damage keeps the error that showed it.
+    assert!(
+        matches!(**source, StoreError::BlobCorrupt { .. }),
+        "{source:?}"
+    );
+    assert!(
+        source
+            .to_string()
+            .contains(&format!("blob b3:{}", &hex[..12])),
+        "{source}"
+    );
 }
 
 #[test]

@@ -9,7 +9,7 @@ import { renderPromptHtml } from "../../src/promptHtml";
 import { newestExchangeShown, sessionChart } from "../../src/sessionChart";
 import { loadSessionPrompts, promptPicks } from "../../src/sessionPrompts";
 import { promptStatusFromEvent } from "../../src/promptStatus";
-import { RetrievedItem, RetrieveResult } from "../../src/protocol";
+import { Retrieved, RetrieveResult } from "../../src/protocol";
 import { parseSessionJsonl, replaySession, ReplayResult } from "../../src/replay";
 import { CONFIG_SECTION, serverConfig } from "../../src/settings";
 import { fixtureSessionPath, searchableWord } from "../fixtureSession";
@@ -23,7 +23,7 @@ let replayed: ReplayResult;
 function retrievedText(result: RetrieveResult): string {
   const item = result.items[0];
   assert.ok(item && !("error" in item), `retrieve failed: ${JSON.stringify(item)}`);
-  return (item as RetrievedItem).text;
+  return (item as Retrieved).text;
 }
 
 before(async () => {
@@ -69,7 +69,7 @@ test("contextAssembled events carry what the status bar shows", async () => {
   const event = await waitForEvent(running.events, (e) => e.kind === "contextAssembled" && e.sessionId === replayed.sessionId);
   const status = promptStatusFromEvent(event);
   assert.ok(status);
-  const missing = ["promptId", "tokens", "budget", "prefixReused"].filter((field) => event[field] === undefined);
+  const missing = ["promptId", "tokens", "budget", "prefixReused"].filter((field) => (event as unknown as Record<string, unknown>)[field] === undefined);
   assert.deepEqual(missing, [], `contextAssembled lacks ${missing.join(", ")}: ${JSON.stringify(event)}`);
 });
 

@@ -17,8 +17,15 @@ function fakeSidecar() {
           { role: "user", content: params.input?.content ?? "" },
         ],
         tools: [{ type: "function", function: { name: "context_retrieve", description: "r", parameters: {} } }],
+        sessionId: params.sessionId,
+        budget: 16000,
+        encoding: "o200k_base",
+        format: "openai",
+        order: "cache-stable",
         tokens: { total: 10, layers: {} },
+        prefixReused: 0,
         trimmed: [],
+        layers: [],
       };
     },
     append: async (params) => {
@@ -27,7 +34,7 @@ function fakeSidecar() {
     },
     retrieve: async (params) => {
       calls.retrieve.push(params);
-      return { items: [{ id: "x1", kind: "exchange", format: "full", text: "load_config in src/config.rs", tokens: 8, truncated: false }] };
+      return { items: [{ id: "x1", kind: "exchange", format: "full", text: "load_config in src/config.rs", tokens: 8, truncated: false, at: null, outcome: "completed" }] };
     },
     search: async (params) => {
       calls.search.push(params);
@@ -102,7 +109,7 @@ test("retrieve and search results render as text the model can read", () => {
   assert.equal(
     renderRetrieveResult({
       items: [
-        { id: "x1", kind: "exchange", format: "summary", text: "asked about config", tokens: 4, truncated: true },
+        { id: "x1", kind: "exchange", format: "summary", text: "asked about config", tokens: 4, truncated: true, at: null, outcome: "completed" },
         { id: "x99", error: { code: -32002, message: "unknown id" } },
       ],
     }),

@@ -1,6 +1,7 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
 import { promptStatusFromEvent, renderPromptStatus } from "../../src/promptStatus";
+import { CtxEvent } from "../../src/protocol";
 import { formatTokens } from "../../src/tokenFigures";
 
 test("token figures read like 950, 1.2k, 16k, 128k", () => {
@@ -15,6 +16,7 @@ test("a full contextAssembled event shows tokens against budget and prefix reuse
     tokens: 3200,
     budget: 16000,
     prefixReused: 2400,
+    layers: {},
   });
   const text = renderPromptStatus(status);
   assert.equal(text.text, "$(layers) 3.2k/16k · prefix 75%");
@@ -23,15 +25,16 @@ test("a full contextAssembled event shows tokens against budget and prefix reuse
 });
 
 test("tokens given as {total} and prefixReused as a ratio or a flag are understood", () => {
-  const ratio = promptStatusFromEvent({ kind: "contextAssembled", sessionId: "s", tokens: { total: 900 }, prefixReused: 0.5 });
+  // Shapes the Rust types no longer send, which the status bar still reads.
+  const ratio = promptStatusFromEvent({ kind: "contextAssembled", sessionId: "s", tokens: { total: 900 }, prefixReused: 0.5 } as unknown as CtxEvent);
   assert.equal(renderPromptStatus(ratio).text, "$(layers) 900 · prefix 50%");
-  const flag = promptStatusFromEvent({ kind: "contextAssembled", sessionId: "s", promptId: "p1", prefixReused: false });
+  const flag = promptStatusFromEvent({ kind: "contextAssembled", sessionId: "s", promptId: "p1", prefixReused: false } as unknown as CtxEvent);
   assert.equal(renderPromptStatus(flag).text, "$(layers) new prefix");
 });
 
 test("missing fields show what there is; other kinds are ignored", () => {
-  const bare = promptStatusFromEvent({ kind: "contextAssembled", sessionId: "s", promptId: "p2" });
+  const bare = promptStatusFromEvent({ kind: "contextAssembled", sessionId: "s", promptId: "p2" } as unknown as CtxEvent);
   assert.equal(renderPromptStatus(bare).text, "$(layers) p2");
-  assert.equal(promptStatusFromEvent({ kind: "exchangeStored", sessionId: "s" }), undefined);
+  assert.equal(promptStatusFromEvent({ kind: "exchangeStored", sessionId: "s", exchangeId: "x1", messages: 2 }), undefined);
   assert.equal(renderPromptStatus(undefined).text, "$(layers) ctx");
 });

@@ -30,9 +30,9 @@ const records = [
 ];
 const views = records.map((r) => promptView(r, { sessionId: "s-1", promptId: r.promptId }));
 const exchanges = [
-  { id: "x1", header: "a", at: "", tokens: 400 },
-  { id: "x2", header: "b", at: "", tokens: 900 },
-  { id: "x3", header: "c", at: "", tokens: 50 },
+  { id: "x1", header: "a", at: "", tokens: 400, fullTokens: 400, outcome: "completed" },
+  { id: "x2", header: "b", at: "", tokens: 900, fullTokens: 900, outcome: "completed" },
+  { id: "x3", header: "c", at: "", tokens: 50, fullTokens: 50, outcome: "completed" },
 ];
 
 test("each prompt's layers stack to its total, what no layer holds on top", () => {

@@ -2,7 +2,7 @@ import assert from "node:assert/strict";
 import { test } from "node:test";
 import { exchangeItem, sessionItem, sortSessions } from "../../src/sessionItems";
 
-const session = { sessionId: "s-1", title: "fix config", workspace: "/w", exchanges: 3, prompts: 3, updatedAt: "2026-11-21T10:00:00Z" };
+const session = { sessionId: "s-1", title: "fix config", workspace: "/w", exchanges: 3, prompts: 3, createdAt: "2026-11-21T09:00:00Z", updatedAt: "2026-11-21T10:00:00Z" };
 
 test("a session shows its title, exchange count and id", () => {
   const item = sessionItem(session);
@@ -14,7 +14,7 @@ test("a session shows its title, exchange count and id", () => {
 });
 
 test("an exchange shows its id, header and tokens", () => {
-  const item = exchangeItem("s-1", { id: "x2", header: "cargo test: 1 failed", at: "2026-11-21T10:00:00Z", tokens: 1534 });
+  const item = exchangeItem("s-1", { id: "x2", header: "cargo test: 1 failed", at: "2026-11-21T10:00:00Z", tokens: 1534, fullTokens: 1534, outcome: "completed" });
   assert.deepEqual(
     { label: item.label, description: item.description, id: item.exchangeId, session: item.sessionId },
     { label: "x2 cargo test: 1 failed", description: "1.5k tok", id: "x2", session: "s-1" },

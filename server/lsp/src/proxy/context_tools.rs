@@ -7,7 +7,7 @@ use serde::Deserialize;
 use serde_json::Value;
 
 use super::api::ContextCall;
-use crate::protocol::{RetrieveParams, SearchParams};
+use crate::protocol::{to_wire, RetrieveParams, SearchParams};
 use crate::service::Service;
 
 /// `context_retrieve`'s arguments as the tool definition names them.
@@ -53,7 +53,7 @@ async fn answer(service: &Service, session: &str, call: &ContextCall) -> String 
                     max_tokens: a.max_tokens,
                 })
                 .await
-                .map(|v| render_retrieve(&v)),
+                .map(|v| render_retrieve(&to_wire(&v))),
             Err(e) => return format!("context_retrieve failed: arguments: {e}"),
         },
         _ => match serde_json::from_str::<SearchArgs>(&call.arguments) {
@@ -65,7 +65,7 @@ async fn answer(service: &Service, session: &str, call: &ContextCall) -> String 
                     limit: a.limit,
                 })
                 .await
-                .map(|v| render_search(&v)),
+                .map(|v| render_search(&to_wire(&v))),
             Err(e) => return format!("context_search failed: arguments: {e}"),
         },
     };

@@ -31,6 +31,7 @@ use ctxproxy_core::message::Role;
 use serde_json::{json, Value};
 
 use crate::assemble;
+use crate::protocol::to_wire;
 use crate::service::{Service, ServiceError};
 use api::{Api, ErrorKind};
 use upstream::Upstreams;
@@ -341,8 +342,8 @@ async fn model<A: Api>(State(proxy): State<Arc<Proxy>>, request: Request) -> Res
         };
         timing.push(("assemble", started.elapsed()));
         (
-            A::upstream_body(&incoming.client_body, &prompt, &turn.session),
-            prompt["promptId"].as_str().map(str::to_string),
+            A::upstream_body(&incoming.client_body, &to_wire(&prompt), &turn.session),
+            Some(prompt.prompt_id),
         )
     };
     let exchange = rounds::Exchange {
@@ -391,7 +392,7 @@ async fn count_tokens(State(proxy): State<Arc<Proxy>>, request: Request) -> Resp
             let request = incoming.assemble_request(&service.config(), A::FORMAT, Some(input));
             match service.preview_request(&session, request).await {
                 Ok(prompt) => (
-                    A::upstream_body(&incoming.client_body, &prompt, &session),
+                    A::upstream_body(&incoming.client_body, &to_wire(&prompt), &session),
                     our_headers(&session, None),
                 ),
                 Err(e) => return service_error::<A>(e),

@@ -20,7 +20,7 @@ use serde_json::{json, Value};
 use super::{router, session::Sessions, upstream, Proxy};
 use crate::bench::percentile;
 use crate::protocol::WireMessage;
-use crate::replay::RecordedExchange;
+use crate::recorded::RecordedExchange;
 use crate::service::Service;
 
 /// One model call of the replay.
