@@ -506,6 +506,31 @@ mod tests {
     }
 
     #[test]
+    fn exact_fingerprints_tell_fields_apart() {
+        let tool = |content: &str, id: &str| {
+            let mut m = Message::new(Role::Tool, content);
+            m.tool_call_id = Some(id.into());
+            m
+        };
+        // The same bytes split differently between fields are another message.
+        assert_ne!(exact(&tool("ab", "c")), exact(&tool("a", "bc")));
+        assert_ne!(
+            exact(&tool("ab", "")),
+            exact(&Message::new(Role::Tool, "ab "))
+        );
+        assert_ne!(
+            exact(&Message::new(Role::User, "x")),
+            exact(&Message::new(Role::Assistant, "x"))
+        );
+        // Unlike `fingerprint`, whitespace counts.
+        assert_ne!(
+            exact(&Message::new(Role::User, "two words")),
+            exact(&Message::new(Role::User, "two  words"))
+        );
+        assert_eq!(exact(&tool("ab", "c")), exact(&tool("ab", "c")));
+    }
+
+    #[test]
     fn a_branch_matches_an_echo_exactly_or_up_to_whitespace_and_stops_at_a_change() {
         let stored = [
             Message::new(Role::User, "run the tests"),
