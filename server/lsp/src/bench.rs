@@ -5,6 +5,8 @@
 //! ratio is about 4 when ingest is linear in the length of a line).
 //! `--over-stdio` drives a spawned `ctxproxy serve` instead and times
 //! `ctx/assemble` as an editor sees it, reply on stdout included.
+//! `--via-proxy` times the proxy's own path per model request instead
+//! (`replay --via-proxy` on the generated sessions).
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::process::{Command, Stdio};
@@ -31,6 +33,13 @@ pub struct Args {
     /// time each `ctx/assemble` from request written to reply read.
     #[arg(long)]
     over_stdio: bool,
+    /// Send every model call of each session through an in-process `ctxproxy
+    /// proxy` as an OpenAI client would (the whole history each time) and
+    /// print the time the proxy added beyond the store's work, over the last
+    /// tenth of the calls (a history of about the given size). Each call
+    /// resends the history: use sizes up to a few thousand.
+    #[arg(long, conflicts_with = "over_stdio")]
+    via_proxy: bool,
 }
 
 /// One synthetic exchange: a question, a tool call, a tool output of a few
@@ -70,6 +79,9 @@ fn peak_rss_kib() -> Option<u64> {
 pub async fn run(args: Args) -> anyhow::Result<()> {
     if args.over_stdio {
         return over_stdio(&args);
+    }
+    if args.via_proxy {
+        return via_proxy(&args.sizes).await;
     }
     // Steady state: the tokenizer tables load once per process, as `serve`
     // does in the background at start (start-up is measured separately).
@@ -138,6 +150,42 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
             ms(d)
         ),
         Err(e) => println!("start-up not measured: {e}"),
+    }
+    Ok(())
+}
+
+/// The proxy's own time per model request at each size: `replay
+/// --via-proxy` of a generated session, over the calls whose history is
+/// within a tenth of the full size.
+async fn via_proxy(sizes: &[u32]) -> anyhow::Result<()> {
+    use crate::proxy::via_proxy;
+    println!(
+        "{:>9} {:>6} {:>12} {:>14} {:>14} {:>14} {:>14}",
+        "exchanges", "calls", "body MiB", "added p50", "added p99", "beyond p50", "beyond p99"
+    );
+    for &size in sizes {
+        let session = (0..size)
+            .map(|i| serde_json::from_value(json!({"messages": exchange(i)})))
+            .collect::<Result<Vec<crate::replay::RecordedExchange>, _>>()?;
+        let dir = tempfile::tempdir()?;
+        let service = Service::open(dir.path().join("store.db"), Default::default(), None)?;
+        let calls = via_proxy::run(&session, service).await?;
+        let tail = &calls[calls.len() - calls.len().div_ceil(10)..];
+        let mut added: Vec<Duration> = tail.iter().map(|c| c.added).collect();
+        let mut beyond: Vec<Duration> = tail.iter().map(via_proxy::Call::beyond_store).collect();
+        added.sort();
+        beyond.sort();
+        let body = tail.iter().map(|c| c.sent_bytes).max().unwrap_or(0);
+        println!(
+            "{:>9} {:>6} {:>12.1} {:>12.2}ms {:>12.2}ms {:>12.2}ms {:>12.2}ms",
+            size,
+            tail.len(),
+            body as f64 / (1024.0 * 1024.0),
+            ms(percentile(&added, 0.5)),
+            ms(percentile(&added, 0.99)),
+            ms(percentile(&beyond, 0.5)),
+            ms(percentile(&beyond, 0.99)),
+        );
     }
     Ok(())
 }

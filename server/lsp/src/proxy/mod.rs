@@ -331,8 +331,13 @@ async fn model<A: Api>(State(proxy): State<Arc<Proxy>>, request: Request) -> Res
         return service_error::<A>(e);
     }
     timing.push(("ingest", started.elapsed()));
+    // From here on only the body's other fields are needed (the stream
+    // splicer's options): the history, megabytes in a long session, is
+    // freed on a blocking thread, its thousands of allocations off the
+    // path to the upstream.
+    let client_options = api::without_messages(&incoming.client_body);
     let (upstream_body, prompt_id) = if incoming.passthrough {
-        (incoming.client_body.clone(), None)
+        (std::mem::take(&mut incoming.client_body), None)
     } else {
         let started = Instant::now();
         let request = incoming.assemble_request(&service.config(), A::FORMAT, turn.input.clone());
@@ -346,13 +351,15 @@ async fn model<A: Api>(State(proxy): State<Arc<Proxy>>, request: Request) -> Res
             Some(prompt.prompt_id),
         )
     };
+    let history = std::mem::take(&mut incoming.client_body);
+    tokio::task::spawn_blocking(move || drop(history));
     let exchange = rounds::Exchange {
         proxy: proxy.clone(),
         url: incoming.url,
         headers: upstream::request_headers(&incoming.headers, true),
         ours: our_headers(&turn.session, prompt_id.as_deref()),
         timing,
-        client_body: incoming.client_body,
+        client_options,
         body: upstream_body,
         turn,
     };

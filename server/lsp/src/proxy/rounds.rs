@@ -31,7 +31,8 @@ pub struct Exchange {
     pub proxy: Arc<Proxy>,
     pub url: String,
     pub headers: HeaderMap,
-    pub client_body: Value,
+    /// The client's body less its messages.
+    pub client_options: Value,
     pub body: Value,
     pub turn: Turn,
     /// `x-ctxproxy-session` / `x-ctxproxy-prompt`.
@@ -164,7 +165,7 @@ pub async fn streamed<A: Api>(mut x: Exchange) -> Response {
 }
 
 async fn pump<A: Api>(x: Exchange, first: reqwest::Response, tx: mpsc::Sender<Bytes>) {
-    let mut splicer = A::splicer(&x.client_body);
+    let mut splicer = A::splicer(&x.client_options);
     let mut body = x.body.clone();
     let mut resp = first;
     let mut answered = 0;

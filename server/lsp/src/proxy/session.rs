@@ -23,6 +23,7 @@ use ctxproxy_store::NewSession;
 use dashmap::DashMap;
 use serde_json::Value;
 use tokio::sync::{Mutex, OwnedMutexGuard};
+use xxhash_rust::xxh3::Xxh3;
 
 use crate::service::{Service, ServiceError};
 
@@ -78,9 +79,15 @@ fn user_id_session(user_id: &str) -> Option<String> {
 }
 
 /// The message byte for byte: what a client that echoes its history
-/// exactly (most do) is matched by, at hashing speed.
+/// exactly (most do) is matched by. Every request carries the whole
+/// history, so this runs over megabytes per request: XXH3-128 hashes at
+/// memory speed where BLAKE3 on messages of a few KB (too short for its
+/// wide SIMD path) took most of the time finding the new messages. A match
+/// only tells the proxy that a client repeated its own history, which the
+/// client itself could forge anyway by sending it, so a cryptographic
+/// hash buys nothing here.
 fn exact(m: &Message) -> Fingerprint {
-    let mut h = blake3::Hasher::new();
+    let mut h = Xxh3::new();
     let mut field = |text: &str| {
         h.update(&(text.len() as u64).to_le_bytes());
         h.update(text.as_bytes());
@@ -93,9 +100,7 @@ fn exact(m: &Message) -> Fingerprint {
         field(&c.arguments);
     }
     field(m.tool_call_id.as_deref().unwrap_or(""));
-    let mut out = [0; 16];
-    out.copy_from_slice(&h.finalize().as_bytes()[..16]);
-    out
+    h.digest128().to_le_bytes()
 }
 
 /// The message without its whitespace: computed only when the exact
@@ -498,6 +503,31 @@ mod tests {
         let c = Message::new(Role::User, "two words");
         assert_eq!(fingerprint(&a), fingerprint(&b));
         assert_ne!(fingerprint(&b), fingerprint(&c));
+    }
+
+    #[test]
+    fn exact_fingerprints_tell_fields_apart() {
+        let tool = |content: &str, id: &str| {
+            let mut m = Message::new(Role::Tool, content);
+            m.tool_call_id = Some(id.into());
+            m
+        };
+        // The same bytes split differently between fields are another message.
+        assert_ne!(exact(&tool("ab", "c")), exact(&tool("a", "bc")));
+        assert_ne!(
+            exact(&tool("ab", "")),
+            exact(&Message::new(Role::Tool, "ab "))
+        );
+        assert_ne!(
+            exact(&Message::new(Role::User, "x")),
+            exact(&Message::new(Role::Assistant, "x"))
+        );
+        // Unlike `fingerprint`, whitespace counts.
+        assert_ne!(
+            exact(&Message::new(Role::User, "two words")),
+            exact(&Message::new(Role::User, "two  words"))
+        );
+        assert_eq!(exact(&tool("ab", "c")), exact(&tool("ab", "c")));
     }
 
     #[test]

@@ -27,11 +27,20 @@ use crate::service::Service;
 pub struct Call {
     pub exchange: u32,
     pub sent_tokens: u32,
+    /// The request body the client sent.
+    pub sent_bytes: usize,
     pub forwarded_tokens: u32,
     /// The client's wait less the upstream's own time.
     pub added: Duration,
     /// Of `added`, the store's work: ingest, assembly, recording the reply.
     pub store: Duration,
+}
+
+impl Call {
+    /// The time the proxy added less the store's work: the proxy's own.
+    pub fn beyond_store(&self) -> Duration {
+        self.added.saturating_sub(self.store)
+    }
 }
 
 /// The scripted upstream: the recorded replies, and what it received.
@@ -193,6 +202,7 @@ pub async fn run(session: &[RecordedExchange], service: Service) -> anyhow::Resu
                     .replies
                     .push_back(message.clone());
                 let body = json!({"model": "replay", "messages": history}).to_string();
+                let sent_bytes = body.len();
                 let started = Instant::now();
                 let resp = client
                     .post(&url)
@@ -223,6 +233,7 @@ pub async fn run(session: &[RecordedExchange], service: Service) -> anyhow::Resu
                 calls.push(Call {
                     exchange: i as u32 + 1,
                     sent_tokens: history_tokens,
+                    sent_bytes,
                     forwarded_tokens: forwarded,
                     added: waited.saturating_sub(upstream_time),
                     store,
@@ -245,10 +256,7 @@ pub fn report(calls: &[Call], as_json: bool) -> String {
     let sent: u64 = calls.iter().map(|c| u64::from(c.sent_tokens)).sum();
     let forwarded: u64 = calls.iter().map(|c| u64::from(c.forwarded_tokens)).sum();
     let mut added: Vec<Duration> = calls.iter().map(|c| c.added).collect();
-    let mut beyond: Vec<Duration> = calls
-        .iter()
-        .map(|c| c.added.saturating_sub(c.store))
-        .collect();
+    let mut beyond: Vec<Duration> = calls.iter().map(Call::beyond_store).collect();
     added.sort();
     beyond.sort();
     let pct = |v: &[Duration], p| {
