@@ -16,6 +16,7 @@ use serde_json::{json, Value};
 
 use crate::protocol::OpenSessionResult;
 use crate::service::Service;
+use crate::timing::percentile;
 
 #[derive(clap::Args)]
 pub struct Args {
@@ -60,11 +61,6 @@ fn exchange(i: u32) -> Vec<Value> {
         json!({"role": "assistant", "content": format!(
             "handler_{i} calls parse() without checking for an empty string; I added an early return in {file}.")}),
     ]
-}
-
-pub fn percentile(sorted: &[Duration], p: f64) -> Duration {
-    let idx = ((sorted.len() as f64 - 1.0) * p).round() as usize;
-    sorted[idx.min(sorted.len() - 1)]
 }
 
 fn peak_rss_kib() -> Option<u64> {
@@ -166,7 +162,7 @@ async fn via_proxy(sizes: &[u32]) -> anyhow::Result<()> {
     for &size in sizes {
         let session = (0..size)
             .map(|i| serde_json::from_value(json!({"messages": exchange(i)})))
-            .collect::<Result<Vec<crate::replay::RecordedExchange>, _>>()?;
+            .collect::<Result<Vec<crate::recorded::RecordedExchange>, _>>()?;
         let dir = tempfile::tempdir()?;
         let service = Service::open(dir.path().join("store.db"), Default::default(), None)?;
         let calls = via_proxy::run(&session, service).await?;

@@ -23,3 +23,4 @@ pub mod report;
 pub mod report_html;
 pub mod server;
 pub mod service;
+pub mod timing;

@@ -18,10 +18,10 @@ use ctxproxy_core::tokens::{self, Encoding};
 use serde_json::{json, Value};
 
 use super::{router, session::Sessions, upstream, Proxy};
-use crate::bench::percentile;
 use crate::protocol::WireMessage;
 use crate::recorded::RecordedExchange;
 use crate::service::Service;
+use crate::timing::percentile;
 
 /// One model call of the replay.
 pub struct Call {
