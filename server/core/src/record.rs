@@ -2,7 +2,7 @@
 //! is kept (a tool result becomes its blob and digest), and every text and
 //! count the store persists for a closed or growing exchange (trio, terms,
 //! header line, per-encoding counts). The store writes what these return;
-//! `MemorySession` (ctxproxy-testkit) keeps it in memory. Neither computes
+//! `MemorySession` (`core::memory`) keeps it in memory. Neither computes
 //! any of it on its own, so tests and benches measure the store's pipeline.
 
 use crate::config::{DigestLimits, LayerCaps};
@@ -185,10 +185,17 @@ pub fn record_exchange(
     if let Some(s) = &model.summary {
         trio.summary = counted(s);
     }
+    // The trio is already counted in the ingest encoding; count only the other.
+    let per_encoding = |c: &Counted| {
+        PerEncoding::of(|e| match e == encoding {
+            true => c.tokens,
+            false => tokens::count(e, &c.text),
+        })
+    };
     ExchangeRecord {
         terms: facts.terms(),
-        header: PerEncoding::of(|e| tokens::count(e, &trio.header.text)),
-        summary: PerEncoding::of(|e| tokens::count(e, &trio.summary.text)),
+        header: per_encoding(&trio.header),
+        summary: per_encoding(&trio.summary),
         line: CountedText::new(render::header_line(id, &trio.header.text)),
         levels: PerEncoding::of(|e| render::exchange_tokens(kept, e)),
         trio,

@@ -74,13 +74,31 @@ fn exchange(line: &str) -> Result<RecordedExchange, Bad> {
             "an exchange opens with a user message",
         ));
     }
-    let needs = array(v, "needs", "needs")?
-        .into_iter()
-        .flatten()
-        .enumerate()
-        .map(|(i, n)| need(n, &format!("needs[{i}]")))
-        .collect::<Result<Vec<_>, _>>()?;
+    let needs = needs_of(v.get("needs")).map_err(|e| (e.field, e.why))?;
     Ok(RecordedExchange { messages, needs })
+}
+
+/// A line's `needs` (absent or null: none), for readers that parse its
+/// messages their own way (`ctxproxy replay` keeps the wire shapes).
+pub fn needs_of(v: Option<&Value>) -> Result<Vec<Need>, NeedsError> {
+    let fail = |(field, why): Bad| NeedsError { field, why };
+    let list = match v {
+        None | Some(Value::Null) => return Ok(Vec::new()),
+        Some(Value::Array(a)) => a,
+        Some(_) => return Err(fail(bad("needs", "expected an array"))),
+    };
+    list.iter()
+        .enumerate()
+        .map(|(i, n)| need(n, &format!("needs[{i}]")).map_err(fail))
+        .collect()
+}
+
+/// Why a line's `needs` do not parse; `field` is a path such as `needs[1].from`.
+#[derive(Debug, thiserror::Error)]
+#[error("{field}: {why}")]
+pub struct NeedsError {
+    pub field: String,
+    pub why: String,
 }
 
 fn object<'a>(v: &'a Value, field: &str) -> Result<&'a Map<String, Value>, Bad> {

@@ -3,22 +3,22 @@
 //! replay report is built from.
 
 use crate::protocol::{AssembleResult, WireMessage};
-use serde::Deserialize;
+use ctxproxy_core::recorded::{needs_of, Need};
+use serde::{Deserialize, Deserializer};
+use serde_json::Value;
 
-/// One line of a recorded session.
+/// One line of a recorded session: its messages in the wire shapes (base64
+/// tool output, content parts), its needs parsed by `core::recorded`.
 #[derive(Debug, Deserialize)]
 pub struct RecordedExchange {
     pub messages: Vec<WireMessage>,
-    #[serde(default)]
+    #[serde(default, deserialize_with = "needs")]
     pub needs: Vec<Need>,
 }
 
-#[derive(Debug, Deserialize, Clone)]
-pub struct Need {
-    pub fact: String,
-    pub from: u32,
-    #[serde(default)]
-    pub cues: Vec<String>,
+fn needs<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<Need>, D::Error> {
+    let v = Option::<Value>::deserialize(d)?;
+    needs_of(v.as_ref()).map_err(serde::de::Error::custom)
 }
 
 /// What replay saw at one turn.
