@@ -20,10 +20,10 @@ use crate::timing::percentile;
 
 #[derive(clap::Args)]
 pub struct Args {
-    /// Session sizes, in exchanges (each at least 1), comma-separated.
-    #[arg(long, value_delimiter = ',', default_values_t = vec![100u32, 1_000, 10_000],
-          value_parser = clap::value_parser!(u32).range(1..))]
-    sizes: Vec<u32>,
+    /// Session sizes, in exchanges (each at least 1), comma-separated
+    /// [default: 100,1000,10000; with --via-proxy 100,1000].
+    #[arg(long, value_delimiter = ',', value_parser = clap::value_parser!(u32).range(1..))]
+    sizes: Option<Vec<u32>>,
     /// Assembles timed per size (at least 1: p50/p99 need a sample).
     #[arg(long, default_value_t = 300, value_parser = clap::value_parser!(u32).range(1..))]
     assembles: u32,
@@ -41,6 +41,18 @@ pub struct Args {
     /// resends the history: use sizes up to a few thousand.
     #[arg(long, conflicts_with = "over_stdio")]
     via_proxy: bool,
+}
+
+impl Args {
+    /// The sizes asked for, or the mode's default: every call through the
+    /// proxy resends the whole history, so its default stops at 1,000.
+    fn sizes(&self) -> Vec<u32> {
+        let default: &[u32] = match self.via_proxy {
+            true => &[100, 1_000],
+            false => &[100, 1_000, 10_000],
+        };
+        self.sizes.clone().unwrap_or_else(|| default.to_vec())
+    }
 }
 
 /// One synthetic exchange: a question, a tool call, a tool output of a few
@@ -77,7 +89,7 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
         return over_stdio(&args);
     }
     if args.via_proxy {
-        return via_proxy(&args.sizes).await;
+        return via_proxy(&args.sizes()).await;
     }
     // Steady state: the tokenizer tables load once per process, as `serve`
     // does in the background at start (start-up is measured separately).
@@ -86,7 +98,7 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
         "{:>9} {:>12} {:>14} {:>11} {:>11} {:>11} {:>12}",
         "exchanges", "ingest x/s", "x/CPU-second", "assemble p50", "p99", "max", "prompt tok"
     );
-    for &size in &args.sizes {
+    for size in args.sizes() {
         let dir = tempfile::tempdir()?;
         let service = Service::open(dir.path().join("store.db"), Default::default(), None)?;
         let session = service
@@ -335,7 +347,7 @@ fn over_stdio(args: &Args) -> anyhow::Result<()> {
         "{:>9} {:>12} {:>11} {:>11} {:>11} {:>12}",
         "exchanges", "ingest x/s", "assemble p50", "p99", "max", "reply bytes"
     );
-    for &size in &args.sizes {
+    for size in args.sizes() {
         let mut server = StdioServer::spawn()?;
         server.call("initialize", json!({"capabilities": {}}))?;
         server.send(&json!({"jsonrpc": "2.0", "method": "initialized", "params": {}}))?;
