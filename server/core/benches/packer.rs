@@ -8,11 +8,11 @@ use ctxproxy_core::config::{LayerCaps, LayerOrder};
 use ctxproxy_core::digest::OutputKind;
 use ctxproxy_core::exchange::{KeptMessage, Level, ToolResult};
 use ctxproxy_core::ids::{BlobHash, ExchangeId, MessageId};
-use ctxproxy_core::memory::MemorySession;
 use ctxproxy_core::message::{Message, Role, ToolCall};
 use ctxproxy_core::packer::{pack, PackRequest};
 use ctxproxy_core::render;
 use ctxproxy_core::tokens::Encoding;
+use ctxproxy_testkit::MemorySession;
 
 const ENC: Encoding = Encoding::O200kBase;
 

@@ -12,7 +12,6 @@ pub mod evaluation;
 pub mod exchange;
 pub mod fit;
 pub mod ids;
-pub mod memory;
 pub mod message;
 pub mod message_json;
 pub mod packer;

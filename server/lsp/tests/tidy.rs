@@ -26,7 +26,12 @@ fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
     }
 }
 
-const CRATES: [&str; 3] = ["server/core", "server/store", "server/lsp"];
+const CRATES: [&str; 4] = [
+    "server/core",
+    "server/store",
+    "server/lsp",
+    "server/testkit",
+];
 
 /// The names in one `[section]` of a Cargo.toml.
 fn dependencies(manifest: &str, section: &str) -> Vec<String> {
@@ -139,6 +144,21 @@ fn only_the_proxy_module_knows_http() {
                 );
             }
         }
+    }
+}
+
+/// Test support stays out of what ships: the testkit is only ever a
+/// dev-dependency.
+#[test]
+fn the_testkit_is_for_tests_only() {
+    for krate in CRATES {
+        let manifest = read(&root().join(krate).join("Cargo.toml"));
+        assert!(
+            !dependencies(&manifest, "[dependencies]")
+                .iter()
+                .any(|d| d == "ctxproxy-testkit"),
+            "{krate} depends on ctxproxy-testkit outside [dev-dependencies]"
+        );
     }
 }
 
@@ -276,7 +296,12 @@ fn the_client_knows_every_method() {
 }
 
 /// The crates whose modules must not import each other in a cycle.
-const ACYCLIC: [&str; 3] = ["server/core", "server/store", "server/lsp"];
+const ACYCLIC: [&str; 4] = [
+    "server/core",
+    "server/store",
+    "server/lsp",
+    "server/testkit",
+];
 
 /// The top-level modules of a crate's `src/` (a file `x.rs` or a folder
 /// `x/`), each with the source of its files before their tests.

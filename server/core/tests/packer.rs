@@ -1,18 +1,18 @@
 //! The packer's tests: fixtures of generated sessions, snapshots of the
 //! prompts, properties of every packing.
 
-use super::*;
-use crate::config::LayerOrder;
-use crate::digest::OutputKind;
-use crate::exchange::ToolResult;
-use crate::exchange::{KeptMessage, Level};
-use crate::ids::ExchangeId;
-use crate::ids::{BlobHash, MessageId};
-use crate::memory::MemorySession;
-use crate::message::Role;
-use crate::message::{Message, ToolCall};
-use crate::render::{self, Block, MESSAGE_OVERHEAD, REPLY_PRIMER};
-use crate::tokens::{self, Encoding};
+use ctxproxy_core::config::{LayerCaps, LayerOrder};
+use ctxproxy_core::digest::OutputKind;
+use ctxproxy_core::exchange::ToolResult;
+use ctxproxy_core::exchange::{KeptMessage, Level};
+use ctxproxy_core::ids::ExchangeId;
+use ctxproxy_core::ids::{BlobHash, MessageId};
+use ctxproxy_core::message::Role;
+use ctxproxy_core::message::{Message, ToolCall};
+use ctxproxy_core::packer::*;
+use ctxproxy_core::render::{self, Block, MESSAGE_OVERHEAD, REPLY_PRIMER};
+use ctxproxy_core::tokens::{self, Encoding};
+use ctxproxy_testkit::MemorySession;
 use proptest::prelude::*;
 
 const ENC: Encoding = Encoding::O200kBase;

@@ -1,15 +1,15 @@
 //! Exchanges written as text, for the tests of the summary and the context.
 
-use crate::exchange::KeptMessage;
-use crate::message::{Role, UserKind};
+use ctxproxy_core::exchange::KeptMessage;
+use ctxproxy_core::message::{Role, UserKind};
 
 /// Exchanges written as text for tests, one message per line:
 /// `user: …`, `feedback: …`, `assistant: … -> tool {json}`, `tool: …`
 /// (`\n` in a tool line stands for a line break).
-pub(crate) fn parse_exchange(id: u32, fixture: &str) -> Vec<KeptMessage> {
-    use crate::exchange::ToolResult;
-    use crate::ids::{BlobHash, MessageId};
-    use crate::message::{Message, ToolCall};
+pub fn parse_exchange(id: u32, fixture: &str) -> Vec<KeptMessage> {
+    use ctxproxy_core::exchange::ToolResult;
+    use ctxproxy_core::ids::{BlobHash, MessageId};
+    use ctxproxy_core::message::{Message, ToolCall};
 
     let mut out: Vec<KeptMessage> = Vec::new();
     let mut pending: Vec<(String, String)> = Vec::new();
@@ -53,7 +53,7 @@ pub(crate) fn parse_exchange(id: u32, fixture: &str) -> Vec<KeptMessage> {
         let index = out.len() as u32 + 1;
         let result = (m.role == Role::Tool).then(|| ToolResult {
             blob: BlobHash::of(m.content.as_bytes()),
-            kind: crate::digest::classify(&crate::digest::ToolOutput {
+            kind: ctxproxy_core::digest::classify(&ctxproxy_core::digest::ToolOutput {
                 tool: m.name.as_deref(),
                 arguments: None,
                 content: &m.content,
@@ -67,7 +67,7 @@ pub(crate) fn parse_exchange(id: u32, fixture: &str) -> Vec<KeptMessage> {
         });
         out.push(KeptMessage {
             id: MessageId {
-                exchange: crate::ids::ExchangeId(id),
+                exchange: ctxproxy_core::ids::ExchangeId(id),
                 index,
             },
             message: m,
