@@ -3,16 +3,15 @@
 
 use ctxproxy_core::config::{LayerCaps, LayerOrder};
 use ctxproxy_core::digest::OutputKind;
-use ctxproxy_core::exchange::ToolResult;
 use ctxproxy_core::exchange::{KeptMessage, Level};
 use ctxproxy_core::ids::ExchangeId;
-use ctxproxy_core::ids::{BlobHash, MessageId};
+use ctxproxy_core::ids::MessageId;
 use ctxproxy_core::message::Role;
 use ctxproxy_core::message::{Message, ToolCall};
 use ctxproxy_core::packer::*;
 use ctxproxy_core::render::{self, Block, MESSAGE_OVERHEAD, REPLY_PRIMER};
 use ctxproxy_core::tokens::{self, Encoding};
-use ctxproxy_testkit::MemorySession;
+use ctxproxy_testkit::{kept, MemorySession, Output};
 use proptest::prelude::*;
 
 const ENC: Encoding = Encoding::O200kBase;
@@ -76,29 +75,12 @@ fn messages(id: u32, spec: &Spec) -> Vec<KeptMessage> {
             text(id as usize + 1, spec.answer),
         ));
     }
-    out.into_iter()
-        .enumerate()
-        .map(|(i, message)| {
-            let result = (message.role == Role::Tool).then(|| ToolResult {
-                blob: BlobHash::of(format!("{id}/{i}").as_bytes()),
-                kind: OutputKind::Generic,
-                path: None,
-                bytes: message.content.len() as u64 * 10,
-                tokens: message.content.len() as u32,
-                headline: message.content.lines().next().unwrap_or("").to_string(),
-                digest: message.content.clone(),
-                whole: false,
-            });
-            KeptMessage {
-                id: MessageId {
-                    exchange: ExchangeId(id),
-                    index: i as u32 + 1,
-                },
-                message,
-                result,
-            }
-        })
-        .collect()
+    kept(id, out, |m| Output {
+        kind: OutputKind::Generic,
+        path: None,
+        bytes: m.content.len() as u64 * 10,
+        tokens: m.content.len() as u32,
+    })
 }
 
 fn session(specs: &[Spec], caps: &LayerCaps) -> MemorySession {
@@ -250,14 +232,7 @@ fn assert_paired(messages: &[PromptMessage]) {
             }
         }
         if m.role == Role::Assistant {
-            open = m
-                .blocks
-                .iter()
-                .filter_map(|b| match b {
-                    Block::ToolUse { id, .. } => Some(id.clone()),
-                    _ => None,
-                })
-                .collect();
+            open = m.tool_use_ids().map(str::to_string).collect();
         }
     }
     assert!(open.is_empty(), "calls {open:?} left unanswered");

@@ -28,7 +28,7 @@ use rusqlite::{Connection, OpenFlags};
 use tokio::sync::oneshot;
 
 pub use append::{AppendOutcome, BlobOutcome, Event};
-pub use assemble::AssembledPrompt;
+pub use assemble::{AssembledPrompt, Keep};
 pub use error::StoreError;
 pub use read::{
     BlobText, ExchangeListing, MessageItem, PromptRecord, Reader, SearchHit, SessionListing, Stats,

@@ -5,7 +5,9 @@
 //! parser of their format, which `ctxproxy replay` uses too.
 
 pub mod exchanges;
+pub mod kept;
 pub mod memory;
 
 pub use exchanges::parse_exchange;
+pub use kept::{kept, Output};
 pub use memory::MemorySession;

@@ -215,14 +215,7 @@ fn pair_tool_calls(messages: &mut [PromptMessage]) {
             .find(|&j| messages[j].role != Role::Tool)
             .unwrap_or(messages.len());
         if messages[i].role == Role::Assistant {
-            let calls: HashSet<String> = messages[i]
-                .blocks
-                .iter()
-                .filter_map(|b| match b {
-                    Block::ToolUse { id, .. } => Some(id.clone()),
-                    _ => None,
-                })
-                .collect();
+            let calls: HashSet<String> = messages[i].tool_use_ids().map(str::to_string).collect();
             let mut answered = HashSet::new();
             for m in &mut messages[i + 1..run_end] {
                 let matched = match &m.blocks[..] {

@@ -122,6 +122,14 @@ impl PromptMessage {
     pub fn text(&self) -> String {
         self.blocks.iter().map(Block::text).collect()
     }
+
+    /// The ids of the tool calls this message makes.
+    pub fn tool_use_ids(&self) -> impl Iterator<Item = &str> {
+        self.blocks.iter().filter_map(|b| match b {
+            Block::ToolUse { id, .. } => Some(id.as_str()),
+            _ => None,
+        })
+    }
 }
 
 #[derive(Clone, Debug, PartialEq, Eq)]
