@@ -7,7 +7,7 @@ use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion};
 use ctxproxy_core::config::{LayerCaps, LayerOrder};
 use ctxproxy_core::digest::OutputKind;
 use ctxproxy_core::exchange::{KeptMessage, Level};
-use ctxproxy_core::ids::{ExchangeId, MessageId};
+use ctxproxy_core::ids::{BlobHash, ExchangeId, MessageId};
 use ctxproxy_core::message::{Message, Role, ToolCall};
 use ctxproxy_core::packer::{pack, PackRequest};
 use ctxproxy_core::render;
@@ -56,7 +56,8 @@ fn exchange(id: u32) -> Vec<KeptMessage> {
             format!("Fixed: `parse_{id}()` now returns `Ast`. Next: run the tests?"),
         ),
     ];
-    kept(id, messages, |_| Output {
+    kept(id, messages, |at, _| Output {
+        blob: BlobHash::of(format!("{}/{}", at.exchange.0, at.index - 1).as_bytes()),
         kind: OutputKind::FileRead,
         path: Some(path.clone()),
         bytes: 4_000,

@@ -4,6 +4,7 @@
 //! The store persists what these functions return; the packer is the only
 //! code that trims, demotes or orders.
 
+pub mod arguments;
 pub mod baseline;
 pub mod config;
 pub mod context;

@@ -5,7 +5,7 @@ use ctxproxy_core::config::{LayerCaps, LayerOrder};
 use ctxproxy_core::digest::OutputKind;
 use ctxproxy_core::exchange::{KeptMessage, Level};
 use ctxproxy_core::ids::ExchangeId;
-use ctxproxy_core::ids::MessageId;
+use ctxproxy_core::ids::{BlobHash, MessageId};
 use ctxproxy_core::message::Role;
 use ctxproxy_core::message::{Message, ToolCall};
 use ctxproxy_core::packer::*;
@@ -75,7 +75,8 @@ fn messages(id: u32, spec: &Spec) -> Vec<KeptMessage> {
             text(id as usize + 1, spec.answer),
         ));
     }
-    kept(id, out, |m| Output {
+    kept(id, out, |at, m| Output {
+        blob: BlobHash::of(format!("{}/{}", at.exchange.0, at.index - 1).as_bytes()),
         kind: OutputKind::Generic,
         path: None,
         bytes: m.content.len() as u64 * 10,

@@ -1,6 +1,7 @@
 //! Exchanges written as text, for the tests of the summary and the context.
 
 use ctxproxy_core::exchange::KeptMessage;
+use ctxproxy_core::ids::BlobHash;
 use ctxproxy_core::message::{Message, Role, ToolCall, UserKind};
 
 use crate::kept::{kept, Output};
@@ -50,7 +51,8 @@ pub fn parse_exchange(id: u32, fixture: &str) -> Vec<KeptMessage> {
         m.at = None;
         messages.push(m);
     }
-    kept(id, messages, |m| Output {
+    kept(id, messages, |_, m| Output {
+        blob: BlobHash::of(m.content.as_bytes()),
         kind: ctxproxy_core::digest::classify(&ctxproxy_core::digest::ToolOutput {
             tool: m.name.as_deref(),
             arguments: None,

@@ -1,6 +1,6 @@
 //! Messages as the store keeps them, built by hand for tests and benches:
 //! ids `x<id>.<n>`, and each tool message's output standing in as its own
-//! digest under a blob of its own.
+//! digest.
 
 use ctxproxy_core::digest::OutputKind;
 use ctxproxy_core::exchange::{KeptMessage, ToolResult};
@@ -8,8 +8,9 @@ use ctxproxy_core::ids::{BlobHash, ExchangeId, MessageId};
 use ctxproxy_core::message::{Message, Role};
 
 /// What a test says about a tool output; the rest of its `ToolResult`
-/// (blob, headline, digest) follows from the message.
+/// (headline, digest) follows from the message.
 pub struct Output {
+    pub blob: BlobHash,
     pub kind: OutputKind,
     pub path: Option<String>,
     pub bytes: u64,
@@ -21,16 +22,20 @@ pub struct Output {
 pub fn kept(
     id: u32,
     messages: Vec<Message>,
-    output: impl Fn(&Message) -> Output,
+    output: impl Fn(MessageId, &Message) -> Output,
 ) -> Vec<KeptMessage> {
     messages
         .into_iter()
         .enumerate()
         .map(|(i, message)| {
+            let id = MessageId {
+                exchange: ExchangeId(id),
+                index: i as u32 + 1,
+            };
             let result = (message.role == Role::Tool).then(|| {
-                let o = output(&message);
+                let o = output(id, &message);
                 ToolResult {
-                    blob: BlobHash::of(format!("{id}/{i}").as_bytes()),
+                    blob: o.blob,
                     kind: o.kind,
                     path: o.path,
                     bytes: o.bytes,
@@ -41,10 +46,7 @@ pub fn kept(
                 }
             });
             KeptMessage {
-                id: MessageId {
-                    exchange: ExchangeId(id),
-                    index: i as u32 + 1,
-                },
+                id,
                 message,
                 result,
             }

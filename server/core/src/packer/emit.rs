@@ -13,7 +13,7 @@ use super::upgrades::Upgraded;
 use crate::config::LayerOrder;
 use crate::exchange::Level;
 use crate::message::Role;
-use crate::render::{self, Block, MESSAGE_OVERHEAD, REPLY_PRIMER};
+use crate::render::{self, Block, REPLY_PRIMER};
 use crate::view::ExchangeView;
 
 /// The prompt: every layer emitted, then ordered.
@@ -65,7 +65,7 @@ pub(super) fn emit(
         };
         put(
             Layer::System,
-            vec![layer_message(
+            vec![PromptMessage::of_pieces(
                 Role::System,
                 vec![(system.text.clone(), system.tokens)],
             )],
@@ -80,7 +80,10 @@ pub(super) fn emit(
         };
         put(
             Layer::CurrentContext,
-            vec![layer_message(Role::User, vec![(c.text.clone(), c.tokens)])],
+            vec![PromptMessage::of_pieces(
+                Role::User,
+                vec![(c.text.clone(), c.tokens)],
+            )],
             vec![item],
         );
     }
@@ -123,7 +126,9 @@ pub(super) fn emit(
     for p in recent {
         let messages = match p.level {
             Level::Full | Level::Digests => exchange_messages(p.exchange, p.level),
-            Level::Summary | Level::Header => vec![layer_message(Role::User, p.pieces())],
+            Level::Summary | Level::Header => {
+                vec![PromptMessage::of_pieces(Role::User, p.pieces())]
+            }
         };
         let item = LayerItem {
             id: p.exchange.id.to_string(),
@@ -168,18 +173,6 @@ pub(super) fn emit(
         total,
         layers,
         trimmed,
-    }
-}
-
-/// A message made of counted pieces.
-pub(super) fn layer_message(role: Role, pieces: Vec<(String, u32)>) -> PromptMessage {
-    let charged = pieces.iter().map(|(_, n)| n).sum::<u32>() + MESSAGE_OVERHEAD;
-    let (blocks, block_tokens) = pieces.into_iter().map(|(t, n)| (Block::Text(t), n)).unzip();
-    PromptMessage {
-        role,
-        blocks,
-        charged,
-        block_tokens,
     }
 }
 
