@@ -4,6 +4,7 @@
 use crate::context::CurrentContext;
 use crate::exchange::{Counted, KeptMessage, LevelTokens};
 use crate::ids::{BlobHash, ExchangeId};
+use crate::supersede::SupersededBy;
 
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct HeaderItem {
@@ -47,6 +48,10 @@ pub struct SessionView {
     /// The current context (L0); the packer renders it, leaving out what
     /// the prompt shows in full.
     pub current_context: CurrentContext,
+    /// Superseded exchanges and their superseders, for every supersession
+    /// whose superseder is in `window` or newer (so it covers every
+    /// superseded exchange the prompt can show, and every superseder).
+    pub superseded: SupersededBy,
 }
 
 /// The references L4 lists, from candidates newest first: one per blob (a

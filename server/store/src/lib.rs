@@ -17,6 +17,7 @@ pub mod maintenance;
 mod read;
 mod schema;
 mod sessions;
+mod supersede;
 mod time;
 mod writer;
 
