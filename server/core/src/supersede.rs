@@ -97,7 +97,9 @@ mod tests {
 
     #[test]
     fn ranges_parse_and_print() {
-        let cases = ["x3", "x3-x9", "x12-x12", "x9-x3", "x0", "3-9", "x3-", "x3-x4-x5", " x3", "x3.1"];
+        let cases = [
+            "x3", "x3-x9", "x12-x12", "x9-x3", "x0", "3-9", "x3-", "x3-x4-x5", " x3", "x3.1",
+        ];
         let got: Vec<String> = cases
             .iter()
             .map(|c| match ExchangeRange::parse(c) {

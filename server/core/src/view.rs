@@ -48,9 +48,9 @@ pub struct SessionView {
     /// The current context (L0); the packer renders it, leaving out what
     /// the prompt shows in full.
     pub current_context: CurrentContext,
-    /// Superseded exchanges and their superseders, for every supersession
-    /// whose superseder is in `window` or newer (so it covers every
-    /// superseded exchange the prompt can show, and every superseder).
+    /// Superseded exchanges and their first superseders: at least every
+    /// exchange the prompt can show (headers, window, references' exchanges)
+    /// that is superseded, and so every superseder in the window.
     pub superseded: SupersededBy,
 }
 

@@ -96,7 +96,11 @@ impl Writer {
             target.ok_or_else(|| {
                 StoreError::Invalid(format!(
                     "{field}: an append that {} must hold one exchange's messages",
-                    if field == "exchange" { "names its exchange" } else { "supersedes" }
+                    if field == "exchange" {
+                        "names its exchange"
+                    } else {
+                        "supersedes"
+                    }
                 ))
             })
         };

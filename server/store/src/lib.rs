@@ -14,6 +14,7 @@ mod error;
 mod exchange_row;
 mod housekeeping;
 pub mod maintenance;
+mod path;
 mod read;
 mod schema;
 mod sessions;
@@ -31,6 +32,7 @@ use tokio::sync::oneshot;
 pub use append::{AppendOutcome, BlobOutcome, Event};
 pub use assemble::AssembledPrompt;
 pub use error::StoreError;
+pub use path::{Lineage, PathSegment};
 pub use read::{
     BlobText, ExchangeListing, MessageItem, PromptRecord, Reader, SearchHit, SessionListing, Stats,
 };

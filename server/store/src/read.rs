@@ -22,7 +22,7 @@ use crate::Result;
 /// Read access to a connection and the blob directory: the writer's own
 /// connection for reads ordered with writes, or a read-only one (CLI).
 pub struct Reader<'a> {
-    conn: &'a Connection,
+    pub(crate) conn: &'a Connection,
     blob_dir: &'a Path,
 }
 

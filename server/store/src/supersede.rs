@@ -17,7 +17,12 @@ impl Writer {
     /// Marks the exchanges of `ranges` superseded by `by` (stored or being
     /// stored in this transaction). Each range must end before `by`; the
     /// error names the range by its index (`supersedes[1]`).
-    pub fn supersede(&mut self, session: &str, by: ExchangeId, ranges: &[ExchangeRange]) -> Result<()> {
+    pub fn supersede(
+        &mut self,
+        session: &str,
+        by: ExchangeId,
+        ranges: &[ExchangeRange],
+    ) -> Result<()> {
         if let Some((i, r)) = ranges.iter().enumerate().find(|(_, r)| r.last >= by) {
             return Err(StoreError::Invalid(format!(
                 "supersedes[{i}]: {r} is not earlier than {by}, the exchange that supersedes it"

@@ -241,7 +241,11 @@ fn superseded_exchanges_keep_a_header_at_most() {
         (6, 100_000, &[(5, &["x2-x4"])]),
         // In every region: headers (x1-x3), summaries (x4-x7), recent;
         // x7 supersedes and keeps its summary; x5's first superseder stays.
-        (12, 100_000, &[(7, &["x1-x3", "x5", "x6"]), (9, &["x5", "x8"])]),
+        (
+            12,
+            100_000,
+            &[(7, &["x1-x3", "x5", "x6"]), (9, &["x5", "x8"])],
+        ),
         // Under a tight budget the superseded cost nothing beyond headers.
         (12, 1_200, &[(11, &["x8-x10"])]),
     ];
@@ -285,7 +289,15 @@ fn superseded_exchanges_keep_a_header_at_most() {
         let reasons: Vec<String> = p
             .trimmed
             .iter()
-            .map(|t| format!("  {} {}→{}: {}", t.id, t.from.as_str(), t.to.as_str(), t.reason))
+            .map(|t| {
+                format!(
+                    "  {} {}→{}: {}",
+                    t.id,
+                    t.from.as_str(),
+                    t.to.as_str(),
+                    t.reason
+                )
+            })
             .collect();
         let superseded: Vec<String> = p
             .superseded
