@@ -14,6 +14,7 @@ pub mod fit;
 pub mod ids;
 pub mod memory;
 pub mod message;
+pub mod message_json;
 pub mod packer;
 pub mod record;
 pub mod recorded;

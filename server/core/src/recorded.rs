@@ -5,6 +5,7 @@
 use serde_json::{Map, Value};
 
 use crate::message::{Message, Role, ToolCall, UserKind};
+use crate::message_json;
 
 /// One line of a recorded session: exchange `x<line>`.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -74,31 +75,21 @@ fn exchange(line: &str) -> Result<RecordedExchange, Bad> {
             "an exchange opens with a user message",
         ));
     }
-    let needs = needs_of(v.get("needs")).map_err(|e| (e.field, e.why))?;
+    let needs = needs_of(v.get("needs"))?;
     Ok(RecordedExchange { messages, needs })
 }
 
-/// A line's `needs` (absent or null: none), for readers that parse its
-/// messages their own way (`ctxproxy replay` keeps the wire shapes).
-pub fn needs_of(v: Option<&Value>) -> Result<Vec<Need>, NeedsError> {
-    let fail = |(field, why): Bad| NeedsError { field, why };
+/// A line's `needs` (absent or null: none).
+fn needs_of(v: Option<&Value>) -> Result<Vec<Need>, Bad> {
     let list = match v {
         None | Some(Value::Null) => return Ok(Vec::new()),
         Some(Value::Array(a)) => a,
-        Some(_) => return Err(fail(bad("needs", "expected an array"))),
+        Some(_) => return Err(bad("needs", "expected an array")),
     };
     list.iter()
         .enumerate()
-        .map(|(i, n)| need(n, &format!("needs[{i}]")).map_err(fail))
+        .map(|(i, n)| need(n, &format!("needs[{i}]")))
         .collect()
-}
-
-/// Why a line's `needs` do not parse; `field` is a path such as `needs[1].from`.
-#[derive(Debug, thiserror::Error)]
-#[error("{field}: {why}")]
-pub struct NeedsError {
-    pub field: String,
-    pub why: String,
 }
 
 fn object<'a>(v: &'a Value, field: &str) -> Result<&'a Map<String, Value>, Bad> {
@@ -130,8 +121,35 @@ fn required(v: &Map<String, Value>, key: &str, field: &str) -> Result<String, Ba
     string(v, key, field)?.ok_or_else(|| bad(format!("{field}.{key}"), "missing"))
 }
 
+/// The fields a message line may have; any other is refused, as
+/// `ctx/append` refuses it (an OpenAI spelling such as `tool_calls` would
+/// otherwise be dropped silently).
+const MESSAGE_FIELDS: [&str; 8] = [
+    "role",
+    "content",
+    "kind",
+    "toolCalls",
+    "toolCallId",
+    "name",
+    "agent",
+    "at",
+];
+const TOOL_CALL_FIELDS: [&str; 3] = ["id", "name", "arguments"];
+
+fn known_fields(v: &Map<String, Value>, known: &[&str], field: &str) -> Result<(), Bad> {
+    match v.keys().find(|k| !known.contains(&k.as_str())) {
+        None => Ok(()),
+        Some(k) => Err(bad(
+            format!("{field}.{k}"),
+            format!("unknown field, expected one of {}", known.join(", ")),
+        )),
+    }
+}
+
 fn message(v: &Value, field: &str) -> Result<Message, Bad> {
     let v = object(v, field)?;
+    known_fields(v, &MESSAGE_FIELDS, field)?;
+    let in_message = |e: message_json::FieldError| bad(format!("{field}.{}", e.field), e.why);
     let role = required(v, "role", field)?;
     let role = Role::parse(&role).ok_or_else(|| {
         bad(
@@ -154,13 +172,18 @@ fn message(v: &Value, field: &str) -> Result<Message, Bad> {
         .enumerate()
         .map(|(i, c)| tool_call(c, &format!("{field}.toolCalls[{i}]")))
         .collect::<Result<Vec<_>, _>>()?;
-    let mut m = Message::new(role, string(v, "content", field)?.unwrap_or_default());
+    let (content, raw) =
+        message_json::content_from_json(role, v.get("content").unwrap_or(&Value::Null))
+            .map_err(in_message)?;
+    let mut m = Message::new(role, content);
+    m.raw = raw;
     m.kind = kind;
     m.tool_calls = tool_calls;
     m.tool_call_id = string(v, "toolCallId", field)?;
     m.name = string(v, "name", field)?;
     m.agent = string(v, "agent", field)?;
     m.at = string(v, "at", field)?;
+    message_json::check(&m).map_err(in_message)?;
     Ok(m)
 }
 
@@ -168,15 +191,11 @@ fn message(v: &Value, field: &str) -> Result<Message, Bad> {
 /// or already text.
 fn tool_call(v: &Value, field: &str) -> Result<ToolCall, Bad> {
     let v = object(v, field)?;
-    let arguments = match v.get("arguments") {
-        None | Some(Value::Null) => "{}".to_string(),
-        Some(Value::String(s)) => s.clone(),
-        Some(other) => other.to_string(),
-    };
+    known_fields(v, &TOOL_CALL_FIELDS, field)?;
     Ok(ToolCall {
         id: required(v, "id", field)?,
         name: required(v, "name", field)?,
-        arguments,
+        arguments: message_json::arguments_from_json(v.get("arguments")),
     })
 }
 
@@ -216,14 +235,21 @@ mod tests {
             " {\"role\": \"tool\", \"toolCallId\": \"c1\", \"name\": \"read_file\", \"content\": \"fn a() {}\"}]}\n",
             "\n",
             "{\"messages\": [{\"role\": \"user\", \"content\": \"what is in a.rs?\"}], \"needs\": [{\"fact\": \"fn a()\", \"from\": 1, \"cues\": [\"a.rs\"]}]}\n",
+            "{\"messages\": [{\"role\": \"user\", \"content\": [{\"type\": \"text\", \"text\": \"a\"}, {\"type\": \"text\", \"text\": \"b\"}]},",
+            " {\"role\": \"tool\", \"name\": \"cat\", \"content\": {\"base64\": \"//4=\"}}]}\n",
         );
         let session = parse(text).unwrap();
-        assert_eq!(session.len(), 2);
+        assert_eq!(session.len(), 3);
         let first = &session[0].messages;
         assert_eq!(first[0].kind, Some(UserKind::Query));
         assert_eq!(first[0].at.as_deref(), Some("2026-11-21T10:00:00Z"));
         assert_eq!(first[1].tool_calls[0].arguments, r#"{"path":"a.rs"}"#);
         assert_eq!(first[2].tool_call_id.as_deref(), Some("c1"));
+        assert_eq!(
+            session[2].messages[1].raw.as_deref(),
+            Some(&[0xff, 0xfe][..])
+        );
+        assert_eq!(session[2].messages[0].content, "ab");
         assert_eq!(
             session[1].needs,
             [Need {
@@ -242,6 +268,10 @@ mod tests {
             ("{\"messages\": [{\"role\": \"user\", \"content\": \"q\", \"toolCalls\": [{\"name\": \"x\"}]}]}", "line 1: messages[0].toolCalls[0].id: missing"),
             ("{\"messages\": [{\"role\": \"user\", \"content\": \"q\"}], \"needs\": [{\"fact\": \"f\"}]}", "line 1: needs[0].from: expected an exchange number"),
             ("{\"needs\": []}", "line 1: messages: missing"),
+            ("{\"messages\": [{\"role\": \"user\", \"content\": \"q\", \"tool_calls\": []}]}", "line 1: messages[0].tool_calls: unknown field, expected one of role, content, kind, toolCalls, toolCallId, name, agent, at"),
+            ("{\"messages\": [{\"role\": \"user\", \"content\": [{\"type\": \"image\"}]}]}", "line 1: messages[0].content[0]: expected a {type: \"text\", text} part"),
+            ("{\"messages\": [{\"role\": \"user\", \"content\": \"q\"}, {\"role\": \"tool\", \"content\": {\"base64\": \"aGk=\"}}]}", "line 1: messages[1].toolCallId: a tool message needs toolCallId or name"),
+            ("{\"messages\": [{\"role\": \"user\", \"content\": \"q\"}, {\"role\": \"assistant\", \"content\": \"a\", \"kind\": \"query\"}]}", "line 1: messages[1].kind: only user messages have a kind"),
         ];
         for (text, expected) in cases {
             assert_eq!(parse(text).unwrap_err().to_string(), expected, "{text}");

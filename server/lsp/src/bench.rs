@@ -172,9 +172,11 @@ async fn via_proxy(sizes: &[u32]) -> anyhow::Result<()> {
         "exchanges", "calls", "body MiB", "added p50", "added p99", "beyond p50", "beyond p99"
     );
     for &size in sizes {
-        let session = (0..size)
-            .map(|i| serde_json::from_value(json!({"messages": exchange(i)})))
-            .collect::<Result<Vec<crate::recorded::RecordedExchange>, _>>()?;
+        // A generated recorded session, read by the one parser of the format.
+        let lines: Vec<String> = (0..size)
+            .map(|i| json!({"messages": exchange(i)}).to_string())
+            .collect();
+        let session = ctxproxy_core::recorded::parse(&lines.join("\n"))?;
         let dir = tempfile::tempdir()?;
         let service = Service::open(dir.path().join("store.db"), Default::default(), None)?;
         let calls = via_proxy::run(&session, service).await?;

@@ -1,13 +1,12 @@
 //! The wire: request params and results of every `ctx/` method, and their
 //! conversion to and from the core's plain data. Only this crate knows JSON-RPC.
 
-use base64::engine::general_purpose::STANDARD as BASE64;
-use base64::Engine;
 use ctxproxy_core::message::{Message, Role, ToolCall, UserKind};
+use ctxproxy_core::message_json;
 use ctxproxy_core::supersede::ExchangeRange;
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
-use serde_json::{json, Value};
+use serde_json::Value;
 
 use crate::error::ServiceError;
 
@@ -144,45 +143,9 @@ impl WireMessage {
                 ),
             )
         })?;
-        let mut raw = None;
-        let content = match &self.content {
-            Value::Null => String::new(),
-            Value::String(s) => s.clone(),
-            // A tool output's bytes, exactly: JSON strings cannot carry bytes
-            // that are not UTF-8.
-            Value::Object(form) if role == Role::Tool => {
-                let bytes = content_bytes(form).map_err(|why| bad("content", why))?;
-                match String::from_utf8(bytes) {
-                    Ok(text) => text,
-                    Err(e) => {
-                        raw = Some(e.into_bytes());
-                        String::new()
-                    }
-                }
-            }
-            Value::Array(parts) => {
-                let mut text = String::new();
-                for (i, p) in parts.iter().enumerate() {
-                    match p.get("text").and_then(Value::as_str) {
-                        Some(t) => text.push_str(t),
-                        None => {
-                            return Err(bad(
-                                &format!("content[{i}]"),
-                                "expected a {type: \"text\", text} part".into(),
-                            ))
-                        }
-                    }
-                }
-                text
-            }
-            Value::Object(_) => {
-                return Err(bad(
-                    "content",
-                    "only a tool message's content may be {\"base64\": …}".into(),
-                ))
-            }
-            other => return Err(bad("content", format!("expected a string, got {other}"))),
-        };
+        let in_message = |e: message_json::FieldError| bad(&e.field, e.why);
+        let (content, raw) =
+            message_json::content_from_json(role, &self.content).map_err(in_message)?;
         let kind = match &self.kind {
             None => None,
             Some(k) => Some(
@@ -190,29 +153,16 @@ impl WireMessage {
                     .ok_or_else(|| bad("kind", format!("expected query or feedback, got {k:?}")))?,
             ),
         };
-        if kind.is_some() && role != Role::User {
-            return Err(bad("kind", "only user messages have a kind".into()));
-        }
-        if role == Role::Tool && self.tool_call_id.is_none() && self.name.is_none() {
-            return Err(bad(
-                "toolCallId",
-                "a tool message needs toolCallId or name".into(),
-            ));
-        }
         let tool_calls = self
             .tool_calls
             .iter()
             .map(|c| ToolCall {
                 id: c.id.clone(),
                 name: c.name.clone(),
-                arguments: match &c.arguments {
-                    Value::String(s) => s.clone(),
-                    Value::Null => "{}".to_string(),
-                    v => v.to_string(),
-                },
+                arguments: message_json::arguments_from_json(Some(&c.arguments)),
             })
             .collect();
-        Ok(Message {
+        let message = Message {
             role,
             content,
             raw,
@@ -222,7 +172,9 @@ impl WireMessage {
             name: self.name.clone(),
             agent: self.agent.clone(),
             at: self.at.clone(),
-        })
+        };
+        message_json::check(&message).map_err(in_message)?;
+        Ok(message)
     }
 
     /// The wire form of a message; `content` is `{"base64": …}` when the
@@ -230,10 +182,7 @@ impl WireMessage {
     pub fn from_core(m: &Message) -> WireMessage {
         WireMessage {
             role: m.role.as_str().to_string(),
-            content: match &m.raw {
-                Some(bytes) => json!({ "base64": BASE64.encode(bytes) }),
-                None => Value::String(m.content.clone()),
-            },
+            content: message_json::content_to_json(m),
             kind: m.kind.map(|k| k.as_str().to_string()),
             tool_calls: m
                 .tool_calls
@@ -241,8 +190,7 @@ impl WireMessage {
                 .map(|c| WireToolCall {
                     id: c.id.clone(),
                     name: c.name.clone(),
-                    arguments: serde_json::from_str(&c.arguments)
-                        .unwrap_or_else(|_| Value::String(c.arguments.clone())),
+                    arguments: message_json::arguments_to_json(&c.arguments),
                 })
                 .collect(),
             tool_call_id: m.tool_call_id.clone(),
@@ -381,24 +329,6 @@ pub struct ListExchangesParams {
     pub session_id: String,
     pub from: Option<u32>,
     pub limit: Option<u32>,
-}
-
-/// The bytes of a `{"base64": "…"}` content (standard alphabet, padded).
-fn content_bytes(form: &serde_json::Map<String, Value>) -> Result<Vec<u8>, String> {
-    if let Some(key) = form.keys().find(|k| *k != "base64") {
-        return Err(format!(
-            "unknown field `{key}`: a tool output's bytes are given as {{\"base64\": \"…\"}}"
-        ));
-    }
-    let Some(encoded) = form.get("base64") else {
-        return Err("expected a string, a list of text parts or {\"base64\": \"…\"}".into());
-    };
-    let Some(encoded) = encoded.as_str() else {
-        return Err(format!("base64: expected a string, got {encoded}"));
-    };
-    BASE64
-        .decode(encoded)
-        .map_err(|e| format!("base64: not standard padded base64 ({e})"))
 }
 
 /// A reply or event as JSON, as the wire carries it (an object's keys

@@ -1,25 +1,8 @@
-//! A recorded session as replay reads it (one exchange per line, with the
-//! facts later turns need) and what replay saw at each turn: the data the
+//! What replay saw at each turn of a recorded session (the session itself
+//! is `core::recorded`'s, the one parser of the format): the data the
 //! replay report is built from.
 
-use crate::protocol::{AssembleResult, WireMessage};
-use ctxproxy_core::recorded::{needs_of, Need};
-use serde::{Deserialize, Deserializer};
-use serde_json::Value;
-
-/// One line of a recorded session: its messages in the wire shapes (base64
-/// tool output, content parts), its needs parsed by `core::recorded`.
-#[derive(Debug, Deserialize)]
-pub struct RecordedExchange {
-    pub messages: Vec<WireMessage>,
-    #[serde(default, deserialize_with = "needs")]
-    pub needs: Vec<Need>,
-}
-
-fn needs<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<Need>, D::Error> {
-    let v = Option::<Value>::deserialize(d)?;
-    needs_of(v.as_ref()).map_err(serde::de::Error::custom)
-}
+use crate::protocol::AssembleResult;
 
 /// What replay saw at one turn.
 pub struct Turn {

@@ -9,9 +9,11 @@ use std::path::PathBuf;
 use anyhow::{bail, Context};
 use serde_json::{json, Value};
 
-use crate::recorded::{RecordedExchange, Turn};
+use crate::protocol::WireMessage;
+use crate::recorded::Turn;
 use crate::service::Service;
 use crate::{report, report_html};
+use ctxproxy_core::recorded::{self, RecordedExchange};
 
 #[derive(clap::Args)]
 pub struct Args {
@@ -65,31 +67,8 @@ pub fn read_session(path: &PathBuf) -> anyhow::Result<Vec<RecordedExchange>> {
     } else {
         std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?
     };
-    let text = text.strip_prefix('\u{feff}').unwrap_or(&text);
-    let mut out = Vec::new();
-    for (i, line) in text.lines().enumerate() {
-        if line.trim().is_empty() {
-            continue;
-        }
-        let x: RecordedExchange =
-            serde_path_to_error::deserialize(&mut serde_json::Deserializer::from_str(line))
-                .map_err(|e| {
-                    anyhow::anyhow!("{}:{}: {}: {}", path.display(), i + 1, e.path(), e.inner())
-                })?;
-        if x.messages.first().map(|m| m.role.as_str()) != Some("user") {
-            bail!(
-                "{}:{}: the first message of an exchange must be the user's",
-                path.display(),
-                i + 1
-            );
-        }
-        for (j, m) in x.messages.iter().enumerate() {
-            m.to_core(&format!("messages[{j}]"))
-                .map_err(|e| anyhow::anyhow!("{}:{}: {e}", path.display(), i + 1))?;
-        }
-        out.push(x);
-    }
-    Ok(out)
+    recorded::parse(&text)
+        .map_err(|e| anyhow::anyhow!("{}:{}: {}: {}", path.display(), e.line, e.field, e.why))
 }
 
 pub async fn run(args: Args) -> anyhow::Result<()> {
@@ -186,7 +165,8 @@ async fn replay_turns(
 ) -> anyhow::Result<Vec<Turn>> {
     let mut turns = Vec::with_capacity(session_file.len());
     for (i, x) in session_file.iter().enumerate() {
-        let question = x.messages[0].to_core("messages[0]")?.content;
+        let question = &x.messages[0].content;
+        let messages: Vec<WireMessage> = x.messages.iter().map(WireMessage::from_core).collect();
         let mut search_ranks = Vec::with_capacity(x.needs.len());
         if !x.needs.is_empty() {
             let found = service
@@ -205,11 +185,11 @@ async fn replay_turns(
             }
         }
         let prompt = service
-            .assemble(json!({"sessionId": session, "input": x.messages[0], "format": "text"}))
+            .assemble(json!({"sessionId": session, "input": messages[0], "format": "text"}))
             .await
             .with_context(|| format!("assembling the prompt before exchange x{}", i + 1))?;
         let appended = service
-            .append(json!({"sessionId": session, "messages": x.messages}))
+            .append(json!({"sessionId": session, "messages": messages}))
             .await
             .with_context(|| format!("appending exchange x{}", i + 1))?;
         let blobs = appended.blobs.into_iter().map(|b| b.id).collect();

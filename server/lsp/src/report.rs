@@ -14,8 +14,8 @@ use ctxproxy_core::message::Message;
 use serde_json::{json, Value};
 
 use crate::protocol::StatsResult;
-use crate::recorded::{RecordedExchange, Turn};
-use crate::service::to_core_messages;
+use crate::recorded::Turn;
+use ctxproxy_core::recorded::RecordedExchange;
 
 /// The prompt layers, in prompt order: the JSON key and the text table's column.
 pub(crate) const LAYERS: [(&str, &str); 7] = [
@@ -66,10 +66,7 @@ impl Report {
         window: u32,
         with_baselines: bool,
     ) -> Report {
-        let exchanges: Vec<Vec<Message>> = session
-            .iter()
-            .map(|x| to_core_messages(&x.messages, "messages").unwrap_or_default())
-            .collect();
+        let exchanges: Vec<Vec<Message>> = session.iter().map(|x| x.messages.clone()).collect();
         let strategies: Vec<Strategy> = if with_baselines {
             vec![
                 Strategy::FullHistory,

@@ -18,10 +18,10 @@ use ctxproxy_core::tokens::{self, Encoding};
 use serde_json::{json, Value};
 
 use super::{router, session::Sessions, upstream, Proxy};
-use crate::protocol::WireMessage;
-use crate::recorded::RecordedExchange;
 use crate::service::Service;
 use crate::timing::percentile;
+use ctxproxy_core::message::{Message, Role};
+use ctxproxy_core::recorded::RecordedExchange;
 
 /// One model call of the replay.
 pub struct Call {
@@ -114,27 +114,26 @@ async fn answer(State(up): State<Arc<Upstream>>, Json(body): Json<Value>) -> Jso
 }
 
 /// A recorded message as an OpenAI client sends it.
-fn openai_message(m: &WireMessage) -> Value {
-    let mut v = json!({"role": m.role, "content": m.content});
+fn openai_message(m: &Message) -> Value {
+    // Bytes that are not UTF-8 cannot be a JSON string; an OpenAI client
+    // would send them decoded lossily.
+    let content = match &m.raw {
+        Some(bytes) => String::from_utf8_lossy(bytes).into_owned(),
+        None => m.content.clone(),
+    };
+    let mut v = json!({"role": m.role.as_str(), "content": content});
     if !m.tool_calls.is_empty() {
         v["tool_calls"] = m
             .tool_calls
             .iter()
-            .map(|c| {
-                let arguments = match &c.arguments {
-                    Value::String(s) => s.clone(),
-                    Value::Null => "{}".into(),
-                    other => other.to_string(),
-                };
-                json!({"id": c.id, "type": "function", "function": {"name": c.name, "arguments": arguments}})
-            })
+            .map(|c| json!({"id": c.id, "type": "function", "function": {"name": c.name, "arguments": c.arguments}}))
             .collect();
     }
-    if m.role == "tool" {
+    if m.role == Role::Tool {
         match &m.tool_call_id {
             Some(id) => v["tool_call_id"] = json!(id),
             // A result recorded by name only: the legacy `function` role.
-            None => v = json!({"role": "function", "name": m.name, "content": m.content}),
+            None => v = json!({"role": "function", "name": m.name, "content": content}),
         }
     }
     v
@@ -195,7 +194,7 @@ pub async fn run(session: &[RecordedExchange], service: Service) -> anyhow::Resu
     for (i, x) in session.iter().enumerate() {
         for m in &x.messages {
             let message = openai_message(m);
-            if m.role == "assistant" && !history.is_empty() {
+            if m.role == Role::Assistant && !history.is_empty() {
                 up.script
                     .lock()
                     .expect("script lock")
