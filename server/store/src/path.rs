@@ -36,11 +36,13 @@ impl Lineage {
         }
     }
 
-    /// The parent and the parent's last exchange on the path.
-    fn parent(&self) -> Option<(&str, u32)> {
+    /// The parent and its last exchange on a path that ends at `end` here:
+    /// a fork's path up to a shared exchange ends in the parent there.
+    fn parent(&self, end: u32) -> Option<(&str, u32)> {
         match self {
             Lineage::Root => None,
-            Lineage::Fork { parent, at } | Lineage::Child { parent, at } => Some((parent, *at)),
+            Lineage::Fork { parent, at } => Some((parent, end.min(*at))),
+            Lineage::Child { parent, at } => Some((parent, *at)),
         }
     }
 }
@@ -84,7 +86,7 @@ impl Reader<'_> {
         let mut next = Some((session.to_string(), end));
         while let Some((id, end)) = next {
             let link = self.link(&id, end)?;
-            next = link.lineage.parent().map(|(p, at)| (p.to_string(), at));
+            next = link.lineage.parent(end).map(|(p, at)| (p.to_string(), at));
             chain.push(link);
         }
         chain.reverse();
