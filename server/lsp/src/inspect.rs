@@ -42,6 +42,9 @@ pub fn inspect(store: &Path, session: &str, raw_id: &str, full: bool) -> anyhow:
                     e.summary_source,
                     e.summary
                 );
+                if let Some(by) = e.superseded_by {
+                    out.push_str(&format!("superseded by {by}\n"));
+                }
                 if full {
                     out.push('\n');
                     out.push_str(&r.exchange_full_text(session, *x)?);
