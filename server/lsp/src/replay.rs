@@ -22,7 +22,8 @@ use ctxproxy_core::supersede;
 
 #[derive(clap::Args)]
 pub struct Args {
-    /// The recorded session: JSON Lines, one exchange per line (see fixtures/README.md); `-` reads stdin.
+    /// The recorded session: JSON Lines, one exchange per line, forks and child calls declared by
+    /// session lines (see fixtures/README.md); `-` reads stdin.
     file: PathBuf,
     /// Keep the store here (default: a fresh store in a temp dir, removed afterwards). A replay that
     /// fails halfway removes its session, leaving the store as it was.
@@ -46,7 +47,8 @@ pub struct Args {
     /// Print the turns and summary as JSON instead of tables.
     #[arg(long)]
     json: bool,
-    /// Also write the report as one self-contained HTML page (charts per turn, the facts table) to this file.
+    /// Also write the report as one self-contained HTML page (charts per turn, the facts table) to this file;
+    /// a file of several sessions writes one page per session (OUT-NAME.html for all but main).
     #[arg(long, value_name = "OUT.html")]
     html: Option<PathBuf>,
     /// Send every model call of the session through an in-process `ctxproxy proxy` as an OpenAI

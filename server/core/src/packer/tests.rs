@@ -550,3 +550,47 @@ fn seed003_puts_the_current_context_first() {
         .text()
         .starts_with("## Current context"));
 }
+
+#[test]
+fn a_supersession_changes_the_prompt_once() {
+    let caps = LayerCaps::default();
+    let spec = Spec {
+        ask: 8,
+        calls: vec![(0, 20, false)],
+        answer: 10,
+    };
+    let mut s = MemorySession::new(caps.clone(), ENC);
+    let mut prompts = Vec::new();
+    for i in 1..=9u32 {
+        let id = s.push(None, messages(i, &spec));
+        if i == 6 {
+            let ranges = [crate::supersede::ExchangeRange::parse("x3-x5").unwrap()];
+            s.supersede(id, &ranges);
+        }
+        let view = s.view();
+        let req = request(20_000, LayerOrder::CacheStable, None);
+        prompts.push(pack(&view, &req, &caps).unwrap());
+    }
+    // Everything a prompt holds but L0 (sent last, new every turn).
+    let stable = |p: &PackedPrompt| p.total - REPLY_PRIMER - p.layer(Layer::CurrentContext).tokens;
+    let shared = |a: usize, b: usize| shared_prefix_tokens(&prompts[a - 1], &prompts[b - 1]);
+    // The superseding exchange rewrites the prompt from x3 on, once...
+    let p5 = &prompts[4];
+    let before_x3 = p5.tools_tokens
+        + p5.layer(Layer::System).tokens
+        + p5.layer(Layer::Recent).items[..2]
+            .iter()
+            .map(|i| i.tokens)
+            .sum::<u32>();
+    assert_eq!(shared(5, 6), before_x3);
+    assert!(before_x3 < stable(p5));
+    // ...and the prompts after it only grow at their end again.
+    for n in 6..9 {
+        assert_eq!(
+            shared(n, n + 1),
+            stable(&prompts[n - 1]),
+            "p{n} → p{}",
+            n + 1
+        );
+    }
+}
