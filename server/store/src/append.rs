@@ -92,23 +92,18 @@ impl Writer {
             (true, 1) => Some(ExchangeId(count + 1)),
             _ => None,
         };
-        let one_exchange = |field: &str| {
+        let one_exchange = |field: &str, does: &str| {
             target.ok_or_else(|| {
                 StoreError::Invalid(format!(
-                    "{field}: an append that {} must hold one exchange's messages",
-                    if field == "exchange" {
-                        "names its exchange"
-                    } else {
-                        "supersedes"
-                    }
+                    "{field}: an append that {does} must hold one exchange's messages"
                 ))
             })
         };
         if !supersedes.is_empty() {
-            one_exchange("supersedes")?;
+            one_exchange("supersedes", "supersedes")?;
         }
         if let Some(expected) = expected {
-            let target = one_exchange("exchange")?;
+            let target = one_exchange("exchange", "names its exchange")?;
             if target != expected {
                 return Err(StoreError::ExchangeNotOpen {
                     given: expected.to_string(),
