@@ -224,6 +224,38 @@ def session_fixtures() -> list[pathlib.Path]:
     return sorted(SESSIONS.glob("*.jsonl"))
 
 
+def recorded_sessions(path: pathlib.Path) -> list[dict]:
+    """A recorded file of one or more sessions (fixtures/README.md, "Several sessions in one file"):
+    each session, `main` first, as {name, title, fork?, child?, lines: its own exchange lines}."""
+    sessions = [{"name": "main", "lines": []}]
+    for line in read_jsonl(path):
+        if "session" in line:
+            sessions.append({**line["session"], "lines": []})
+        else:
+            next(s for s in sessions if s["name"] == line.get("in", "main"))["lines"].append(line)
+    return sessions
+
+
+async def open_recorded(ctx: "Ctx", session: dict, ids: dict[str, str], **params) -> str:
+    """Opens a session of a recorded file: a fork from its parent (`ids`: name -> session id), a child
+    call with its query and context, `main` on its own."""
+    if "fork" in session:
+        link = session["fork"]
+        params["parent"] = {"sessionId": ids[link["from"]], "atExchange": link["atExchange"]}
+    elif "child" in session:
+        link = session["child"]
+        params["parent"] = {"sessionId": ids[link["from"]], "atExchange": link["atExchange"]}
+        params["child"] = {k: link[k] for k in ("query", "context") if k in link}
+    sid = await ctx.open_session(**params)
+    ids[session["name"]] = sid
+    return sid
+
+
+def first_own_seq(session: dict) -> int:
+    """The number of exchanges a session of a recorded file holds before its own: a fork's shared ones."""
+    return session["fork"]["atExchange"] if "fork" in session else 0
+
+
 def known_secrets() -> list[str]:
     p = SECRETS_DIR / "secrets.expected"
     if not p.exists():

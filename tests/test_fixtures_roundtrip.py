@@ -43,11 +43,19 @@ def _calls(m):
 
 @pytest.mark.parametrize("path", FIXTURES, ids=[p.name for p in FIXTURES])
 async def test_session_round_trip(ctx, path):
-    lines = ctxlib.read_jsonl(path)
-    sid = await ctx.open_session(title=path.stem, workspace="/fixtures")
+    # Each session of the file in turn (a fork from its parent, a child call from its caller), each
+    # checked on its own exchanges.
+    ids = {}
+    for session in ctxlib.recorded_sessions(path):
+        sid = await ctxlib.open_recorded(ctx, session, ids, title=f"{path.stem} {session['name']}",
+                                         workspace="/fixtures")
+        await _round_trip(ctx, path, sid, session["lines"], ctxlib.first_own_seq(session))
+
+
+async def _round_trip(ctx, path, sid, lines, first_seq):
     sent = {}      # message id -> message as appended
     blobs = []     # (blob report, message id)
-    seq = 0
+    seq = first_seq
     n = 0
     for lineno, line in enumerate(lines, 1):
         expected_x = []
@@ -58,7 +66,8 @@ async def test_session_round_trip(ctx, path):
                 expected_x.append({"id": f"x{seq}", "seq": seq})
             n += 1
             sent[f"x{seq}.{n}"] = m
-        r = await ctx.append(sid, line["messages"])
+        r = await ctx.req("ctx/append", {"sessionId": sid, "messages": line["messages"],
+                                         **({"supersedes": line["supersedes"]} if "supersedes" in line else {})})
         assert r["exchanges"] == expected_x, f"{path.name}:{lineno}: exchanges {r['exchanges']} != {expected_x}"
         for b in r["blobs"]:
             assert b["messageId"] in sent and sent[b["messageId"]]["role"] == "tool", f"{path.name}:{lineno}: {b}"
@@ -109,7 +118,7 @@ async def test_session_round_trip(ctx, path):
         elif "[secret:" not in it["text"] and b["bytes"] != len(want.encode()):
             problems.append(f"blob {b['id']}: bytes {b['bytes']} != {len(want.encode())}")
     # Every exchange's header and summary are within their caps (12 and 120 tokens).
-    xids = [f"x{i}" for i in range(1, seq + 1)]
+    xids = [f"x{i}" for i in range(first_seq + 1, seq + 1)]
     for fmt, cap in (("header", 12), ("summary", 120)):
         for it in await ctx.retrieve(sid, xids, format=fmt):
             if "error" in it or it.get("format") != fmt or not it.get("text") or it["tokens"] > cap:

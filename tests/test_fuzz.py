@@ -18,7 +18,7 @@ SEED = int(os.environ.get("CTXPROXY_FUZZ_SEED", "20261123"))
 BATCH = 100
 
 METHODS = ["ctx/openSession", "ctx/append", "ctx/assemble", "ctx/retrieve", "ctx/search", "ctx/explain",
-           "ctx/housekeeping", "ctx/listSessions", "ctx/listExchanges", "ctx/stats", "ctx/nope",
+           "ctx/housekeeping", "ctx/listSessions", "ctx/listExchanges", "ctx/stats", "ctx/path", "ctx/nope",
            "workspace/didChangeConfiguration", "initialize", "$/cancelRequest"]
 
 
@@ -29,7 +29,7 @@ def templates(sid: str) -> dict[str, dict]:
     tool = {"role": "tool", "toolCallId": "c1", "content": "a\nb\nerror: x"}
     return {
         "ctx/openSession": {"workspace": "/w", "title": "t", "parent": {"sessionId": sid, "atExchange": "x1"}},
-        "ctx/append": {"sessionId": sid, "messages": [msg, call, tool]},
+        "ctx/append": {"sessionId": sid, "messages": [msg, call, tool], "supersedes": ["x1", "x1-x2"]},
         "ctx/assemble": {"sessionId": sid, "input": msg, "system": "s", "budget": 4000, "encoding": "o200k_base",
                          "format": "openai", "order": "cache-stable"},
         "ctx/retrieve": {"sessionId": sid, "ids": ["x1", "x1.2", "b3:00000000", "p1"], "format": "full",
@@ -38,10 +38,11 @@ def templates(sid: str) -> dict[str, dict]:
         "ctx/explain": {"sessionId": sid, "promptId": "p1"},
         "ctx/housekeeping": {"sessionId": sid, "exchangeId": "x1", "header": "h", "summary": "s",
                              "keyDecisions": ["k"], "codeChanges": ["c"], "openQuestions": ["q"],
-                             "currentContext": "cc"},
+                             "currentContext": "cc", "supersedes": ["x1"]},
         "ctx/listSessions": {"workspace": "/w"},
         "ctx/listExchanges": {"sessionId": sid, "from": 1, "limit": 10},
         "ctx/stats": {},
+        "ctx/path": {"sessionId": sid, "exchangeId": "x1"},
         "ctx/nope": {},
         "workspace/didChangeConfiguration": {"settings": {"ctx": {"budget": 16000, "layers": {"recentFull": 5}}}},
         "initialize": {"capabilities": {}},

@@ -44,3 +44,43 @@ def test_the_report_ranks_each_facts_exchange_by_a_search_with_the_question(tmp_
     text = cli("replay", session, "--report").stdout
     assert "search #1" in text and "search not in the top 10" in text, text
     assert "search with the question ranks the source in its top 3 for 1/2" in text, text
+
+
+def test_a_file_of_several_sessions_replays_each_with_its_forks_and_supersessions(tmp_path):
+    def line(ask, **extra):
+        return json.dumps({"messages": [{"role": "user", "content": ask},
+                                        {"role": "assistant", "content": f"Done: {ask}."}], **extra})
+    lines = [
+        line("ANALYZE the rational roots"),
+        line("ANALYZE the sign changes"),
+        json.dumps({"session": {"name": "b1", "title": "other branch", "fork": {"from": "main", "atExchange": 1}}}),
+        line("DECOMPOSE into a depressed cubic", **{"in": "b1", "supersedes": ["x1"]}),
+        line("SYNTHESIZE what we know", supersedes=["x1-x2"]),
+        line("Which roots did the first analysis rule out?",
+             needs=[{"fact": "ANALYZE the rational roots", "from": 1, "cues": ["roots"]}]),
+    ]
+    session = tmp_path / "tree.jsonl"
+    session.write_text("\n".join(lines) + "\n")
+    store = tmp_path / "s.db"
+    report = json.loads(cli("replay", session, "--report", "--json", "--store", store).stdout)
+    sessions = {s["name"]: s for s in report["sessions"]}
+    assert list(sessions) == ["main", "b1"]
+    main, b1 = sessions["main"], sessions["b1"]
+    assert (main["depth"], main["exchanges"], main["superseded"]) == (0, 4, ["x1-x2 superseded by x3"]), main
+    assert "parent" not in main
+    assert b1["parent"] == {"name": "main", "kind": "fork", "atExchange": 1}, b1
+    assert (b1["depth"], b1["exchanges"], b1["superseded"]) == (1, 2, ["x1 superseded by x2"]), b1
+    # Each session's table holds its own turns; the facts check runs per session.
+    assert [t["exchange"] for t in main["turns"]] == ["x1", "x2", "x3", "x4"]
+    assert [t["exchange"] for t in b1["turns"]] == ["x2"]
+    assert [f["turn"] for f in main["facts"]] == ["x4"] and b1["facts"] == []
+    # main's x4 prompt showed x1-x2 as headers only: two demotions, nothing else trimmed.
+    assert [t["trimmed"] for t in main["turns"]] == [0, 0, 0, 2], main["turns"]
+    text = cli("replay", session, "--report").stdout
+    assert "== session main (" in text and ": fork of main at x1, depth 1, 2 exchanges; x1 superseded by x2" in text, text
+    # The fork's path goes through main's x1.
+    path = json.loads(cli("path", b1["sessionId"], "--json", "--store", store).stdout)
+    assert [(s["sessionId"], [x["id"] for x in s["exchanges"]]) for s in path["sessions"]] == [
+        (main["sessionId"], ["x1"]), (b1["sessionId"], ["x2"])]
+    shown = cli("inspect", main["sessionId"], "x2", "--store", store).stdout
+    assert "superseded by x3" in shown, shown

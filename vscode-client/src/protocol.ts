@@ -38,6 +38,8 @@ export interface AppendParams {
   messages: Message[];
   /** The exchange these messages open or continue (x<N>); -32007 when another writer moved on. */
   exchange?: string;
+  /** Earlier exchanges ("x3", "x3-x9") the exchange these messages open or continue replaces. */
+  supersedes?: string[];
 }
 export interface ExchangeRef {
   id: string;
@@ -119,8 +121,15 @@ export type AssembleResult = FormattedPrompt & {
   tokens: PromptTokens;
   prefixReused: number;
   trimmed: Trim[];
+  /** The superseded exchanges the prompt covers, as headers at most; absent when none. */
+  superseded?: SupersededRange[];
   layers: LayerReport[];
 };
+/** ids ("x3-x9" or "x12") were superseded by `by` ("x10"). */
+export interface SupersededRange {
+  ids: string;
+  by: string;
+}
 
 export type RetrieveFormat = "header" | "summary" | "full";
 
@@ -150,6 +159,7 @@ export interface BlobDetails {
 export interface ExchangeDetails {
   at: string | null;
   outcome: string;
+  supersededBy?: string;
 }
 export interface MessageDetails {
   role: Message["role"];
@@ -211,6 +221,8 @@ export interface HousekeepingParams {
   codeChanges?: string[];
   openQuestions?: string[];
   currentContext?: string;
+  /** Earlier exchanges exchangeId replaces, as in ctx/append. */
+  supersedes?: string[];
 }
 /** The result of ctx/housekeeping: nothing but success. */
 export type Done = Record<string, never>;
@@ -249,9 +261,37 @@ export interface ExchangeHeader {
   tokens: number;
   fullTokens: number;
   outcome: string;
+  supersededBy?: string;
 }
 export interface ListExchangesResult {
   exchanges: ExchangeHeader[];
+}
+
+export interface PathParams {
+  sessionId: string;
+  /** The node (x<N>); default: the session's newest exchange. */
+  exchangeId?: string;
+}
+export interface PathParent {
+  sessionId: string;
+  atExchange: number;
+  kind: "fork" | "child";
+}
+export interface PathExchange {
+  id: string;
+  header: string;
+  supersededBy?: string;
+}
+export interface PathSession {
+  sessionId: string;
+  title: string;
+  depth: number;
+  parent?: PathParent;
+  exchanges: PathExchange[];
+}
+/** ctx/path: the sessions from the root to the node, root first, each with the exchanges of the path it made. */
+export interface PathResult {
+  sessions: PathSession[];
 }
 
 export interface StatsParams {
@@ -342,5 +382,6 @@ export const METHODS = {
   listSessions: "ctx/listSessions",
   listExchanges: "ctx/listExchanges",
   stats: "ctx/stats",
+  path: "ctx/path",
   event: "ctx/event",
 } as const;

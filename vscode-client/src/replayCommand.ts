@@ -14,21 +14,22 @@ export async function replayFile(
   const uri = await chooseFile(target);
   if (!uri) return undefined;
   const text = new TextDecoder().decode(await vscode.workspace.fs.readFile(uri));
-  const exchanges = parseSessionJsonl(text);
+  const file = parseSessionJsonl(text);
   const title = path.basename(uri.path);
   const budget = vscode.workspace.getConfiguration("ctxproxy").get<number>("budget");
   const result = await vscode.window.withProgress(
     { location: vscode.ProgressLocation.Notification, title: `ctxproxy: replaying ${title}` },
     () =>
-      replaySession(sidecar, exchanges, {
+      replaySession(sidecar, file, {
         title,
         workspace: vscode.workspace.workspaceFolders?.[0]?.uri.fsPath,
         budget,
       }),
   );
-  for (const prompt of result.prompts) history.record({ sessionId: result.sessionId, promptId: prompt.promptId });
+  for (const prompt of result.prompts) history.record({ sessionId: prompt.sessionId, promptId: prompt.promptId });
+  const sessions = Object.values(result.sessions).join(", ");
   void vscode.window.showInformationMessage(
-    `ctxproxy: replayed ${exchanges.length} exchanges of ${title} into ${result.sessionId}.`,
+    `ctxproxy: replayed ${file.exchanges.length} exchanges of ${title} into ${sessions}.`,
   );
   return result;
 }

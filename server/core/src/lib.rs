@@ -22,6 +22,7 @@ pub mod render;
 pub mod secrets;
 pub mod slice;
 pub mod summary;
+pub mod supersede;
 pub mod text;
 pub mod tokens;
 pub mod view;

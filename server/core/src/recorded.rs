@@ -1,17 +1,103 @@
 //! Recorded sessions (`fixtures/README.md`, "The replay format", is their
 //! format document): JSON Lines text to plain data, one exchange a line.
-//! Every error names the line and the field.
+//! A file may hold several sessions ("Several sessions in one file"):
+//! `session` lines declare forks and child calls, an exchange line's `in`
+//! names its session, `supersedes` what it replaces. Every error names the
+//! line and the field.
 
 use serde_json::{Map, Value};
 
+use crate::ids::ExchangeId;
 use crate::message::{Message, Role, ToolCall, UserKind};
 use crate::message_json;
+use crate::supersede::ExchangeRange;
 
-/// One line of a recorded session: exchange `x<line>`.
+/// One exchange line of a recorded session.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct RecordedExchange {
     pub messages: Vec<Message>,
     pub needs: Vec<Need>,
+    /// Earlier exchanges of its session this one replaces.
+    pub supersedes: Vec<ExchangeRange>,
+}
+
+/// A file of one or more sessions, in the order things happened.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RecordedFile {
+    /// `main` first, then each declared session.
+    pub sessions: Vec<RecordedSession>,
+    pub steps: Vec<Step>,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RecordedSession {
+    pub name: String,
+    pub title: Option<String>,
+    pub origin: Origin,
+}
+
+/// How a session of the file begins; `from` indexes `RecordedFile::sessions`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Origin {
+    Main,
+    /// Shares `from`'s first `at` exchanges.
+    Fork {
+        from: usize,
+        at: u32,
+    },
+    /// A fresh session `from` called after its exchange `at`.
+    Child {
+        from: usize,
+        at: u32,
+        query: String,
+        context: Option<String>,
+    },
+}
+
+/// One line: a session declared (opened here) or an exchange of a session.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Step {
+    Open(usize),
+    Exchange {
+        session: usize,
+        id: ExchangeId,
+        exchange: RecordedExchange,
+    },
+}
+
+impl RecordedFile {
+    /// The whole history session `index` holds, oldest first: for a fork,
+    /// the exchanges it shares with its parent, then its own. Exchange
+    /// `x<N>` of the session is item N - 1.
+    pub fn history(&self, index: usize) -> Vec<&RecordedExchange> {
+        let mut out = match &self.sessions[index].origin {
+            Origin::Fork { from, at } => {
+                let mut shared = self.history(*from);
+                shared.truncate(*at as usize);
+                shared
+            }
+            Origin::Main | Origin::Child { .. } => Vec::new(),
+        };
+        out.extend(self.steps.iter().filter_map(|s| match s {
+            Step::Exchange {
+                session, exchange, ..
+            } if *session == index => Some(exchange),
+            _ => None,
+        }));
+        out
+    }
+
+    /// The exchange lines in file order.
+    pub fn exchanges(&self) -> impl Iterator<Item = (usize, ExchangeId, &RecordedExchange)> {
+        self.steps.iter().filter_map(|s| match s {
+            Step::Exchange {
+                session,
+                id,
+                exchange,
+            } => Some((*session, *id, exchange)),
+            Step::Open(_) => None,
+        })
+    }
 }
 
 /// A fact that answering an exchange needs from an earlier one.
@@ -34,21 +120,184 @@ pub struct RecordedError {
     pub why: String,
 }
 
-/// Parses a whole recorded session; blank lines are skipped, a byte order
-/// mark is ignored.
+/// Parses a recorded session of one session (`main` alone); a file of
+/// several is refused, naming its first `session` line.
 pub fn parse(text: &str) -> Result<Vec<RecordedExchange>, RecordedError> {
+    let file = parse_file(text)?;
+    if file.sessions.len() > 1 {
+        let line = lines(text)
+            .find(|(_, l)| l.contains("\"session\""))
+            .map_or(1, |(i, _)| i);
+        return Err(RecordedError {
+            line,
+            field: "session".into(),
+            why: "this reader takes a file of one session; `ctxproxy replay` reads several".into(),
+        });
+    }
+    Ok(file
+        .steps
+        .into_iter()
+        .filter_map(|s| match s {
+            Step::Exchange { exchange, .. } => Some(exchange),
+            Step::Open(_) => None,
+        })
+        .collect())
+}
+
+/// The non-blank lines, 1-based; a byte order mark is ignored.
+fn lines(text: &str) -> impl Iterator<Item = (usize, &str)> {
     let text = text.strip_prefix('\u{feff}').unwrap_or(text);
     text.lines()
         .enumerate()
         .filter(|(_, l)| !l.trim().is_empty())
-        .map(|(i, l)| {
-            exchange(l).map_err(|(field, why)| RecordedError {
-                line: i + 1,
-                field,
-                why,
-            })
-        })
-        .collect()
+        .map(|(i, l)| (i + 1, l))
+}
+
+/// Parses a recorded file of one or more sessions and checks how they
+/// refer to each other: names, `from`, `atExchange`, `in`, `supersedes`
+/// and each need's `from` against the session's exchanges so far.
+pub fn parse_file(text: &str) -> Result<RecordedFile, RecordedError> {
+    let mut file = RecordedFile {
+        sessions: vec![RecordedSession {
+            name: "main".into(),
+            title: None,
+            origin: Origin::Main,
+        }],
+        steps: Vec::new(),
+    };
+    // Exchanges each session holds so far (a fork's shared ones included).
+    let mut counts: Vec<u32> = vec![0];
+    for (line, text) in lines(text) {
+        let fail = |(field, why): Bad| RecordedError { line, field, why };
+        let v: Value =
+            serde_json::from_str(text).map_err(|e| fail(bad("(line)", e.to_string())))?;
+        let v = object(&v, "(line)").map_err(fail)?;
+        if let Some(decl) = v.get("session") {
+            let session = declared(decl, &file.sessions, &counts).map_err(fail)?;
+            counts.push(match session.origin {
+                Origin::Fork { at, .. } => at,
+                _ => 0,
+            });
+            file.sessions.push(session);
+            file.steps.push(Step::Open(file.sessions.len() - 1));
+            continue;
+        }
+        let session = match string(v, "in", "").map_err(fail)? {
+            None => 0,
+            Some(name) => file
+                .sessions
+                .iter()
+                .position(|s| s.name == name)
+                .ok_or_else(|| {
+                    fail(bad(
+                        "in",
+                        format!("no session {name:?} declared before this line"),
+                    ))
+                })?,
+        };
+        let exchange = exchange(v).map_err(fail)?;
+        counts[session] += 1;
+        let id = ExchangeId(counts[session]);
+        if let Some((i, r)) = exchange
+            .supersedes
+            .iter()
+            .enumerate()
+            .find(|(_, r)| r.last >= id)
+        {
+            return Err(fail(bad(
+                format!("supersedes[{i}]"),
+                format!("{r} is not earlier than this exchange, {id}"),
+            )));
+        }
+        if let Some((i, n)) = exchange
+            .needs
+            .iter()
+            .enumerate()
+            .find(|(_, n)| n.from == 0 || n.from >= id.0)
+        {
+            return Err(fail(bad(
+                format!("needs[{i}].from"),
+                format!(
+                    "{} is not an earlier exchange of this session ({id})",
+                    n.from
+                ),
+            )));
+        }
+        file.steps.push(Step::Exchange {
+            session,
+            id,
+            exchange,
+        });
+    }
+    Ok(file)
+}
+
+/// A `session` line's declaration, checked against the sessions before it.
+fn declared(
+    v: &Value,
+    sessions: &[RecordedSession],
+    counts: &[u32],
+) -> Result<RecordedSession, Bad> {
+    let v = object(v, "session")?;
+    known_fields(v, &["name", "title", "fork", "child"], "session")?;
+    let name = required(v, "name", "session")?;
+    if name == "main" || sessions.iter().any(|s| s.name == name) {
+        return Err(bad(
+            "session.name",
+            format!("{name:?} is already a session of this file"),
+        ));
+    }
+    let title = string(v, "title", "session")?;
+    let (kind, link) = match (v.get("fork"), v.get("child")) {
+        (Some(f), None) => ("fork", f),
+        (None, Some(c)) => ("child", c),
+        _ => return Err(bad("session", "expected exactly one of fork and child")),
+    };
+    let field = format!("session.{kind}");
+    let link = object(link, &field)?;
+    let known: &[&str] = match kind {
+        "fork" => &["from", "atExchange"],
+        _ => &["from", "atExchange", "query", "context"],
+    };
+    known_fields(link, known, &field)?;
+    let parent = required(link, "from", &field)?;
+    let from = sessions
+        .iter()
+        .position(|s| s.name == parent)
+        .ok_or_else(|| {
+            bad(
+                format!("{field}.from"),
+                format!("no session {parent:?} declared before"),
+            )
+        })?;
+    let at = link
+        .get("atExchange")
+        .and_then(Value::as_u64)
+        .and_then(|n| u32::try_from(n).ok())
+        .ok_or_else(|| bad(format!("{field}.atExchange"), "expected an exchange number"))?;
+    if at > counts[from] {
+        return Err(bad(
+            format!("{field}.atExchange"),
+            format!(
+                "{parent} has {} exchanges at this line, not {at}",
+                counts[from]
+            ),
+        ));
+    }
+    let origin = match kind {
+        "fork" => Origin::Fork { from, at },
+        _ => Origin::Child {
+            from,
+            at,
+            query: required(link, "query", &field)?,
+            context: string(link, "context", &field)?,
+        },
+    };
+    Ok(RecordedSession {
+        name,
+        title,
+        origin,
+    })
 }
 
 /// A field's path and what is wrong with it.
@@ -58,11 +307,7 @@ fn bad(field: impl Into<String>, why: impl Into<String>) -> Bad {
     (field.into(), why.into())
 }
 
-fn exchange(line: &str) -> Result<RecordedExchange, Bad> {
-    let v: Value = serde_json::from_str(line).map_err(|e| bad("(line)", e.to_string()))?;
-    let v = v
-        .as_object()
-        .ok_or_else(|| bad("(line)", "expected an object"))?;
+fn exchange(v: &Map<String, Value>) -> Result<RecordedExchange, Bad> {
     let messages = array(v, "messages", "messages")?
         .ok_or_else(|| bad("messages", "missing"))?
         .iter()
@@ -76,7 +321,21 @@ fn exchange(line: &str) -> Result<RecordedExchange, Bad> {
         ));
     }
     let needs = needs_of(v.get("needs"))?;
-    Ok(RecordedExchange { messages, needs })
+    let supersedes = array(v, "supersedes", "supersedes")?
+        .into_iter()
+        .flatten()
+        .enumerate()
+        .map(|(i, r)| {
+            let field = format!("supersedes[{i}]");
+            let raw = r.as_str().ok_or_else(|| bad(&field, "expected a string"))?;
+            ExchangeRange::parse(raw).map_err(|e| bad(&field, e.to_string()))
+        })
+        .collect::<Result<Vec<_>, _>>()?;
+    Ok(RecordedExchange {
+        messages,
+        needs,
+        supersedes,
+    })
 }
 
 /// A line's `needs` (absent or null: none).
@@ -258,6 +517,109 @@ mod tests {
                 cues: vec!["a.rs".into()]
             }]
         );
+    }
+
+    /// A line of the `main` session or of `in`, asking `q`.
+    fn line(extra: &str) -> String {
+        format!("{{\"messages\": [{{\"role\": \"user\", \"content\": \"q\"}}]{extra}}}")
+    }
+
+    #[test]
+    fn several_sessions_forks_children_and_supersedes() {
+        let text = [
+            line(""),
+            line(""),
+            r#"{"session": {"name": "b1", "title": "other", "fork": {"from": "main", "atExchange": 1}}}"#.into(),
+            line(r#", "in": "b1", "supersedes": ["x1"]"#),
+            r#"{"session": {"name": "c1", "child": {"from": "b1", "atExchange": 2, "query": "sub", "context": "ctx"}}}"#.into(),
+            line(r#", "in": "c1""#),
+            line(r#", "supersedes": ["x1-x2"], "needs": [{"fact": "q", "from": 2}]"#),
+        ]
+        .join("\n");
+        let file = parse_file(&text).unwrap();
+        let names: Vec<_> = file
+            .sessions
+            .iter()
+            .map(|s| (s.name.as_str(), s.origin.clone()))
+            .collect();
+        assert_eq!(
+            names,
+            [
+                ("main", Origin::Main),
+                ("b1", Origin::Fork { from: 0, at: 1 }),
+                (
+                    "c1",
+                    Origin::Child {
+                        from: 1,
+                        at: 2,
+                        query: "sub".into(),
+                        context: Some("ctx".into())
+                    }
+                ),
+            ]
+        );
+        let ids: Vec<_> = file
+            .exchanges()
+            .map(|(s, id, x)| (s, id.0, x.supersedes.len()))
+            .collect();
+        assert_eq!(ids, [(0, 1, 0), (0, 2, 0), (1, 2, 1), (2, 1, 0), (0, 3, 1)]);
+        assert_eq!(
+            file.history(1).len(),
+            2,
+            "b1 shares main's x1 and has its own x2"
+        );
+        assert_eq!(file.history(2).len(), 1, "a child inherits nothing");
+        assert_eq!(file.history(0).len(), 3);
+        assert!(parse(&text)
+            .unwrap_err()
+            .to_string()
+            .starts_with("line 3: session: this reader takes a file of one session"));
+
+        let cases = [
+            (
+                r#"{"session": {"name": "main", "fork": {"from": "main", "atExchange": 0}}}"#,
+                "line 1: session.name: \"main\" is already a session of this file",
+            ),
+            (
+                r#"{"session": {"name": "b", "fork": {"from": "nope", "atExchange": 0}}}"#,
+                "line 1: session.fork.from: no session \"nope\" declared before",
+            ),
+            (
+                r#"{"session": {"name": "b", "fork": {"from": "main", "atExchange": 1}}}"#,
+                "line 1: session.fork.atExchange: main has 0 exchanges at this line, not 1",
+            ),
+            (
+                r#"{"session": {"name": "b", "fork": {"from": "main", "atExchange": 0}, "child": {}}}"#,
+                "line 1: session: expected exactly one of fork and child",
+            ),
+            (
+                r#"{"session": {"name": "b", "child": {"from": "main", "atExchange": 0}}}"#,
+                "line 1: session.child.query: missing",
+            ),
+            (
+                &line(r#", "in": "b2""#),
+                "line 1: in: no session \"b2\" declared before this line",
+            ),
+            (
+                &line(r#", "supersedes": ["x1"]"#),
+                "line 1: supersedes[0]: x1 is not earlier than this exchange, x1",
+            ),
+            (
+                &line(r#", "supersedes": ["x2-x1"]"#),
+                "line 1: supersedes[0]: expected x<K> or x<K>-x<M>, got \"x2-x1\"",
+            ),
+            (
+                &line(r#", "needs": [{"fact": "f", "from": 1}]"#),
+                "line 1: needs[0].from: 1 is not an earlier exchange of this session (x1)",
+            ),
+        ];
+        for (text, expected) in cases {
+            assert_eq!(
+                parse_file(text).unwrap_err().to_string(),
+                expected,
+                "{text}"
+            );
+        }
     }
 
     #[test]

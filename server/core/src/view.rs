@@ -4,6 +4,7 @@
 use crate::context::CurrentContext;
 use crate::exchange::{Counted, KeptMessage, LevelTokens};
 use crate::ids::{BlobHash, ExchangeId};
+use crate::supersede::SupersededBy;
 
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct HeaderItem {
@@ -47,6 +48,10 @@ pub struct SessionView {
     /// The current context (L0); the packer renders it, leaving out what
     /// the prompt shows in full.
     pub current_context: CurrentContext,
+    /// Superseded exchanges and their first superseders: at least every
+    /// exchange the prompt can show (headers, window, references' exchanges)
+    /// that is superseded, and so every superseder in the window.
+    pub superseded: SupersededBy,
 }
 
 /// The references L4 lists, from candidates newest first: one per blob (a

@@ -214,6 +214,92 @@ budget of 300 tokens is smaller than the 381 the system prompt, input, current c
     );
 }
 
+/// Which exchange supersedes which ranges (`x3-x5`).
+type Supersedes<'a> = &'a [(u32, &'a [&'a str])];
+
+/// Supersession cases: (exchanges, budget, supersedes as (superseder,
+/// ranges)). Each prompt is described with its trims' reasons and its
+/// `superseded` ranges; a superseded exchange is never above its header.
+#[test]
+fn superseded_exchanges_keep_a_header_at_most() {
+    let cases: &[(usize, u32, Supersedes)] = &[
+        // In the recent tail: x2-x4 replaced by x5, x6 appends.
+        (6, 100_000, &[(5, &["x2-x4"])]),
+        // In every region: headers (x1-x3), summaries (x4-x7), recent;
+        // x7 supersedes and keeps its summary; x5's first superseder stays.
+        (
+            12,
+            100_000,
+            &[(7, &["x1-x3", "x5", "x6"]), (9, &["x5", "x8"])],
+        ),
+        // Under a tight budget the superseded cost nothing beyond headers.
+        (12, 1_200, &[(11, &["x8-x10"])]),
+    ];
+    let caps = LayerCaps {
+        max_headers: 16,
+        max_references: 3,
+        summaries: 4,
+        tail_tokens: 2_500,
+        ..LayerCaps::default()
+    };
+    let spec = Spec {
+        ask: 6,
+        calls: vec![(0, 30, false), (1, 5, true)],
+        answer: 12,
+    };
+    let mut out = Vec::new();
+    for (count, budget, supersedes) in cases {
+        let mut s = session(&vec![spec.clone(); *count], &caps);
+        for (by, ranges) in *supersedes {
+            let ranges: Vec<_> = ranges
+                .iter()
+                .map(|r| ctxproxy_core::supersede::ExchangeRange::parse(r).unwrap())
+                .collect();
+            s.supersede(ExchangeId(*by), &ranges);
+        }
+        let view = s.view();
+        let p = pack(
+            &view,
+            &request(*budget, LayerOrder::CacheStable, None),
+            &caps,
+        )
+        .unwrap();
+        for item in p.layers.iter().flat_map(|l| &l.items) {
+            let id = ctxproxy_core::ids::ItemId::parse(&item.id);
+            if let Ok(ctxproxy_core::ids::ItemId::Exchange(x)) = id {
+                if view.superseded.contains_key(&x) {
+                    assert_eq!(item.format, ItemForm::Level(Level::Header), "{x}");
+                }
+            }
+        }
+        let reasons: Vec<String> = p
+            .trimmed
+            .iter()
+            .map(|t| {
+                format!(
+                    "  {} {}→{}: {}",
+                    t.id,
+                    t.from.as_str(),
+                    t.to.as_str(),
+                    t.reason
+                )
+            })
+            .collect();
+        let superseded: Vec<String> = p
+            .superseded
+            .iter()
+            .map(|s| format!("{} superseded by {}", s.ids, s.by))
+            .collect();
+        out.push(format!(
+            "{count} exchanges, budget {budget}, supersedes {supersedes:?}\n{}\nreasons:\n{}\nsuperseded: {}\n",
+            describe(&p).lines().filter(|l| !l.starts_with("trimmed")).collect::<Vec<_>>().join("\n"),
+            reasons.join("\n"),
+            superseded.join(", ")
+        ));
+    }
+    insta::assert_snapshot!(out.join("\n"));
+}
+
 /// What a model API would check: every tool result right after its
 /// call, every call answered.
 fn assert_paired(messages: &[PromptMessage]) {
@@ -442,4 +528,48 @@ fn seed003_puts_the_current_context_first() {
         .unwrap()
         .text()
         .starts_with("## Current context"));
+}
+
+#[test]
+fn a_supersession_changes_the_prompt_once() {
+    let caps = LayerCaps::default();
+    let spec = Spec {
+        ask: 8,
+        calls: vec![(0, 20, false)],
+        answer: 10,
+    };
+    let mut s = MemorySession::new(caps.clone(), ENC);
+    let mut prompts = Vec::new();
+    for i in 1..=9u32 {
+        let id = s.push(None, messages(i, &spec));
+        if i == 6 {
+            let ranges = [ctxproxy_core::supersede::ExchangeRange::parse("x3-x5").unwrap()];
+            s.supersede(id, &ranges);
+        }
+        let view = s.view();
+        let req = request(20_000, LayerOrder::CacheStable, None);
+        prompts.push(pack(&view, &req, &caps).unwrap());
+    }
+    // Everything a prompt holds but L0 (sent last, new every turn).
+    let stable = |p: &PackedPrompt| p.total - REPLY_PRIMER - p.layer(Layer::CurrentContext).tokens;
+    let shared = |a: usize, b: usize| shared_prefix_tokens(&prompts[a - 1], &prompts[b - 1]);
+    // The superseding exchange rewrites the prompt from x3 on, once...
+    let p5 = &prompts[4];
+    let before_x3 = p5.tools_tokens
+        + p5.layer(Layer::System).tokens
+        + p5.layer(Layer::Recent).items[..2]
+            .iter()
+            .map(|i| i.tokens)
+            .sum::<u32>();
+    assert_eq!(shared(5, 6), before_x3);
+    assert!(before_x3 < stable(p5));
+    // ...and the prompts after it only grow at their end again.
+    for n in 6..9 {
+        assert_eq!(
+            shared(n, n + 1),
+            stable(&prompts[n - 1]),
+            "p{n} → p{}",
+            n + 1
+        );
+    }
 }

@@ -19,7 +19,9 @@ use ctxproxy_store::{AssembledPrompt, PromptRecord, StoreError};
 use crate::config::{parse_encoding, parse_order};
 use crate::error::ServiceError;
 use crate::format::{self, Format};
-use crate::protocol::{AssembleParams, AssembleResult, LayerItem, LayerReport, PromptTokens, Trim};
+use crate::protocol::{
+    AssembleParams, AssembleResult, LayerItem, LayerReport, PromptTokens, SupersededRange, Trim,
+};
 
 /// The previous prompt of each session, to measure prefix reuse.
 #[derive(Default)]
@@ -136,6 +138,14 @@ pub fn run(
                 from: t.from.as_str().to_string(),
                 to: t.to.as_str().to_string(),
                 reason: t.reason.clone(),
+            })
+            .collect(),
+        superseded: packed
+            .superseded
+            .iter()
+            .map(|s| SupersededRange {
+                ids: s.ids.to_string(),
+                by: s.by.to_string(),
             })
             .collect(),
         layers: packed

@@ -1,13 +1,13 @@
 //! Serialises a packed prompt for a model API: `openai` chat messages,
 //! `anthropic` system + messages with content blocks, or plain `text`; and
-//! renders a recorded prompt for people (`show-prompt`).
+//! renders a recorded prompt for people (`show-prompt`), and a path (`path`).
 
 use ctxproxy_core::message::Role;
 use ctxproxy_core::packer::PromptMessage;
 use ctxproxy_core::render::Block;
 use serde_json::{json, Value};
 
-use crate::protocol::{AssembleResult, FormattedPrompt};
+use crate::protocol::{AssembleResult, FormattedPrompt, PathResult};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Format {
@@ -222,8 +222,43 @@ pub fn explain_text(v: &AssembleResult) -> String {
             ));
         }
     }
+    if !v.superseded.is_empty() {
+        out.push_str("\nsuperseded (shown as headers at most):\n");
+        for s in &v.superseded {
+            out.push_str(&format!("  {} superseded by {}\n", s.ids, s.by));
+        }
+    }
     out.push_str("\nmessages as sent:\n");
     out.push_str(&serde_json::to_string_pretty(&v.prompt.messages).unwrap_or_default());
     out.push('\n');
+    out
+}
+
+/// A path (`ctx/path`) for people: each session, how it was reached, and
+/// the exchanges of the path it made.
+pub fn path_text(path: &PathResult) -> String {
+    let mut out = String::new();
+    for s in &path.sessions {
+        let title = if s.title.is_empty() {
+            "(untitled)"
+        } else {
+            &s.title
+        };
+        out.push_str(&format!("{}  {title}  depth {}", s.session_id, s.depth));
+        if let Some(p) = &s.parent {
+            out.push_str(&format!(
+                ", {} of {} at x{}",
+                p.kind, p.session_id, p.at_exchange
+            ));
+        }
+        out.push('\n');
+        for x in &s.exchanges {
+            out.push_str(&format!("  {:<5} {}", x.id, x.header));
+            if let Some(by) = &x.superseded_by {
+                out.push_str(&format!("  [superseded by {by}]"));
+            }
+            out.push('\n');
+        }
+    }
     out
 }

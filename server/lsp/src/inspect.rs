@@ -1,4 +1,4 @@
-//! Read-only CLI commands over a store: inspect, show-prompt, sessions,
+//! Read-only CLI commands over a store: inspect, show-prompt, path, sessions,
 //! stats, and digest (no store) for any file.
 
 use std::path::{Path, PathBuf};
@@ -42,6 +42,9 @@ pub fn inspect(store: &Path, session: &str, raw_id: &str, full: bool) -> anyhow:
                     e.summary_source,
                     e.summary
                 );
+                if let Some(by) = e.superseded_by {
+                    out.push_str(&format!("superseded by {by}\n"));
+                }
                 if full {
                     out.push('\n');
                     out.push_str(&r.exchange_full_text(session, *x)?);
@@ -95,6 +98,26 @@ pub fn show_prompt(store: &Path, session: &str, prompt: &str, json: bool) -> any
         );
     } else {
         print!("{}", crate::format::explain_text(&prompt));
+    }
+    Ok(())
+}
+
+/// `ctxproxy path SESSION [xN]`: the chain from the root session to the
+/// node, as `ctx/path` returns it.
+pub fn path(store: &Path, session: &str, node: Option<&str>, json: bool) -> anyhow::Result<()> {
+    let store = open_existing(store)?;
+    let node = match node {
+        None => None,
+        Some(raw) => match ItemId::parse(raw) {
+            Ok(ItemId::Exchange(x)) => Some(x),
+            _ => bail!("expected an exchange id x<N>, got {raw:?}"),
+        },
+    };
+    let path = crate::service::path_result(store.read_now(|r| r.path(session, node))?);
+    if json {
+        println!("{}", serde_json::to_string_pretty(&path)?);
+    } else {
+        print!("{}", crate::format::path_text(&path));
     }
     Ok(())
 }

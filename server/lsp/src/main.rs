@@ -64,6 +64,18 @@ enum Command {
         #[command(flatten)]
         store: StoreArg,
     },
+    /// Print the chain from the root session through each fork point to an exchange.
+    Path {
+        /// The session, as `ctxproxy sessions` lists it (s-…).
+        session: String,
+        /// The node: x<N> (default: the session's newest exchange).
+        exchange: Option<String>,
+        /// Print the `ctx/path` result as JSON.
+        #[arg(long)]
+        json: bool,
+        #[command(flatten)]
+        store: StoreArg,
+    },
     /// List the sessions of a store.
     Sessions {
         #[command(flatten)]
@@ -108,6 +120,7 @@ fn main() -> anyhow::Result<()> {
         cli.command,
         Command::Inspect { .. }
             | Command::ShowPrompt { .. }
+            | Command::Path { .. }
             | Command::Sessions { .. }
             | Command::Stats { .. }
             | Command::Digest(_)
@@ -140,6 +153,12 @@ fn main() -> anyhow::Result<()> {
             json,
             store,
         } => inspect::show_prompt(&store_path(store), &session, &prompt, json),
+        Command::Path {
+            session,
+            exchange,
+            json,
+            store,
+        } => inspect::path(&store_path(store), &session, exchange.as_deref(), json),
         Command::Sessions { store } => inspect::sessions(&store_path(store)),
         Command::Stats { store, json } => inspect::stats(&store_path(store), json),
         Command::Digest(args) => inspect::digest(args),

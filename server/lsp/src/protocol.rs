@@ -3,6 +3,7 @@
 
 use ctxproxy_core::message::{Message, Role, ToolCall, UserKind};
 use ctxproxy_core::message_json;
+use ctxproxy_core::supersede::ExchangeRange;
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -223,6 +224,10 @@ pub struct AppendParams {
     /// The exchange these messages open or continue (`x<N>`); refused with
     /// -32007 when it is not the one they would go to.
     pub exchange: Option<String>,
+    /// Earlier exchanges (`x3`, `x3-x9`) the exchange these messages open
+    /// or continue replaces: `parse_supersedes`.
+    #[serde(default)]
+    pub supersedes: Vec<String>,
 }
 
 #[derive(Debug, Deserialize, Default, Clone)]
@@ -279,6 +284,30 @@ pub struct HousekeepingParams {
     #[serde(default)]
     pub open_questions: Vec<String>,
     pub current_context: Option<String>,
+    /// Earlier exchanges `exchangeId` replaces, as in `ctx/append`.
+    #[serde(default)]
+    pub supersedes: Vec<String>,
+}
+
+/// `ctx/path`: the chain from the root session to one exchange.
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct PathParams {
+    pub session_id: String,
+    /// The node (`x<N>`); default: the session's newest exchange.
+    pub exchange_id: Option<String>,
+}
+
+/// A `supersedes` list, each entry `x<K>` or `x<K>-x<M>`; an error names
+/// the entry (`supersedes[1]: expected x<K> or x<K>-x<M>, got "x9-x3"`).
+pub fn parse_supersedes(raw: &[String]) -> Result<Vec<ExchangeRange>, ServiceError> {
+    raw.iter()
+        .enumerate()
+        .map(|(i, r)| {
+            ExchangeRange::parse(r)
+                .map_err(|e| ServiceError::InvalidParams(format!("supersedes[{i}]: {e}")))
+        })
+        .collect()
 }
 
 /// `ctx/stats`: store-wide figures, or one session's.
@@ -367,6 +396,10 @@ pub struct AssembleResult {
     pub tokens: PromptTokens,
     pub prefix_reused: u32,
     pub trimmed: Vec<Trim>,
+    /// The superseded exchanges this prompt covers (shown as headers at
+    /// most), consecutive ids grouped; absent when none.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub superseded: Vec<SupersededRange>,
     pub layers: Vec<LayerReport>,
     /// The prompt itself, in the requested API's shape.
     #[serde(flatten)]
@@ -402,6 +435,14 @@ pub struct Trim {
     pub from: String,
     pub to: String,
     pub reason: String,
+}
+
+/// `ids` (`x3-x9` or `x12`) were superseded by `by` (`x10`).
+#[derive(Debug, Serialize, Deserialize, Clone, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct SupersededRange {
+    pub ids: String,
+    pub by: String,
 }
 
 /// One layer of a prompt, in prompt order, with the items it holds.
@@ -484,6 +525,9 @@ pub struct BlobDetails {
 pub struct ExchangeDetails {
     pub at: Option<String>,
     pub outcome: String,
+    /// The exchange that superseded this one (its first); absent when none.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub superseded_by: Option<String>,
 }
 
 /// A message's fields but its content (the item's `text`); a user message's
@@ -585,6 +629,49 @@ pub struct ExchangeInfo {
     /// Tokens in full, tool results as digests.
     pub full_tokens: u32,
     pub outcome: String,
+    /// The exchange that superseded this one (its first); absent when none.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub superseded_by: Option<String>,
+}
+
+/// `ctx/path`: the sessions from the root to the node, root first.
+#[derive(Debug, Serialize, Deserialize, Clone, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct PathResult {
+    pub sessions: Vec<PathSession>,
+}
+
+/// A session on a path and the exchanges of the path it made.
+#[derive(Debug, Serialize, Deserialize, Clone, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct PathSession {
+    pub session_id: String,
+    pub title: String,
+    pub depth: u32,
+    /// How it was reached from the session before it; absent for the root.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub parent: Option<PathParent>,
+    pub exchanges: Vec<PathExchange>,
+}
+
+#[derive(Debug, Serialize, Deserialize, Clone, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct PathParent {
+    pub session_id: String,
+    pub at_exchange: u32,
+    /// `fork` (shares the parent's exchanges up to `atExchange`) or `child`
+    /// (a fresh session the parent called after `atExchange`).
+    pub kind: String,
+}
+
+#[derive(Debug, Serialize, Deserialize, Clone, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct PathExchange {
+    pub id: String,
+    pub header: String,
+    /// Its superseder when that is on the path too; absent otherwise.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub superseded_by: Option<String>,
 }
 
 /// `ctx/stats`: store-wide figures, or one session's.

@@ -5,6 +5,7 @@
 use crate::protocol::AssembleResult;
 
 /// What replay saw at one turn.
+#[derive(Clone)]
 pub struct Turn {
     pub seq: u32,
     pub prompt: AssembleResult,

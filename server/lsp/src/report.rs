@@ -59,9 +59,14 @@ pub struct Report {
 }
 
 impl Report {
+    /// `session` is a session's whole history and `turns` what replay saw
+    /// before each of its exchanges; the rows and facts are those from
+    /// exchange `own_from + 1` on (a fork's own: the shared ones are its
+    /// parent's), the baselines replay the whole history.
     pub fn build(
         session: &[RecordedExchange],
         turns: &[Turn],
+        own_from: usize,
         config: &Config,
         window: u32,
         with_baselines: bool,
@@ -84,7 +89,7 @@ impl Report {
             .collect();
         let mut rows = Vec::new();
         let mut facts = Vec::new();
-        for (i, turn) in turns.iter().enumerate() {
+        for (i, turn) in turns.iter().enumerate().skip(own_from) {
             let p = &turn.prompt;
             let baselines = baseline_prompts
                 .iter()

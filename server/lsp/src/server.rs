@@ -90,6 +90,9 @@ impl Backend {
     async fn stats(&self, p: Value) -> Result<Value> {
         reply(self.service()?.stats(p).await)
     }
+    async fn path(&self, p: Value) -> Result<Value> {
+        reply(self.service()?.path(p).await)
+    }
 }
 
 impl Backend {
@@ -189,6 +192,7 @@ pub async fn serve(store_override: Option<PathBuf>) -> i32 {
     .custom_method("ctx/listSessions", Backend::list_sessions)
     .custom_method("ctx/listExchanges", Backend::list_exchanges)
     .custom_method("ctx/stats", Backend::stats)
+    .custom_method("ctx/path", Backend::path)
     .finish();
     let (input, output, flushed) = crate::frames::guard_stdio(limit);
     Server::new(input, output, socket).serve(service).await;

@@ -14,8 +14,9 @@ use ctxproxy_core::context::Housekeeping;
 use ctxproxy_core::ids::{ExchangeId, ItemId, PromptId};
 use ctxproxy_core::message::Message;
 use ctxproxy_core::slice;
+use ctxproxy_core::supersede::ExchangeRange;
 use ctxproxy_core::tokens::{self, Encoding};
-use ctxproxy_store::{settle, Event, Keep, NewSession, Store};
+use ctxproxy_store::{settle, Event, Keep, Lineage, NewSession, PathSegment, Store};
 use serde_json::Value;
 use tokio::sync::mpsc;
 
@@ -154,7 +155,8 @@ impl Service {
                 }
             },
         };
-        self.append_messages(&p.session_id, messages, expected)
+        let supersedes = parse_supersedes(&p.supersedes)?;
+        self.append_messages(&p.session_id, messages, expected, supersedes)
             .await
     }
 
@@ -164,11 +166,12 @@ impl Service {
         session: &str,
         messages: Vec<Message>,
         expected: Option<ExchangeId>,
+        supersedes: Vec<ExchangeRange>,
     ) -> Reply<AppendResult> {
         let session = session.to_string();
         let outcome = settle(
             self.store
-                .write(move |w| w.append_to(&session, messages, expected)),
+                .write(move |w| w.append_to(&session, messages, expected, &supersedes)),
         )
         .await?;
         self.emit_store_events(&outcome.events);
@@ -439,6 +442,7 @@ impl Service {
                 )))
             }
         };
+        let supersedes = parse_supersedes(&p.supersedes)?;
         let hk = Housekeeping {
             exchange,
             header: p.header,
@@ -449,7 +453,15 @@ impl Service {
             current_context: p.current_context,
         };
         let session = p.session_id;
-        let events = settle(self.store.write(move |w| w.housekeeping(&session, hk))).await?;
+        // One job, one transaction: the texts and the supersession together.
+        let events = settle(self.store.write(move |w| {
+            let events = w.housekeeping(&session, hk)?;
+            if !supersedes.is_empty() {
+                w.supersede(&session, exchange, &supersedes)?;
+            }
+            Ok(events)
+        }))
+        .await?;
         self.emit_store_events(&events);
         Ok(Done {})
     }
@@ -504,9 +516,30 @@ impl Service {
                     tokens: e.raw_tokens,
                     full_tokens: e.full_tokens,
                     outcome: e.outcome.as_str().to_string(),
+                    superseded_by: e.superseded_by.map(|x| x.to_string()),
                 })
                 .collect(),
         })
+    }
+
+    pub async fn path(&self, params: Value) -> Reply<PathResult> {
+        let p: PathParams = parse(params)?;
+        let node = match &p.exchange_id {
+            None => None,
+            Some(raw) => match ItemId::parse(raw) {
+                Ok(ItemId::Exchange(x)) => Some(x),
+                _ => {
+                    return Err(ServiceError::InvalidParams(format!(
+                        "exchangeId: expected x<N>, got {raw:?}"
+                    )))
+                }
+            },
+        };
+        let segments = self
+            .store
+            .read(move |r| r.path(&p.session_id, node))
+            .await?;
+        Ok(path_result(segments))
     }
 
     pub async fn stats(&self, params: Value) -> Reply<StatsResult> {
@@ -516,6 +549,39 @@ impl Service {
             .read(move |r| r.stats(p.session_id.as_deref()))
             .await?;
         Ok(stats_result(&s))
+    }
+}
+
+/// A path as `ctx/path` answers it (and `ctxproxy path --json` prints it).
+pub fn path_result(segments: Vec<PathSegment>) -> PathResult {
+    PathResult {
+        sessions: segments
+            .into_iter()
+            .map(|s| PathSession {
+                session_id: s.session,
+                title: s.title,
+                depth: s.depth,
+                parent: match s.lineage {
+                    Lineage::Root => None,
+                    Lineage::Fork { parent, at } => Some((parent, at, "fork")),
+                    Lineage::Child { parent, at } => Some((parent, at, "child")),
+                }
+                .map(|(session_id, at_exchange, kind)| PathParent {
+                    session_id,
+                    at_exchange,
+                    kind: kind.to_string(),
+                }),
+                exchanges: s
+                    .exchanges
+                    .into_iter()
+                    .map(|e| PathExchange {
+                        id: e.id.to_string(),
+                        header: e.header,
+                        superseded_by: e.superseded_by.map(|x| x.to_string()),
+                    })
+                    .collect(),
+            })
+            .collect(),
     }
 }
 
@@ -629,6 +695,7 @@ fn retrieve_one(
                 ItemDetails::Exchange(ExchangeDetails {
                     at: e.at,
                     outcome: e.outcome.as_str().to_string(),
+                    superseded_by: e.superseded_by.map(|x| x.to_string()),
                 }),
             ))
         }

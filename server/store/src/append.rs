@@ -8,6 +8,7 @@ use ctxproxy_core::exchange::{self, KeptMessage, ToolResult};
 use ctxproxy_core::ids::{BlobHash, ExchangeId, MessageId};
 use ctxproxy_core::message::{Message, Role};
 use ctxproxy_core::record::{self, CountedText, ModelTexts};
+use ctxproxy_core::supersede::ExchangeRange;
 use ctxproxy_core::tokens;
 use ctxproxy_core::{secrets, summary};
 use rusqlite::{params, OptionalExtension};
@@ -62,18 +63,20 @@ pub enum Event {
 
 impl Writer {
     pub fn append(&mut self, session: &str, messages: Vec<Message>) -> Result<AppendOutcome> {
-        self.append_to(session, messages, None)
+        self.append_to(session, messages, None, &[])
     }
 
     /// `append`, checked against the exchange the client means (`ctx/append`'s
     /// `exchange`): the append must open or continue exactly that exchange, so
     /// that two writers on one session never attach an answer to the other's
-    /// question.
+    /// question. `supersedes` (`ctx/append`'s) marks earlier exchanges as
+    /// replaced by the one this append opens or continues.
     pub fn append_to(
         &mut self,
         session: &str,
         messages: Vec<Message>,
         expected: Option<ExchangeId>,
+        supersedes: &[ExchangeRange],
     ) -> Result<AppendOutcome> {
         let (count, base, current) = self.session_state(session)?;
         let stored_before = count;
@@ -83,15 +86,24 @@ impl Writer {
             messages
         };
         let (continuing, opened) = exchange::group(messages);
+        // The one exchange an append that names it, or supersedes, goes to.
+        let target = match (continuing.is_empty(), opened.len()) {
+            (false, 0) => Some(ExchangeId(count.max(1))),
+            (true, 1) => Some(ExchangeId(count + 1)),
+            _ => None,
+        };
+        let one_exchange = |field: &str, does: &str| {
+            target.ok_or_else(|| {
+                StoreError::Invalid(format!(
+                    "{field}: an append that {does} must hold one exchange's messages"
+                ))
+            })
+        };
+        if !supersedes.is_empty() {
+            one_exchange("supersedes", "supersedes")?;
+        }
         if let Some(expected) = expected {
-            let target = match (continuing.is_empty(), opened.len()) {
-                (false, 0) => ExchangeId(count.max(1)),
-                (true, 1) => ExchangeId(count + 1),
-                _ => return Err(StoreError::Invalid(
-                    "exchange: an append that names its exchange must hold one exchange's messages"
-                        .into(),
-                )),
-            };
+            let target = one_exchange("exchange", "names its exchange")?;
             if target != expected {
                 return Err(StoreError::ExchangeNotOpen {
                     given: expected.to_string(),
@@ -152,6 +164,9 @@ impl Writer {
                 exchange: ExchangeId(seq),
                 source: "extractive",
             });
+        }
+        if let (Some(by), false) = (target, supersedes.is_empty()) {
+            self.supersede(session, by, supersedes)?;
         }
         execute_cached(
             &self.conn,

@@ -63,11 +63,14 @@ pub(crate) fn write(
 }
 
 /// Copies the rows of `parent`'s exchanges up to `at` to the fork `child`.
+/// A supersession is kept only when its superseder is shared too: in the
+/// fork, the exchanges after `at` are the fork's own.
 pub(crate) fn copy(conn: &Connection, parent: &str, child: &str, at: u32) -> Result<()> {
     conn.execute(
         &format!(
-            "INSERT INTO exchanges (session_id, seq, at, header_source, summary_source, {RECORD_COLUMNS})
-             SELECT ?2, seq, at, header_source, summary_source, {RECORD_COLUMNS}
+            "INSERT INTO exchanges (session_id, seq, at, header_source, summary_source, superseded_by, {RECORD_COLUMNS})
+             SELECT ?2, seq, at, header_source, summary_source,
+                    CASE WHEN superseded_by <= ?3 THEN superseded_by END, {RECORD_COLUMNS}
              FROM exchanges WHERE session_id = ?1 AND seq <= ?3 ORDER BY seq"
         ),
         params![parent, child, at],

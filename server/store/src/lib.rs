@@ -14,9 +14,11 @@ mod error;
 mod exchange_row;
 mod housekeeping;
 pub mod maintenance;
+mod path;
 mod read;
 mod schema;
 mod sessions;
+mod supersede;
 mod time;
 mod writer;
 
@@ -30,6 +32,7 @@ use tokio::sync::oneshot;
 pub use append::{AppendOutcome, BlobOutcome, Event};
 pub use assemble::{AssembledPrompt, Keep};
 pub use error::StoreError;
+pub use path::{Lineage, PathSegment};
 pub use read::{
     BlobText, ExchangeListing, MessageItem, PromptRecord, Reader, SearchHit, SessionListing, Stats,
 };

@@ -22,7 +22,7 @@ use crate::Result;
 /// Read access to a connection and the blob directory: the writer's own
 /// connection for reads ordered with writes, or a read-only one (CLI).
 pub struct Reader<'a> {
-    conn: &'a Connection,
+    pub(crate) conn: &'a Connection,
     blob_dir: &'a Path,
 }
 
@@ -51,6 +51,8 @@ pub struct ExchangeListing {
     pub full_tokens: u32,
     pub header_source: String,
     pub summary_source: String,
+    /// The exchange that superseded this one (its first), if any.
+    pub superseded_by: Option<ExchangeId>,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -137,7 +139,8 @@ impl<'a> Reader<'a> {
     pub fn exchanges(&self, session: &str, from: u32, limit: u32) -> Result<Vec<ExchangeListing>> {
         self.session(session)?;
         let mut stmt = self.conn.prepare(
-            "SELECT seq, header, summary, at, outcome, raw_tokens, full_o200k, header_source, summary_source
+            "SELECT seq, header, summary, at, outcome, raw_tokens, full_o200k, header_source, summary_source,
+                    superseded_by
              FROM exchanges WHERE session_id = ?1 AND seq >= ?2 ORDER BY seq LIMIT ?3",
         )?;
         let rows = stmt.query_map(params![session, from, limit], |r| {
@@ -151,6 +154,7 @@ impl<'a> Reader<'a> {
                 full_tokens: r.get(6)?,
                 header_source: r.get(7)?,
                 summary_source: r.get(8)?,
+                superseded_by: r.get::<_, Option<u32>>(9)?.map(ExchangeId),
             })
         })?;
         Ok(rows.collect::<std::result::Result<_, _>>()?)
@@ -656,6 +660,22 @@ pub(crate) fn session_view(
         })?
         .collect::<std::result::Result<Vec<_>, _>>()?;
     let references = view::newest_references(candidates, caps.max_references);
+    // Every supersession the prompt can show: a superseder is newer than
+    // what it supersedes, so this covers the headers, the window and the
+    // references' exchanges.
+    let oldest_shown = references
+        .iter()
+        .map(|r| r.exchange.0)
+        .chain([first_header, first_window])
+        .min();
+    let mut stmt = conn.prepare_cached(
+        "SELECT seq, superseded_by FROM exchanges WHERE session_id = ?1 AND superseded_by >= ?2",
+    )?;
+    let superseded = stmt
+        .query_map(params![session, oldest_shown], |r| {
+            Ok((ExchangeId(r.get(0)?), ExchangeId(r.get(1)?)))
+        })?
+        .collect::<std::result::Result<_, _>>()?;
     Ok(SessionView {
         session_id: session.to_string(),
         exchange_count: count,
@@ -663,6 +683,7 @@ pub(crate) fn session_view(
         window: window_views,
         references,
         current_context: stored_context(&context)?,
+        superseded,
     })
 }
 

@@ -131,6 +131,9 @@ DROP TABLE exchange_text;
 ALTER TABLE exchange_text_stemmed RENAME TO exchange_text;
 "#,
     ),
+    // An exchange that replaces the state earlier ones built (`supersedes`)
+    // is recorded on each of them: the superseder's seq, its first one.
+    M::up("ALTER TABLE exchanges ADD COLUMN superseded_by INTEGER;"),
 ];
 
 pub fn migrate(conn: &mut Connection) -> Result<(), rusqlite_migration::Error> {

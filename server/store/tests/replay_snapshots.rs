@@ -1,12 +1,15 @@
 //! Every recorded session replayed into a real store; each exchange's header,
-//! summary and tool digests snapshotted, and every message and blob read back
-//! byte for byte.
+//! summary, tool digests and superseder snapshotted, and every message and
+//! blob read back byte for byte. A file of several sessions opens each fork
+//! from its parent and snapshots each session's own exchanges.
 
 mod common;
 
-use ctxproxy_core::ids::{ExchangeId, MessageId};
+use ctxproxy_core::ids::MessageId;
 use ctxproxy_core::message::Role;
+use ctxproxy_core::recorded::{self, Origin, Step};
 use ctxproxy_core::secrets;
+use ctxproxy_store::NewSession;
 
 #[test]
 fn recorded_sessions_snapshot_and_round_trip() {
@@ -20,24 +23,65 @@ fn recorded_sessions_snapshot_and_round_trip() {
     for path in paths {
         let name = path.file_stem().unwrap().to_string_lossy().into_owned();
         let t = common::open();
-        let session = common::session(&t.store);
-        let exchanges = common::recorded(&path);
-        for x in exchanges.clone() {
-            common::append(&t.store, &session, x).unwrap();
+        let file = recorded::parse_file(&std::fs::read_to_string(&path).unwrap())
+            .unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+        let mut ids = vec![common::session(&t.store)];
+        for step in &file.steps {
+            match step {
+                Step::Open(i) => {
+                    let s = &file.sessions[*i];
+                    // A child stores only its own exchanges, from x1: what
+                    // this test checks of it is a fresh session's.
+                    let parent = match s.origin {
+                        Origin::Fork { from, at } => Some((ids[from].clone(), Some(at))),
+                        Origin::Main | Origin::Child { .. } => None,
+                    };
+                    let title = s.title.clone();
+                    let id = common::write(&t.store, move |w| {
+                        w.open_session(NewSession {
+                            title,
+                            parent,
+                            ..Default::default()
+                        })
+                    })
+                    .unwrap();
+                    ids.push(id);
+                }
+                Step::Exchange {
+                    session, exchange, ..
+                } => {
+                    let (sid, messages) = (ids[*session].clone(), exchange.messages.clone());
+                    let supersedes = exchange.supersedes.clone();
+                    common::write(&t.store, move |w| {
+                        w.append_to(&sid, messages, None, &supersedes)
+                    })
+                    .unwrap();
+                }
+            }
         }
+        let several = file.sessions.len() > 1;
         let mut snapshot = String::new();
         t.store
             .read_now(|r| {
-                for (i, appended) in exchanges.iter().enumerate() {
-                    let id = ExchangeId(i as u32 + 1);
-                    let e = r.exchange(&session, id)?;
+                let mut current = None;
+                for (s, id, x) in file.exchanges().collect::<Vec<_>>() {
+                    let session = &ids[s];
+                    let appended = &x.messages;
+                    if several && current != Some(s) {
+                        snapshot.push_str(&format!("# session {}\n\n", file.sessions[s].name));
+                        current = Some(s);
+                    }
+                    let e = r.exchange(session, id)?;
                     snapshot.push_str(&format!(
                         "## {id} ({})\nheader: {}\nsummary: {}\n",
                         e.outcome.as_str(),
                         e.header,
                         e.summary
                     ));
-                    for k in r.kept_messages(&session, id)? {
+                    if let Some(by) = e.superseded_by {
+                        snapshot.push_str(&format!("superseded by {by}\n"));
+                    }
+                    for k in r.kept_messages(session, id)? {
                         if let Some(res) = &k.result {
                             snapshot.push_str(&format!("digest {}:\n{}\n", k.id, res.digest));
                         }
@@ -48,7 +92,7 @@ fn recorded_sessions_snapshot_and_round_trip() {
                             exchange: id,
                             index: j as u32 + 1,
                         };
-                        let got = r.message(&session, mid)?;
+                        let got = r.message(session, mid)?;
                         let expected = secrets::mask_message(sent.clone());
                         assert_eq!(
                             got.message, expected,

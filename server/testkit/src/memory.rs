@@ -16,6 +16,7 @@ use ctxproxy_core::packer;
 use ctxproxy_core::record::{self, ModelTexts, Stored};
 use ctxproxy_core::secrets;
 use ctxproxy_core::summary::SeenTerms;
+use ctxproxy_core::supersede::{ExchangeRange, SupersededBy};
 use ctxproxy_core::tokens::{self, Encoding};
 use ctxproxy_core::view::{self, BlobRef, ExchangeView, HeaderItem, SessionView};
 
@@ -41,6 +42,8 @@ pub struct MemorySession {
     terms: Vec<Vec<String>>,
     /// The newest read of each path, for the next read's digest.
     file_reads: HashMap<String, FileRead>,
+    /// Each superseded exchange's first superseder, as the store keeps it.
+    superseded: SupersededBy,
 }
 
 impl MemorySession {
@@ -58,6 +61,7 @@ impl MemorySession {
             context: CurrentContext::default(),
             terms: Vec::new(),
             file_reads: HashMap::new(),
+            superseded: SupersededBy::new(),
         }
     }
 
@@ -182,6 +186,15 @@ impl MemorySession {
         id
     }
 
+    /// Marks the exchanges of `ranges` superseded by `by`, as `ctx/append`'s
+    /// `supersedes` does; an exchange already superseded keeps its first
+    /// superseder. The caller checks that each range is earlier than `by`.
+    pub fn supersede(&mut self, by: ExchangeId, ranges: &[ExchangeRange]) {
+        for id in ranges.iter().flat_map(|r| r.ids()) {
+            self.superseded.entry(id).or_insert(by);
+        }
+    }
+
     /// What the store hands the packer.
     pub fn view(&self) -> SessionView {
         let newest = |n: u32, len: usize| len.saturating_sub(n as usize);
@@ -200,6 +213,7 @@ impl MemorySession {
             window: self.exchanges[window..].to_vec(),
             references: view::newest_references(candidates, self.caps.max_references),
             current_context: self.context.clone(),
+            superseded: self.superseded.clone(),
         }
     }
 }

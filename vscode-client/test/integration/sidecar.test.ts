@@ -16,7 +16,7 @@ import { fixtureSessionPath, searchableWord } from "../fixtureSession";
 import { ScriptedModel, text, toolCall } from "../scriptedModel";
 import { RunningSidecar, startSidecar, waitForEvent } from "../sidecarProcess";
 
-const recorded = parseSessionJsonl(readFileSync(fixtureSessionPath(), "utf8"));
+const recorded = parseSessionJsonl(readFileSync(fixtureSessionPath(), "utf8")).exchanges;
 let running: RunningSidecar;
 let replayed: ReplayResult;
 
@@ -28,7 +28,7 @@ function retrievedText(result: RetrieveResult): string {
 
 before(async () => {
   running = await startSidecar({ budget: 16000 });
-  replayed = await replaySession(running.sidecar, recorded, { title: "minimal.jsonl", workspace: "/work/demo" });
+  replayed = await replaySession(running.sidecar, parseSessionJsonl(readFileSync(fixtureSessionPath(), "utf8")), { title: "minimal.jsonl", workspace: "/work/demo" });
 });
 
 after(async () => {

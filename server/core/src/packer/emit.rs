@@ -14,6 +14,7 @@ use crate::config::LayerOrder;
 use crate::exchange::Level;
 use crate::message::Role;
 use crate::render::{self, Block, REPLY_PRIMER};
+use crate::supersede::{self, SupersededBy};
 use crate::view::ExchangeView;
 
 /// The prompt: every layer emitted, then ordered.
@@ -22,6 +23,7 @@ pub(super) fn emit(
     placement: &Placement,
     reserved: &Reserved,
     upgraded: Upgraded,
+    superseded: &SupersededBy,
 ) -> PackedPrompt {
     let enc = req.encoding;
     let Placement {
@@ -167,12 +169,20 @@ pub(super) fn emit(
         .collect();
     let total = messages.iter().map(|m| m.charged).sum::<u32>() + REPLY_PRIMER + req.tools_tokens;
     debug_assert_eq!(i64::from(total), i64::from(req.budget) - left);
+    // The superseded exchanges this prompt covers (all as headers).
+    let covered = listed
+        .iter()
+        .map(|h| h.id)
+        .chain(summarised.iter().chain(recent).map(|p| p.exchange.id));
+    let superseded =
+        supersede::grouped(covered.filter_map(|id| superseded.get(&id).map(|&by| (id, by))));
     PackedPrompt {
         messages,
         tools_tokens: req.tools_tokens,
         total,
         layers,
         trimmed,
+        superseded,
     }
 }
 

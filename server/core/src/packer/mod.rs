@@ -19,6 +19,13 @@
 //! of the newest exchanges alone) the tail is compacted at once: `B` jumps
 //! to keep only the newest exchanges. The first listed header moves in
 //! steps of a quarter of `max_headers`.
+//!
+//! A superseded exchange (`view.superseded`) is shown as its header line
+//! in whichever region it is, its references are not listed, and each such
+//! demotion is a `Trim` "superseded by xN". The regions themselves do not
+//! depend on supersession, so declaring one changes how those exchanges
+//! are shown and nothing else. A superseding exchange in the summaries
+//! region keeps its summary even when the summary does not halve it.
 
 mod emit;
 mod guaranteed;
@@ -48,5 +55,11 @@ pub fn pack(
     let mut placement = regions::place(view, caps, req.encoding);
     let reserved = guaranteed::reserve(view, req, caps, &placement)?;
     let upgraded = upgrades::upgrade(view, caps, req.encoding, &mut placement, reserved.left);
-    Ok(emit::emit(req, &placement, &reserved, upgraded))
+    Ok(emit::emit(
+        req,
+        &placement,
+        &reserved,
+        upgraded,
+        &view.superseded,
+    ))
 }

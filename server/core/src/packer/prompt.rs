@@ -5,6 +5,7 @@ use crate::config::LayerOrder;
 use crate::exchange::{Counted, KeptMessage, Level};
 use crate::message::Role;
 use crate::render::{Block, MESSAGE_OVERHEAD};
+use crate::supersede::Supersession;
 use crate::tokens::Encoding;
 
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -154,6 +155,9 @@ pub struct PackedPrompt {
     /// Every layer, in `Layer::ALL` order.
     pub layers: Vec<LayerReport>,
     pub trimmed: Vec<Trim>,
+    /// The superseded exchanges the prompt covers, as ranges, and what
+    /// superseded them (`ctx/explain`'s `superseded`).
+    pub superseded: Vec<Supersession>,
 }
 
 impl PackedPrompt {

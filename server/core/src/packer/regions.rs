@@ -126,6 +126,12 @@ pub(super) struct Placed<'a> {
     pub(super) exchange: &'a ExchangeView,
     pub(super) line: Counted,
     pub(super) level: Level,
+    /// The exchange that replaced this one's state: it is shown as its
+    /// header at most.
+    pub(super) superseded_by: Option<ExchangeId>,
+    /// This exchange replaced earlier ones' state: what the reasoning
+    /// carries forward.
+    pub(super) supersedes: bool,
 }
 
 impl Placed<'_> {
@@ -173,6 +179,7 @@ pub(super) fn place<'a>(view: &'a SessionView, caps: &LayerCaps, enc: Encoding) 
     let regions = Regions::of(view.exchange_count, &view.window, caps);
     let headers: HashMap<ExchangeId, &HeaderItem> =
         view.headers.iter().map(|h| (h.id, h)).collect();
+    let superseders: HashSet<ExchangeId> = view.superseded.values().copied().collect();
     let mut summarised: Vec<Placed> = Vec::new();
     let mut recent: Vec<Placed> = Vec::new();
     for e in &view.window {
@@ -180,6 +187,8 @@ pub(super) fn place<'a>(view: &'a SessionView, caps: &LayerCaps, enc: Encoding) 
             exchange: e,
             line: header_line_of(e, &headers, enc),
             level: Level::Header,
+            superseded_by: view.superseded.get(&e.id).copied(),
+            supersedes: superseders.contains(&e.id),
         };
         if e.id.0 > regions.boundary {
             recent.push(p);

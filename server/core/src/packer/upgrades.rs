@@ -1,6 +1,7 @@
 //! The second phase: the budget left upgrades, most useful first, recent
 //! exchanges newest first (full, digests, summary), then summaries newest
-//! first, then references; every demotion is a `Trim` saying why.
+//! first, then references; every demotion is a `Trim` saying why. A
+//! superseded exchange gets no upgrade and its references are not listed.
 
 use std::collections::HashSet;
 
@@ -11,6 +12,7 @@ use crate::config::LayerCaps;
 use crate::exchange::Level;
 use crate::ids::ExchangeId;
 use crate::render::MESSAGE_OVERHEAD;
+use crate::supersede;
 use crate::tokens::Encoding;
 use crate::view::{BlobRef, SessionView};
 
@@ -39,6 +41,10 @@ pub(super) fn upgrade<'a>(
     // Upgrades, most useful first: recent exchanges newest first, then
     // summaries newest first, then references.
     for p in recent.iter_mut().rev() {
+        if let Some(by) = p.superseded_by {
+            trimmed.push(superseded(p, Level::Full, by));
+            continue;
+        }
         let extra = |p: &Placed, level| {
             i64::from(p.cost(level, true)) - i64::from(p.cost(Level::Header, true))
         };
@@ -58,11 +64,17 @@ pub(super) fn upgrade<'a>(
         left -= extra(p, p.level);
     }
     for p in summarised.iter_mut().rev() {
+        if let Some(by) = p.superseded_by {
+            trimmed.push(superseded(p, Level::Summary, by));
+            continue;
+        }
         // A summary that does not halve its exchange is not worth its
         // tokens on every turn: the header points at the exchange, one
         // retrieve away. Small exchanges (a call and a short answer) end so.
+        // A superseding exchange is the state the reasoning carries
+        // forward: its summary is worth its tokens whatever it saves.
         let summary = p.cost(Level::Summary, false);
-        if 2 * summary > p.exchange.tokens.full {
+        if 2 * summary > p.exchange.tokens.full && !p.supersedes {
             trimmed.push(Trim {
                 id: p.exchange.id.to_string(),
                 from: ItemForm::Level(Level::Summary),
@@ -99,6 +111,15 @@ pub(super) fn upgrade<'a>(
         .iter()
         .filter(|r| !shown_whole.contains(&r.exchange))
     {
+        if let Some(&by) = view.superseded.get(&r.exchange) {
+            trimmed.push(Trim {
+                id: r.blob.short_id(),
+                from: ItemForm::Reference,
+                to: ItemForm::Dropped,
+                reason: supersede::reason(by),
+            });
+            continue;
+        }
         let cost = i64::from(
             r.line.tokens
                 + if references.is_empty() {
@@ -125,6 +146,17 @@ pub(super) fn upgrade<'a>(
         references,
         trimmed,
         left,
+    }
+}
+
+/// A superseded exchange stays at its header (the guaranteed part): the
+/// demotion from the level its region would have shown.
+fn superseded(p: &Placed, from: Level, by: ExchangeId) -> Trim {
+    Trim {
+        id: p.exchange.id.to_string(),
+        from: ItemForm::Level(from),
+        to: ItemForm::Level(Level::Header),
+        reason: supersede::reason(by),
     }
 }
 

@@ -366,7 +366,7 @@ impl Turn {
         }
         let earlier = std::mem::take(&mut self.earlier);
         service
-            .append_messages(&self.session, earlier.clone(), None)
+            .append_messages(&self.session, earlier.clone(), None, Vec::new())
             .await?;
         self.guard.list[self.branch].push(&earlier);
         Ok(())
@@ -383,7 +383,7 @@ impl Turn {
         } = self;
         let messages: Vec<Message> = input.into_iter().chain(std::iter::once(reply)).collect();
         service
-            .append_messages(&session, messages.clone(), None)
+            .append_messages(&session, messages.clone(), None, Vec::new())
             .await?;
         guard.list[branch].push(&messages);
         Ok(())

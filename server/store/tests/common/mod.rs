@@ -68,16 +68,6 @@ pub fn result(id: &str, name: &str, content: &str) -> Message {
     m
 }
 
-/// A recorded session (fixtures/README.md): one exchange's messages per line.
-pub fn recorded(path: &Path) -> Vec<Vec<Message>> {
-    let text = std::fs::read_to_string(path).unwrap();
-    ctxproxy_core::recorded::parse(&text)
-        .unwrap_or_else(|e| panic!("{}: {e}", path.display()))
-        .into_iter()
-        .map(|x| x.messages)
-        .collect()
-}
-
 pub fn fixtures_dir() -> std::path::PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fixtures")
 }
