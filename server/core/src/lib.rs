@@ -5,6 +5,7 @@
 //! code that trims, demotes or orders.
 
 pub mod baseline;
+pub mod call;
 pub mod config;
 pub mod context;
 pub mod digest;

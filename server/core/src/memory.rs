@@ -200,6 +200,8 @@ impl MemorySession {
             window: self.exchanges[window..].to_vec(),
             references: view::newest_references(candidates, self.caps.max_references),
             current_context: self.context.clone(),
+            depth: 0,
+            call: None,
         }
     }
 }

@@ -89,6 +89,8 @@ fn replay(path: &Path) -> HashMap<&'static str, Tally> {
             input_tokens: render::message_tokens(&input, Level::Full, ENC),
             input: Some(input),
             tools_tokens: render::tools_tokens(ENC),
+            iteration: id,
+            calls: Default::default(),
         };
         let packed = pack(&memory.view(), &req, &caps).expect("16k fits");
         let cached = prev

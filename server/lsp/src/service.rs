@@ -4,6 +4,7 @@
 //! Ordering: each handler submits its store job before its first `.await`,
 //! so state changes are applied in the order requests arrive.
 
+use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 
@@ -15,12 +16,13 @@ use ctxproxy_core::ids::{ExchangeId, ItemId, PromptId};
 use ctxproxy_core::message::Message;
 use ctxproxy_core::slice;
 use ctxproxy_core::tokens::{self, Encoding};
-use ctxproxy_store::{settle, Event, NewSession, Store};
+use ctxproxy_store::{settle, ChildCall, Event, NewSession, Store};
 use serde_json::Value;
 use tokio::sync::mpsc;
 
 use crate::assemble;
 use crate::config;
+use crate::state;
 pub use crate::error::ServiceError;
 use crate::protocol::*;
 
@@ -36,6 +38,8 @@ pub struct Service {
     events: Option<EventSink>,
     /// The last prompt assembled per session, for prefix-reuse figures.
     last_prompts: Arc<assemble::LastPrompts>,
+    /// The state envelope of each session's last prompt, for `stateChanged`.
+    last_states: Mutex<HashMap<String, StateEnvelope>>,
 }
 
 impl Service {
@@ -50,6 +54,7 @@ impl Service {
             config: Mutex::new(config),
             events,
             last_prompts: Arc::default(),
+            last_states: Mutex::default(),
         })
     }
 
@@ -125,10 +130,29 @@ impl Service {
                 Some((parent.session_id, at))
             }
         };
+        let child = match p.child {
+            None => None,
+            Some(_) if parent.is_none() => {
+                return Err(ServiceError::InvalidParams(
+                    "child: a child call needs `parent` (the session making the call)".into(),
+                ))
+            }
+            Some(c) if c.query.trim().is_empty() => {
+                return Err(ServiceError::InvalidParams(
+                    "child.query: expected a non-empty string".into(),
+                ))
+            }
+            Some(c) => Some(ChildCall {
+                query: c.query,
+                context: c.context,
+                max_depth: self.config().calls.max_depth,
+            }),
+        };
         let new = NewSession {
             workspace: p.workspace,
             title: p.title,
             parent,
+            child,
         };
         let id = self.open_new_session(new).await?;
         Ok(OpenSessionResult { session_id: id })
@@ -281,7 +305,44 @@ impl Service {
                 trimmed: reply.trimmed.clone(),
             });
         }
+        if let Some(state) = &reply.state {
+            if self.state_changed(session_id, state).await {
+                self.emit(CtxEvent::StateChanged {
+                    session_id: session_id.to_string(),
+                    prompt_id: reply.prompt_id.clone(),
+                    state: state.clone(),
+                });
+            }
+        }
         Ok(reply)
+    }
+
+    /// Whether `state` differs (`state::differs`) from the state of the
+    /// session's previous prompt: the one this process assembled last, or
+    /// after a restart the previous prompt's record. A session's first
+    /// prompt, and one after a record without a state, is a change.
+    async fn state_changed(&self, session_id: &str, state: &StateEnvelope) -> bool {
+        let remembered = self
+            .last_states
+            .lock()
+            .expect("last states lock")
+            .insert(session_id.to_string(), state.clone());
+        let previous = match (remembered, state.call.iteration) {
+            (Some(previous), _) => Some(previous),
+            (None, 1) => None,
+            (None, n) => {
+                let session = session_id.to_string();
+                let record = self
+                    .store
+                    .read(move |r| r.prompt(&session, PromptId(n - 1)))
+                    .await;
+                record
+                    .ok()
+                    .and_then(|r| assemble::read_record(&r, self.store.db_path()).ok())
+                    .and_then(|prompt| prompt.state)
+            }
+        };
+        previous.is_none_or(|p| state::differs(&p, state))
     }
 
     pub async fn explain(&self, params: Value) -> Reply<ExplainResult> {
@@ -469,10 +530,12 @@ impl Service {
                     prompts: s.prompts,
                     created_at: s.created_at,
                     updated_at: s.updated_at,
-                    parent: s.parent.map(|(session_id, at_exchange)| ParentInfo {
-                        session_id,
-                        at_exchange,
+                    parent: s.parent.map(|p| ParentInfo {
+                        session_id: p.session,
+                        at_exchange: p.at_exchange,
+                        kind: p.kind.as_str().to_string(),
                     }),
+                    depth: s.depth,
                 })
                 .collect(),
         })

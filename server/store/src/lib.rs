@@ -31,9 +31,9 @@ pub use append::{AppendOutcome, BlobOutcome, Event};
 pub use assemble::AssembledPrompt;
 pub use error::StoreError;
 pub use read::{
-    BlobText, ExchangeListing, MessageItem, PromptRecord, Reader, SearchHit, SessionListing, Stats,
+    BlobText, ExchangeListing, MessageItem, ParentKind, ParentLink, PromptRecord, Reader, SearchHit, SessionListing, Stats,
 };
-pub use sessions::NewSession;
+pub use sessions::{ChildCall, NewSession};
 pub use writer::{IngestSettings, Writer};
 
 pub type Result<T, E = StoreError> = std::result::Result<T, E>;

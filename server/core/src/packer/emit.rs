@@ -168,6 +168,7 @@ pub(super) fn emit(
         total,
         layers,
         trimmed,
+        one_shot: None,
     }
 }
 
@@ -208,7 +209,7 @@ fn exchange_messages(exchange: &ExchangeView, level: Level) -> Vec<PromptMessage
 /// `ToolUse` only when its result follows in the run of tool messages right
 /// after it, and a result is a `ToolResult` only when its call precedes it;
 /// any other becomes plain text, with the same text and so the same tokens.
-fn pair_tool_calls(messages: &mut [PromptMessage]) {
+pub(super) fn pair_tool_calls(messages: &mut [PromptMessage]) {
     let mut i = 0;
     while i < messages.len() {
         let run_end = (i + 1..messages.len())

@@ -1,7 +1,8 @@
 //! What the packer is asked for and what it answers: the request, the
 //! prompt's messages, its layers and their items, and what was trimmed.
 
-use crate::config::LayerOrder;
+use crate::call::ContextCut;
+use crate::config::{CallLimits, LayerOrder};
 use crate::exchange::{Counted, KeptMessage, Level};
 use crate::message::Role;
 use crate::render::Block;
@@ -21,6 +22,9 @@ pub struct PackRequest {
     pub input_tokens: u32,
     /// `render::tools_tokens(encoding)` when the tools are sent, else 0.
     pub tools_tokens: u32,
+    /// The prompt's number in its session (`p<N>`), for L0's call line.
+    pub iteration: u32,
+    pub calls: CallLimits,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -133,6 +137,9 @@ pub struct PackedPrompt {
     /// Every layer, in `Layer::ALL` order.
     pub layers: Vec<LayerReport>,
     pub trimmed: Vec<Trim>,
+    /// A one-shot prompt (a call at the maximum depth): how much of its
+    /// context it kept. `None` for the layered shape.
+    pub one_shot: Option<ContextCut>,
 }
 
 impl PackedPrompt {

@@ -124,6 +124,8 @@ fn request(budget: u32, order: LayerOrder, input: Option<KeptMessage>) -> PackRe
         input,
         input_tokens,
         tools_tokens: render::tools_tokens(ENC),
+        iteration: 1,
+        calls: Default::default(),
     }
 }
 

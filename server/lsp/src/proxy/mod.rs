@@ -285,6 +285,7 @@ impl Incoming {
             format,
             system: Some(self.request.system.clone()).filter(|s| !s.is_empty()),
             input,
+            calls: config.calls.clone(),
         }
     }
 }

@@ -400,6 +400,7 @@ async fn open(
             workspace: Some(WORKSPACE.into()),
             title: Some(key.to_string()),
             parent: parent.map(|(s, at)| (s, Some(at))),
+            ..NewSession::default()
         })
         .await
 }
