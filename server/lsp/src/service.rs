@@ -22,9 +22,9 @@ use tokio::sync::mpsc;
 
 use crate::assemble;
 use crate::config;
-use crate::state;
 pub use crate::error::ServiceError;
 use crate::protocol::*;
+use crate::state;
 
 /// A method's typed result.
 pub type Reply<T> = Result<T, ServiceError>;

@@ -31,7 +31,8 @@ pub use append::{AppendOutcome, BlobOutcome, Event};
 pub use assemble::AssembledPrompt;
 pub use error::StoreError;
 pub use read::{
-    BlobText, ExchangeListing, MessageItem, ParentKind, ParentLink, PromptRecord, Reader, SearchHit, SessionListing, Stats,
+    BlobText, ExchangeListing, MessageItem, ParentKind, ParentLink, PromptRecord, Reader,
+    SearchHit, SessionListing, Stats,
 };
 pub use sessions::{ChildCall, NewSession};
 pub use writer::{IngestSettings, Writer};

@@ -47,7 +47,13 @@ impl Writer {
             ));
         }
         let (parent, fork_at, depth, workspace, objective) = match &new.parent {
-            None => (None, None, 0, new.workspace.clone().unwrap_or_default(), None),
+            None => (
+                None,
+                None,
+                0,
+                new.workspace.clone().unwrap_or_default(),
+                None,
+            ),
             Some((pid, at)) => {
                 let (count, depth, ws, context): (u32, u32, String, String) = self
                     .conn

@@ -8,7 +8,8 @@ use ctxproxy_core::context::Housekeeping;
 use ctxproxy_core::ids::{ExchangeId, MessageId};
 use ctxproxy_core::message::Role;
 use ctxproxy_store::{
-    AssembledPrompt, ChildCall, IngestSettings, NewSession, ParentKind, ParentLink, Store, StoreError,
+    AssembledPrompt, ChildCall, IngestSettings, NewSession, ParentKind, ParentLink, Store,
+    StoreError,
 };
 
 fn x(n: u32) -> ExchangeId {
@@ -336,7 +337,11 @@ fn a_child_call_starts_fresh_one_deeper_and_stops_at_max_depth() {
         })
     );
     let at_c1 = t.store.read_now(|r| r.session(&c1)).unwrap();
-    assert_eq!(at_c1.parent.map(|p| p.at_exchange), Some(1), "the parent's newest exchange");
+    assert_eq!(
+        at_c1.parent.map(|p| p.at_exchange),
+        Some(1),
+        "the parent's newest exchange"
+    );
     let err = open_child(&c1a, None).unwrap_err();
     assert_eq!(
         err.to_string(),
@@ -359,7 +364,12 @@ fn a_child_call_starts_fresh_one_deeper_and_stops_at_max_depth() {
         })
     })
     .unwrap_err();
-    assert!(orphan.to_string().contains("child: a child call needs a `parent`"), "{orphan}");
+    assert!(
+        orphan
+            .to_string()
+            .contains("child: a child call needs a `parent`"),
+        "{orphan}"
+    );
 }
 
 #[test]

@@ -2,15 +2,15 @@
 //! header list, each exchange of the window at least as its header) and
 //! whether it fits the budget.
 
+use super::offered_tools;
 use super::prompt::{PackError, PackRequest};
 use super::regions::Placement;
 use super::titles::{title_tokens, HEADERS_TITLE, SUMMARIES_TITLE};
-use crate::config::LayerCaps;
 use crate::call;
+use crate::config::LayerCaps;
 use crate::context;
 use crate::exchange::{Counted, KeptMessage, Level};
 use crate::render::{MESSAGE_OVERHEAD, REPLY_PRIMER};
-use super::offered_tools;
 use crate::view::SessionView;
 
 /// What the guaranteed part costs, and the budget it leaves.
@@ -59,9 +59,8 @@ pub(super) fn reserve(
             lineage,
         })
     });
-    let l0 = (view.current_context.turn > 0 || lineage.is_some()).then(|| {
-        context::render(&view.current_context, caps, enc, shown, lineage.as_ref())
-    });
+    let l0 = (view.current_context.turn > 0 || lineage.is_some())
+        .then(|| context::render(&view.current_context, caps, enc, shown, lineage.as_ref()));
     let context_cost = l0.as_ref().map_or(0, |c| c.tokens + MESSAGE_OVERHEAD);
     let listed_cost = match listed.is_empty() {
         true => 0,
