@@ -799,6 +799,6 @@ pub enum CtxEvent {
     StateChanged {
         session_id: String,
         prompt_id: String,
-        state: StateEnvelope,
+        state: Box<StateEnvelope>,
     },
 }

@@ -310,7 +310,7 @@ impl Service {
                 self.emit(CtxEvent::StateChanged {
                     session_id: session_id.to_string(),
                     prompt_id: reply.prompt_id.clone(),
-                    state: state.clone(),
+                    state: Box::new(state.clone()),
                 });
             }
         }

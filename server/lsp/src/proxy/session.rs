@@ -625,6 +625,8 @@ mod tests {
         let mut b = Branch {
             session: "s".into(),
             prints: Vec::new(),
+            system: None,
+            called: false,
         };
         b.push(&stored);
         let exacts = |ms: &[Message]| ms.iter().map(exact).collect::<Vec<_>>();
@@ -644,6 +646,8 @@ mod tests {
         let mut b = Branch {
             session: "s".into(),
             prints: Vec::new(),
+            system: None,
+            called: false,
         };
         b.push(&[
             Message::new(Role::Assistant, "greeting"),
