@@ -282,3 +282,6 @@ async def test_the_recorded_recursive_session_replays_by_hand(ctx, tmp_path):
     assert s[ids["c1a"]]["parent"] == {"sessionId": ids["c1"], "atExchange": 1, "kind": "child"}
     assert s[ids["c2"]]["parent"] == {"sessionId": ids["main"], "atExchange": 2, "kind": "child"}
     assert [s[ids[n]]["depth"] for n in ("main", "c1", "c1a", "c2")] == [0, 1, 2, 1]
+
+    listed = proxylib.cli("sessions", store=ctx.store).stdout
+    assert f"[depth 2, called by {ids['c1']} after x1]" in listed, listed
