@@ -62,6 +62,10 @@ fn fields(ctx: &CurrentContext) -> ContextFields {
 /// list first (story, which L0 and the exchanges themselves tell; concepts;
 /// done; explained; symbols; files; next steps); then the model's note;
 /// then the objective is cut. The turn and phase always stay.
+///
+/// The JSON is counted again only after enough items are left out to
+/// cover the excess (each item's tokens and one for its quotes and comma),
+/// so a long context costs a few counts, not one per item.
 fn capped(mut c: ContextFields, cap: u32, encoding: Encoding) -> (ContextFields, u32) {
     let cost = |c: &ContextFields| {
         tokens::count(
@@ -70,38 +74,49 @@ fn capped(mut c: ContextFields, cap: u32, encoding: Encoding) -> (ContextFields,
         )
     };
     let mut dropped = 0;
-    let mut over = cost(&c).saturating_sub(cap);
-    while over > 0 {
-        let list = [
-            &mut c.story,
-            &mut c.concepts,
-            &mut c.done,
-            &mut c.explained,
-            &mut c.symbols,
-            &mut c.files,
-            &mut c.next,
-        ]
-        .into_iter()
-        .find(|l| !l.is_empty());
-        if let Some(list) = list {
-            list.pop();
-        } else if c.model_note.is_some() {
-            c.model_note = None;
-        } else if !c.objective.is_empty() {
-            let keep = tokens::count(encoding, &c.objective).saturating_sub(over);
-            c.objective = tokens::truncate(encoding, &c.objective, keep).to_string();
-            over = cost(&c).saturating_sub(cap);
-            if over > 0 && keep == 0 {
-                break;
-            }
-            continue;
-        } else {
+    loop {
+        let over = cost(&c).saturating_sub(cap);
+        if over == 0 {
             break;
         }
-        dropped += 1;
-        over = cost(&c).saturating_sub(cap);
+        let mut freed = 0;
+        while freed < over {
+            let Some(item) = least_useful(&mut c) else {
+                break;
+            };
+            freed += tokens::count(encoding, &item) + 1;
+            dropped += 1;
+        }
+        if freed > 0 {
+            continue;
+        }
+        if c.model_note.take().is_some() {
+            dropped += 1;
+            continue;
+        }
+        if c.objective.is_empty() {
+            break;
+        }
+        let keep = tokens::count(encoding, &c.objective).saturating_sub(over);
+        c.objective = tokens::truncate(encoding, &c.objective, keep).to_string();
     }
     (c, dropped)
+}
+
+/// Takes the last item of the least useful list that has one.
+fn least_useful(c: &mut ContextFields) -> Option<String> {
+    [
+        &mut c.story,
+        &mut c.concepts,
+        &mut c.done,
+        &mut c.explained,
+        &mut c.symbols,
+        &mut c.files,
+        &mut c.next,
+    ]
+    .into_iter()
+    .find(|l| !l.is_empty())?
+    .pop()
 }
 
 /// Whether `next` tells an observer something `previous` did not. The
