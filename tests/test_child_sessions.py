@@ -285,3 +285,19 @@ async def test_the_recorded_recursive_session_replays_by_hand(ctx, tmp_path):
 
     listed = proxylib.cli("sessions", store=ctx.store).stdout
     assert f"[depth 2, called by {ids['c1']} after x1]" in listed, listed
+
+
+async def test_a_calls_query_and_context_are_kept_with_secrets_masked(ctx):
+    root = await _root_with_exchanges(ctx)
+    c1 = await ctx.open_session(**_child(root))
+    key = "AKIA" + "Q3EGRZ7TYXNV4K2M"
+    context = f"[default]\naws_access_key_id = {key}\nregion = eu-west-1\n"
+    c1a = await ctx.open_session(**_child(c1, query=f"Is {key} the key in use?", context=context))
+    a = await ctx.req("ctx/assemble", {"sessionId": c1a, "format": "text"})
+    assert a["shape"] == "oneShot"
+    assert key not in a["text"] and "[secret:" in a["text"], a["text"]
+    assert "region = eu-west-1" in a["text"], "the rest of the context is kept as sent"
+    ctx.client.workspace_did_change_configuration(
+        types.DidChangeConfigurationParams(settings={"ctx": {"maxPayloadBytes": 1000}}))
+    e = await ctx.err("ctx/openSession", _child(c1, context="x" * 2000))
+    assert e.code == -32005 and "maxPayloadBytes" in e.message, (e.code, e.message)

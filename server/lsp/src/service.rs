@@ -130,17 +130,20 @@ impl Service {
                 Some((parent.session_id, at))
             }
         };
+        let limit = self.config().max_payload_bytes;
         let child = match p.child {
             None => None,
-            Some(_) if parent.is_none() => {
-                return Err(ServiceError::InvalidParams(
-                    "child: a child call needs `parent` (the session making the call)".into(),
-                ))
-            }
             Some(c) if c.query.trim().is_empty() => {
                 return Err(ServiceError::InvalidParams(
                     "child.query: expected a non-empty string".into(),
                 ))
+            }
+            Some(c)
+                if (c.query.len() + c.context.as_ref().map_or(0, String::len)) as u64 > limit =>
+            {
+                return Err(ServiceError::PayloadTooLarge(format!(
+                    "child: the query and context are over the maxPayloadBytes limit of {limit}"
+                )))
             }
             Some(c) => Some(ChildCall {
                 query: c.query,

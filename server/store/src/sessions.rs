@@ -6,6 +6,7 @@ use std::path::PathBuf;
 
 use ctxproxy_core::context::{self, CurrentContext};
 use ctxproxy_core::ids::{BlobHash, ExchangeId};
+use ctxproxy_core::secrets::{self, Source};
 use rusqlite::{params, OptionalExtension};
 
 use crate::cached::{execute_cached, query_row_cached};
@@ -43,7 +44,7 @@ impl Writer {
         let id = self.fresh_session_id(&now)?;
         if new.child.is_some() && new.parent.is_none() {
             return Err(StoreError::Invalid(
-                "child: a child call needs a `parent` (the session making the call)".into(),
+                "child: a child call needs `parent` (the session making the call)".into(),
             ));
         }
         let (parent, fork_at, depth, workspace, objective) = match &new.parent {
@@ -98,8 +99,20 @@ impl Writer {
             Some(_) => "child",
             None => "fork",
         });
+        // Kept as messages are: secrets masked, the query as conversation,
+        // the context as the data (files, outputs) it is.
+        let masked = |text: &str, source| match self.settings.redact_secrets {
+            true => secrets::mask(text, source).text.into_owned(),
+            false => text.to_string(),
+        };
         let (query, context, objective) = match &new.child {
-            Some(call) => (Some(call.query.clone()), call.context.clone(), objective),
+            Some(call) => (
+                Some(masked(&call.query, Source::Conversation)),
+                call.context
+                    .as_deref()
+                    .map(|c| masked(c, Source::ToolOutput)),
+                objective,
+            ),
             None => (None, None, None),
         };
         self.conn.execute(

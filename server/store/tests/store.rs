@@ -367,7 +367,7 @@ fn a_child_call_starts_fresh_one_deeper_and_stops_at_max_depth() {
     assert!(
         orphan
             .to_string()
-            .contains("child: a child call needs a `parent`"),
+            .contains("child: a child call needs `parent`"),
         "{orphan}"
     );
 }
