@@ -534,3 +534,57 @@ def test_passthrough_mode_forwards_the_request_untouched(proxy, upstream, store)
     assert sent.json == {"model": MODEL, "max_tokens": 9, "system": SYSTEM, "messages": msgs}
     session = raw.headers.get("x-ctxproxy-session")
     assert session and session in proxylib.sessions(store)
+
+
+def test_a_sub_agent_under_the_same_session_id_is_a_child_call(proxy, upstream, store):
+    """A request under the main conversation's session id with a system
+    prompt of its own (Claude Code's Task sub-agents) opens a child session of
+    the main one (depth 1, its first user message the query); its later
+    requests continue that child, and the main conversation goes on in its own."""
+    upstream.push(*(Turn(text=t) for t in ("Main one.", "Searching.", "It is in config/db.toml.", "Main two.")))
+    an = client(proxy)
+    header = {"x-claude-code-session-id": "7f1e0c2a-1111-4000-8000-00000000abcd"}
+    sub_system = "You are a search sub-agent. Report file paths only."
+    task = "Find where the staging database port is configured."
+
+    def ask(system, msgs):
+        raw = an.messages.with_raw_response.create(model=MODEL, max_tokens=20, system=system, messages=msgs,
+                                                   extra_headers=header)
+        return reply_ids(raw.headers)
+
+    main_opening = [{"role": "user", "content": f"Note for later: {FACT}."}]
+    main, _ = ask(SYSTEM, main_opening)
+    sub, p1 = ask(sub_system, [{"role": "user", "content": task}])
+    assert sub != main
+    l0 = json.dumps(upstream.model_calls()[-1].json["messages"], ensure_ascii=False)
+    assert f"Call: depth 1 of max 2 · iteration 1 · called by {main} after x1" in l0, l0
+    assert f"Query: {task}" in l0, l0
+    sub_again, p2 = ask(sub_system, [{"role": "user", "content": task},
+                                     {"role": "assistant", "content": [{"type": "text", "text": "Searching."}]},
+                                     {"role": "user", "content": "Only the path, please."}])
+    assert (sub_again, p2) == (sub, "p2"), "the sub-agent's next request continues its child session"
+    main_again, _ = ask(SYSTEM, main_opening + [{"role": "assistant", "content": [{"type": "text", "text": "Main one."}]},
+                                                {"role": "user", "content": "Which port was it?"}])
+    assert main_again == main
+    record = proxylib.shown_prompt(store, sub, p1)
+    assert record["state"]["call"]["depth"] == 1 and record["state"]["call"]["parentSessionId"] == main, record["state"]
+    assert proxylib.shown_prompt(store, main, "p2")["state"]["call"]["depth"] == 0
+
+
+def test_after_a_restart_a_new_sub_agent_is_still_a_child_call(store, upstream):
+    """The main branch's system prompt is read back from its newest prompt record."""
+    upstream.push(*(Turn(text=t) for t in ("Main one.", "Found it.")))
+    header = {"x-claude-code-session-id": "7f1e0c2a-2222-4000-8000-00000000abcd"}
+
+    def ask(p, system, msgs):
+        raw = client(p).messages.with_raw_response.create(model=MODEL, max_tokens=20, system=system,
+                                                          messages=msgs, extra_headers=header)
+        return reply_ids(raw.headers)[0]
+
+    with proxylib.Proxy(store, upstream.url, upstream.url) as p:
+        main = ask(p, SYSTEM, [{"role": "user", "content": f"Note for later: {FACT}."}])
+    with proxylib.Proxy(store, upstream.url, upstream.url) as p:
+        sub = ask(p, "You are a search sub-agent.", [{"role": "user", "content": "Find the port setting."}])
+    assert sub != main
+    state = proxylib.shown_prompt(store, sub, "p1")["state"]
+    assert (state["call"]["depth"], state["call"].get("parentSessionId")) == (1, main), state

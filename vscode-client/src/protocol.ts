@@ -28,6 +28,12 @@ export interface OpenSessionParams {
   workspace?: string;
   title?: string;
   parent?: ParentRef;
+  /** With parent: a recursive call made by it (fresh history), not a fork. */
+  child?: ChildParams;
+}
+export interface ChildParams {
+  query: string;
+  context?: string;
 }
 export interface OpenSessionResult {
   sessionId: string;
@@ -124,11 +130,53 @@ export type AssembleResult = FormattedPrompt & {
   /** The superseded exchanges the prompt covers, as headers at most; absent when none. */
   superseded?: SupersededRange[];
   layers: LayerReport[];
+  /** "oneShot" for a child call at maxDepth, else "layered". */
+  shape: PromptShape;
+  /** Why the prompt has its shape, when it is not "layered". */
+  reason?: string;
+  state?: StateEnvelope;
 };
 /** ids ("x3-x9" or "x12") were superseded by `by` ("x10"). */
 export interface SupersededRange {
   ids: string;
   by: string;
+}
+
+export type PromptShape = "layered" | "oneShot";
+
+/** The call a prompt serves and the current context as fields, capped as L0 is. */
+export interface StateEnvelope {
+  call: CallState;
+  context: ContextFields;
+  /** List items left out of context to fit the cap. */
+  dropped: number;
+}
+export interface CallState {
+  sessionId: string;
+  depth: number;
+  maxDepth: number;
+  /** The prompt's number in its session (p<N>). */
+  iteration: number;
+  parentSessionId?: string;
+  tools: string[];
+  budget: CallBudget;
+}
+export interface CallBudget {
+  total: number;
+  used: number;
+}
+export interface ContextFields {
+  turn: number;
+  phase: string;
+  objective: string;
+  modelNote?: string;
+  story: string[];
+  done: string[];
+  files: string[];
+  symbols: string[];
+  concepts: string[];
+  explained: string[];
+  next: string[];
 }
 
 export type RetrieveFormat = "header" | "summary" | "full";
@@ -232,8 +280,11 @@ export interface ListSessionsParams {
 }
 export interface ParentInfo {
   sessionId: string;
+  /** A fork's last shared exchange; a child's call point. */
   atExchange: number;
+  kind: ParentKind;
 }
+export type ParentKind = "fork" | "child";
 export interface SessionInfo {
   sessionId: string;
   title: string;
@@ -244,6 +295,8 @@ export interface SessionInfo {
   createdAt: string;
   updatedAt: string;
   parent?: ParentInfo;
+  /** 0 for a root; a child is one deeper than its parent, a fork as deep. */
+  depth: number;
 }
 export interface ListSessionsResult {
   sessions: SessionInfo[];
@@ -346,12 +399,19 @@ export interface LayerTrimmedEvent {
   promptId: string;
   trimmed: Trim[];
 }
+export interface StateChangedEvent {
+  kind: "stateChanged";
+  sessionId: string;
+  promptId: string;
+  state: StateEnvelope;
+}
 export type CtxEvent =
   | ExchangeStoredEvent
   | BlobStoredEvent
   | SummaryUpdatedEvent
   | ContextAssembledEvent
-  | LayerTrimmedEvent;
+  | LayerTrimmedEvent
+  | StateChangedEvent;
 
 // OpenAI chat format, as ctx/assemble returns it with format "openai".
 export interface OpenAiToolCall {

@@ -22,15 +22,47 @@ export interface ExchangeItem {
 export function sessionItem(session: SessionInfo): SessionItem {
   const title = session.title?.trim() || session.sessionId;
   const count = `${session.exchanges} exchange${session.exchanges === 1 ? "" : "s"}`;
+  const depth = session.depth ? `depth ${session.depth}` : "";
+  const parent = session.parent;
+  const origin = !parent
+    ? ""
+    : parent.kind === "child"
+      ? `called by ${parent.sessionId} after x${parent.atExchange}`
+      : `forked from ${parent.sessionId} at x${parent.atExchange}`;
   return {
     kind: "session",
     sessionId: session.sessionId,
     label: title,
-    description: `${count} · ${session.sessionId}`,
-    tooltip: [title, session.sessionId, count, session.workspace, `updated ${session.updatedAt}`]
+    description: [depth, count, session.sessionId].filter(Boolean).join(" · "),
+    tooltip: [title, session.sessionId, count, depth, origin, session.workspace, `updated ${session.updatedAt}`]
       .filter(Boolean)
       .join("\n"),
   };
+}
+
+/** Sessions as a call tree: child calls under the session that made them, in the order they were
+ * called; roots, forks and children whose caller is not listed at the top, newest first. */
+export interface SessionTree {
+  roots: SessionInfo[];
+  children: Map<string, SessionInfo[]>;
+}
+
+export function sessionTree(sessions: SessionInfo[]): SessionTree {
+  const listed = new Set(sessions.map((s) => s.sessionId));
+  const children = new Map<string, SessionInfo[]>();
+  const roots: SessionInfo[] = [];
+  for (const s of sessions) {
+    const caller = s.parent?.kind === "child" && listed.has(s.parent.sessionId) ? s.parent.sessionId : undefined;
+    if (caller === undefined) {
+      roots.push(s);
+    } else {
+      children.set(caller, [...(children.get(caller) ?? []), s]);
+    }
+  }
+  for (const list of children.values()) {
+    list.sort((a, b) => (a.createdAt ?? "").localeCompare(b.createdAt ?? ""));
+  }
+  return { roots: sortSessions(roots), children };
 }
 
 export function exchangeItem(sessionId: string, exchange: ExchangeHeader): ExchangeItem {

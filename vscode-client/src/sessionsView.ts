@@ -1,7 +1,7 @@
-// The Sessions tree: sessions (ctx/listSessions) and, under each, its exchange headers
-// (ctx/listExchanges). Clicking an exchange opens it in full.
+// The Sessions tree: sessions (ctx/listSessions) and, under each, the child calls it made
+// (sessionTree) then its exchange headers (ctx/listExchanges). Clicking an exchange opens it in full.
 import * as vscode from "vscode";
-import { ExchangeItem, exchangeItem, SessionItem, sessionItem, sortSessions } from "./sessionItems";
+import { ExchangeItem, exchangeItem, SessionItem, sessionItem, SessionTree, sessionTree } from "./sessionItems";
 import { Sidecar } from "./sidecar";
 
 export type SessionsNode = SessionItem | ExchangeItem;
@@ -11,6 +11,9 @@ const MAX_EXCHANGES = 10000;
 export class SessionsView implements vscode.TreeDataProvider<SessionsNode> {
   private readonly changed = new vscode.EventEmitter<void>();
   readonly onDidChangeTreeData = this.changed.event;
+
+  /** The call tree of the last listing, for a session's child calls. */
+  private tree: SessionTree = { roots: [], children: new Map() };
 
   constructor(private readonly sidecar: Sidecar) {}
 
@@ -41,11 +44,13 @@ export class SessionsView implements vscode.TreeDataProvider<SessionsNode> {
   async getChildren(node?: SessionsNode): Promise<SessionsNode[]> {
     if (!node) {
       const { sessions } = await this.sidecar.listSessions({});
-      return sortSessions(sessions).map(sessionItem);
+      this.tree = sessionTree(sessions);
+      return this.tree.roots.map(sessionItem);
     }
     if (node.kind === "session") {
+      const calls = (this.tree.children.get(node.sessionId) ?? []).map(sessionItem);
       const { exchanges } = await this.sidecar.listExchanges({ sessionId: node.sessionId, limit: MAX_EXCHANGES });
-      return exchanges.map((exchange) => exchangeItem(node.sessionId, exchange));
+      return [...calls, ...exchanges.map((exchange) => exchangeItem(node.sessionId, exchange))];
     }
     return [];
   }

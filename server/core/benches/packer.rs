@@ -94,6 +94,8 @@ fn bench_pack(c: &mut Criterion) {
             input_tokens: render::message_tokens(&input, Level::Full, ENC),
             input: Some(input),
             tools_tokens: render::tools_tokens(ENC),
+            iteration: 1,
+            calls: Default::default(),
         };
         group.bench_with_input(BenchmarkId::from_parameter(size), &view, |b, view| {
             b.iter(|| pack(view, &req, &caps).unwrap())

@@ -43,6 +43,30 @@ impl Default for LayerCaps {
     }
 }
 
+/// Recursive calls (seed 002): how deep a call tree goes, and how much
+/// context a call at the bottom gets in its one-shot prompt.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct CallLimits {
+    /// A child at this depth makes no further calls, and its prompt is the
+    /// one-shot shape (its query and its context cut to fit). 2: a root,
+    /// one level of calls that loop like the root, and one-shot leaves: each
+    /// level multiplies the calls, and two show every shape a call takes.
+    pub max_depth: u32,
+    /// At most this many tokens of a one-shot call's context: about the
+    /// 8,000 characters seed 002's runtime keeps
+    /// (`MAX_ONESHOT_CONTEXT_CHARS`), at four characters a token.
+    pub one_shot_context_max: u32,
+}
+
+impl Default for CallLimits {
+    fn default() -> Self {
+        CallLimits {
+            max_depth: 2,
+            one_shot_context_max: 2_000,
+        }
+    }
+}
+
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct DigestLimits {
     /// A digest never exceeds this many tokens.
@@ -89,6 +113,7 @@ pub struct Config {
     pub budget: u32,
     pub layers: LayerCaps,
     pub digest: DigestLimits,
+    pub calls: CallLimits,
     pub order: LayerOrder,
     pub redact_secrets: bool,
     pub max_payload_bytes: u64,
@@ -101,6 +126,7 @@ impl Default for Config {
             budget: 16_000,
             layers: LayerCaps::default(),
             digest: DigestLimits::default(),
+            calls: CallLimits::default(),
             order: LayerOrder::default(),
             redact_secrets: true,
             max_payload_bytes: 64 * 1024 * 1024,

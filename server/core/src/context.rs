@@ -7,6 +7,7 @@
 
 use serde_json::{json, Value};
 
+use crate::call::CallSummary;
 use crate::config::LayerCaps;
 use crate::exchange::{Counted, KeptMessage, Outcome};
 use crate::fit::{fit_points, Point};
@@ -338,8 +339,22 @@ impl Shown<'_> {
 /// objective, story and achievements of the exchanges shown in full, and the
 /// files, symbols, topics and next steps their text names. L0 is sent
 /// uncached on every turn, so a repeat costs its tokens every time.
-pub fn render(ctx: &CurrentContext, caps: &LayerCaps, encoding: Encoding, shown: Shown) -> Counted {
-    const LABELS: [&str; 9] = [
+///
+/// A child session's L0 starts with its lineage (`call`): where it stands
+/// in the call tree, its query, its parent's objective and the context it
+/// was passed, weighted above everything else.
+pub fn render(
+    ctx: &CurrentContext,
+    caps: &LayerCaps,
+    encoding: Encoding,
+    shown: Shown,
+    call: Option<&CallSummary>,
+) -> Counted {
+    const LABELS: [&str; 13] = [
+        "Call",
+        "Query",
+        "Parent objective",
+        "Call context",
         "Objective",
         "Model notes",
         "Story so far",
@@ -367,10 +382,16 @@ pub fn render(ctx: &CurrentContext, caps: &LayerCaps, encoding: Encoding, shown:
             });
         }
     };
-    if !shown.exchange(ctx.objective_from) {
-        add(0, std::slice::from_ref(&ctx.objective), 100, 0);
+    if let Some(c) = call {
+        add(0, std::slice::from_ref(&c.call), 110, 0);
+        add(1, std::slice::from_ref(&c.query), 105, 0);
+        add(2, std::slice::from_ref(&c.parent_objective), 95, 0);
+        add(3, std::slice::from_ref(&c.context), 60, 0);
     }
-    add(1, ctx.model_note.as_slice(), 99, 0);
+    if !shown.exchange(ctx.objective_from) {
+        add(4, std::slice::from_ref(&ctx.objective), 100, 0);
+    }
+    add(5, ctx.model_note.as_slice(), 99, 0);
     // The story's newest exchanges not shown; "Done" adds older
     // achievements, not the ones the story already tells.
     let story: Vec<String> = ctx
@@ -387,13 +408,13 @@ pub fn render(ctx: &CurrentContext, caps: &LayerCaps, encoding: Encoding, shown:
         .filter(|a| !story.contains(a) && !shown.exchange(told_of(a)))
         .map(|a| a.strip_suffix(" — completed").unwrap_or(a).to_string())
         .collect();
-    add(2, &story, 90, 8);
-    add(3, &done, 70, 8);
-    add(4, &ctx.files, 85, 6);
-    add(5, &ctx.functions, 75, 6);
-    add(6, &ctx.concepts, 50, 6);
-    add(7, &ctx.explained, 80, 5);
-    add(8, &ctx.next_steps, 88, 8);
+    add(6, &story, 90, 8);
+    add(7, &done, 70, 8);
+    add(8, &ctx.files, 85, 6);
+    add(9, &ctx.functions, 75, 6);
+    add(10, &ctx.concepts, 50, 6);
+    add(11, &ctx.explained, 80, 5);
+    add(12, &ctx.next_steps, 88, 8);
     points.retain(|p| !p.text.is_empty());
     let title_tokens = crate::tokens::count(encoding, &title);
     let body = fit_points(

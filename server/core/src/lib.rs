@@ -6,6 +6,7 @@
 
 pub mod arguments;
 pub mod baseline;
+pub mod call;
 pub mod config;
 pub mod context;
 pub mod digest;

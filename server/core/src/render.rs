@@ -191,13 +191,17 @@ fn shortened_arguments(arguments: &str) -> String {
     }
 }
 
+/// The names of the tools `tool_definitions` offers.
+pub const TOOL_NAMES: [&str; 2] = ["context_retrieve", "context_search"];
+
 /// The two tools every assembled prompt offers, as OpenAI function
 /// definitions (`name`, `description`, `parameters`); other API shapes take
 /// the same three fields.
 pub fn tool_definitions() -> serde_json::Value {
+    let [retrieve, search] = TOOL_NAMES;
     serde_json::json!([
         {"type": "function", "function": {
-            "name": "context_retrieve",
+            "name": retrieve,
             "description": "Fetch earlier conversation content by id: exchanges (x12), messages (x12.3) or stored tool outputs (b3:...). Use format header, summary or full; for blobs, lines [first,last] or grep.",
             "parameters": {"type": "object", "properties": {
                 "ids": {"type": "array", "items": {"type": "string"}},
@@ -208,7 +212,7 @@ pub fn tool_definitions() -> serde_json::Value {
             }, "required": ["ids"]}
         }},
         {"type": "function", "function": {
-            "name": "context_search",
+            "name": search,
             "description": "Full-text search over every stored exchange of this session; returns ids and headers.",
             "parameters": {"type": "object", "properties": {
                 "query": {"type": "string"},

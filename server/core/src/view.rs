@@ -1,6 +1,7 @@
 //! What the store hands the packer for one `ctx/assemble`: plain data, every
 //! text already counted at ingest, so assembling never re-counts or re-reads.
 
+use crate::call::CallLineage;
 use crate::context::CurrentContext;
 use crate::exchange::{Counted, KeptMessage, LevelTokens};
 use crate::ids::{BlobHash, ExchangeId};
@@ -52,6 +53,11 @@ pub struct SessionView {
     /// exchange the prompt can show (headers, window, references' exchanges)
     /// that is superseded, and so every superseder in the window.
     pub superseded: SupersededBy,
+    /// The session's depth in its call tree: 0 for a root; a child is one
+    /// deeper than its parent, a fork as deep as its parent.
+    pub depth: u32,
+    /// What a child session was called with; `None` for roots and forks.
+    pub call: Option<CallLineage>,
 }
 
 /// The references L4 lists, from candidates newest first: one per blob (a

@@ -27,7 +27,7 @@ fn run(exchanges: &[&str]) -> CurrentContext {
 fn check(exchanges: &[&str], expect: &str) {
     let ctx = run(exchanges);
     let caps = LayerCaps::default();
-    let block = render(&ctx, &caps, Encoding::O200kBase, Shown::default());
+    let block = render(&ctx, &caps, Encoding::O200kBase, Shown::default(), None);
     assert!(block.tokens <= caps.current_context_max);
     assert_eq!(
         ctxproxy_core::tokens::count(Encoding::O200kBase, &block.text),
@@ -116,7 +116,7 @@ fn leaves_out_what_the_prompt_shows() {
         from: Some(ExchangeId(2)),
         messages: &fail_messages,
     };
-    let block = render(&ctx, &caps, Encoding::O200kBase, shown);
+    let block = render(&ctx, &caps, Encoding::O200kBase, shown, None);
     assert_eq!(
         block.text.trim(),
         r#"

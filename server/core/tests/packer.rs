@@ -107,6 +107,8 @@ fn request(budget: u32, order: LayerOrder, input: Option<KeptMessage>) -> PackRe
         input,
         input_tokens,
         tools_tokens: render::tools_tokens(ENC),
+        iteration: 1,
+        calls: Default::default(),
     }
 }
 
@@ -572,4 +574,89 @@ fn a_supersession_changes_the_prompt_once() {
             n + 1
         );
     }
+}
+
+/// A child session of `depth` with `exchanges` exchanges of its own, called
+/// with a context of `context_lines` lines.
+fn child_view(
+    depth: u32,
+    exchanges: usize,
+    context_lines: usize,
+) -> ctxproxy_core::view::SessionView {
+    let caps = LayerCaps::default();
+    let spec = Spec {
+        ask: 5,
+        calls: vec![(1, 20, false)],
+        answer: 5,
+    };
+    let mut view = session(&vec![spec; exchanges], &caps).view();
+    view.depth = depth;
+    view.call = Some(ctxproxy_core::call::CallLineage {
+        parent_session: "s-root".into(),
+        at_exchange: 3,
+        parent_objective: "which functions raise ValueError".into(),
+        query: "the textwrap part".into(),
+        context: (0..context_lines)
+            .map(|i| format!("line {i}: {}\n", text(i, 8)))
+            .collect(),
+    });
+    view
+}
+
+#[test]
+fn a_childs_l0_leads_with_its_call_line() {
+    let caps = LayerCaps::default();
+    for exchanges in [0, 4] {
+        let p = pack(
+            &child_view(1, exchanges, 40),
+            &request(10_000, LayerOrder::CacheStable, None),
+            &caps,
+        )
+        .unwrap();
+        assert!(p.one_shot.is_none());
+        let l0 = p.messages.last().unwrap().text();
+        assert!(
+            l0.contains("\nCall: depth 1 of max 2 · iteration 1 · called by s-root after x3"),
+            "{l0}"
+        );
+        assert!(l0.contains("\nQuery: the textwrap part\n"), "{l0}");
+        assert!(
+            p.layer(Layer::CurrentContext).tokens <= caps.current_context_max + MESSAGE_OVERHEAD
+        );
+        assert_eq!(p.layer(Layer::Recent).items.len(), exchanges.min(4));
+    }
+}
+
+#[test]
+fn at_max_depth_a_child_gets_the_one_shot_shape_within_any_budget() {
+    let caps = LayerCaps::default();
+    let view = child_view(2, 6, 2_000);
+    let passed = tokens::count(ENC, &view.call.as_ref().unwrap().context);
+    let mut kept_before = 0;
+    for budget in [900, 1_500, 2_500, 4_000, 16_000] {
+        let p = pack(
+            &view,
+            &request(budget, LayerOrder::CacheStable, None),
+            &caps,
+        )
+        .unwrap();
+        let cut = p.one_shot.expect("one-shot");
+        assert_eq!((cut.depth, cut.max_depth, cut.passed), (2, 2, passed));
+        assert!(cut.kept <= 2_000 && cut.kept >= kept_before, "{cut:?}");
+        kept_before = cut.kept;
+        assert!(p.total <= budget, "{} > {budget}", p.total);
+        let charged: u32 = p.messages.iter().map(|m| m.charged).sum();
+        assert_eq!(p.total, charged + REPLY_PRIMER + p.tools_tokens);
+        assert_eq!(p.messages.len(), 2, "system and the call, no history");
+        assert!(p.messages[1]
+            .text()
+            .starts_with("the textwrap part\n\nContext:\nline 0: "));
+        assert_eq!(
+            tokens::count(ENC, &p.messages[1].text()) + MESSAGE_OVERHEAD,
+            p.messages[1].charged
+        );
+    }
+    assert_eq!(kept_before, 2_000, "the cap when the budget allows");
+    let err = pack(&view, &request(200, LayerOrder::CacheStable, None), &caps).unwrap_err();
+    assert!(matches!(err, PackError::BudgetTooSmall { .. }), "{err}");
 }

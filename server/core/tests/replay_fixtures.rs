@@ -107,6 +107,8 @@ fn replay(
             input_tokens: render::message_tokens(&input, Level::Full, ENC),
             input: Some(input),
             tools_tokens: render::tools_tokens(ENC),
+            iteration: id,
+            calls: Default::default(),
         };
         let view = memory.view();
         let packed = pack(&view, &req, &caps).expect("16k fits");

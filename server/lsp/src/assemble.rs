@@ -6,7 +6,7 @@ use std::collections::HashMap;
 use std::path::Path;
 use std::sync::{Mutex, OnceLock};
 
-use ctxproxy_core::config::{Config, LayerCaps, LayerOrder};
+use ctxproxy_core::config::{CallLimits, Config, LayerCaps, LayerOrder};
 use ctxproxy_core::exchange::{Counted, KeptMessage, Level};
 use ctxproxy_core::ids::{ExchangeId, MessageId, PromptId};
 use ctxproxy_core::message::Message;
@@ -22,6 +22,7 @@ use crate::format::{self, Format};
 use crate::protocol::{
     AssembleParams, AssembleResult, LayerItem, LayerReport, PromptTokens, SupersededRange, Trim,
 };
+use crate::state;
 
 /// The previous prompt of each session, to measure prefix reuse.
 #[derive(Default)]
@@ -35,6 +36,7 @@ pub struct Request {
     pub format: Format,
     pub system: Option<String>,
     pub input: Option<Message>,
+    pub calls: CallLimits,
 }
 
 impl Request {
@@ -69,6 +71,7 @@ impl Request {
             },
             system: p.system.clone(),
             input,
+            calls: config.calls.clone(),
         })
     }
 }
@@ -105,6 +108,8 @@ pub fn run(
         input,
         input_tokens,
         tools_tokens: tools_tokens(enc),
+        iteration: id.0,
+        calls: req.calls.clone(),
     };
     let packed = packer::pack(view, &pack_request, caps).map_err(|e| match e {
         PackError::BudgetTooSmall { .. } => ServiceError::BudgetTooSmall(e.to_string()),
@@ -165,6 +170,24 @@ pub fn run(
                     .collect(),
             })
             .collect(),
+        shape: match packed.one_shot {
+            Some(_) => "oneShot",
+            None => "layered",
+        }
+        .to_string(),
+        reason: packed.one_shot.map(|cut| cut.reason()),
+        state: Some(state::envelope(
+            view,
+            &state::Prompt {
+                iteration: id.0,
+                max_depth: req.calls.max_depth,
+                tools: &render::TOOL_NAMES,
+                budget: req.budget,
+                used: packed.total,
+                cap: caps.current_context_max,
+                encoding: enc,
+            },
+        )),
         prompt: format::prompt_fields(&packed.messages, &tools, req.format),
     };
     // Recorded as a JSON object (keys sorted), as it goes on the wire.

@@ -44,6 +44,8 @@ struct WireConfig {
     digest: WireDigest,
     redact_secrets: Option<bool>,
     max_payload_bytes: Option<u64>,
+    max_depth: Option<u32>,
+    one_shot_context_max: Option<u32>,
 }
 
 /// Applies a configuration object over `base`; returns the new config and the
@@ -114,6 +116,12 @@ pub fn apply(base: &Config, value: Value) -> Result<(Config, Option<PathBuf>), S
     }
     if let Some(v) = w.max_payload_bytes {
         c.max_payload_bytes = v;
+    }
+    if let Some(v) = w.max_depth {
+        c.calls.max_depth = positive(v, "maxDepth")?;
+    }
+    if let Some(v) = w.one_shot_context_max {
+        c.calls.one_shot_context_max = v;
     }
     Ok((c, w.store_path.map(PathBuf::from)))
 }

@@ -197,6 +197,30 @@ pub fn explain_text(v: &AssembleResult) -> String {
         v.order,
         v.prefix_reused,
     ));
+    if let Some(reason) = &v.reason {
+        out.push_str(&format!("shape: {} ({reason})\n", v.shape));
+    }
+    if let Some(s) = &v.state {
+        let c = &s.call;
+        out.push_str(&format!(
+            "state: depth {} of max {}, iteration {}{}, tools [{}], budget {} of {} used; context: turn {}, phase {}{}\n",
+            c.depth,
+            c.max_depth,
+            c.iteration,
+            c.parent_session_id
+                .as_ref()
+                .map_or(String::new(), |p| format!(", called by {p}")),
+            c.tools.join(", "),
+            c.budget.used,
+            c.budget.total,
+            s.context.turn,
+            s.context.phase,
+            match s.dropped {
+                0 => String::new(),
+                n => format!(", {n} items left out to fit the cap"),
+            },
+        ));
+    }
     out.push_str("\nlayer            tokens  items\n");
     for layer in &v.layers {
         let items: Vec<String> = layer

@@ -8,7 +8,7 @@ use ctxproxy_core::config::DigestLimits;
 use ctxproxy_core::digest;
 use ctxproxy_core::ids::ItemId;
 use ctxproxy_core::tokens::{self, Encoding};
-use ctxproxy_store::{Store, StoreError};
+use ctxproxy_store::{ParentKind, Store, StoreError};
 
 use crate::config;
 
@@ -130,8 +130,19 @@ pub fn sessions(store: &Path) -> anyhow::Result<()> {
         "session", "exchanges", "prompts", "updated"
     );
     for s in list {
+        // Where a session sits among the others, after its title.
+        let origin = match &s.parent {
+            None => String::new(),
+            Some(p) => match p.kind {
+                ParentKind::Child => format!(
+                    "  [depth {}, called by {} after x{}]",
+                    s.depth, p.session, p.at_exchange
+                ),
+                ParentKind::Fork => format!("  [fork of {} at x{}]", p.session, p.at_exchange),
+            },
+        };
         println!(
-            "{:<10} {:>9} {:>7}  {:<20}  {}",
+            "{:<10} {:>9} {:>7}  {:<20}  {}{origin}",
             s.id, s.exchanges, s.prompts, s.updated_at, s.title
         );
     }

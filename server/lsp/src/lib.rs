@@ -4,7 +4,7 @@
 //! `Service` directly.
 //!
 //! Layers, bottom first (no module uses one above it): `error`; `protocol`,
-//! `config`, `format`, `frames`, `recorded`; `assemble`; `service`; `server`,
+//! `config`, `format`, `frames`, `recorded`, `state`; `assemble`; `service`; `server`,
 //! `proxy`, `report`, `report_html`, `replay`, `bench`, `inspect`, `doctor`.
 
 pub mod assemble;
@@ -23,4 +23,5 @@ pub mod report;
 pub mod report_html;
 pub mod server;
 pub mod service;
+pub mod state;
 pub mod timing;

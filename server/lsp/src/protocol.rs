@@ -214,6 +214,16 @@ pub struct OpenSessionParams {
     pub workspace: Option<String>,
     pub title: Option<String>,
     pub parent: Option<ParentRef>,
+    /// With `parent`: a recursive call made by it, not a fork.
+    pub child: Option<ChildParams>,
+}
+
+/// `ctx/openSession`'s `child`: what a recursive call is called with.
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct ChildParams {
+    pub query: String,
+    pub context: Option<String>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -401,9 +411,75 @@ pub struct AssembleResult {
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub superseded: Vec<SupersededRange>,
     pub layers: Vec<LayerReport>,
+    /// `layered`, or `oneShot` for a call at the maximum depth.
+    #[serde(default = "layered")]
+    pub shape: String,
+    /// Why the prompt has the shape it has, when it is not `layered`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+    /// Where the prompt stands and what it knows, bounded; absent from
+    /// records made before it was kept.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub state: Option<StateEnvelope>,
     /// The prompt itself, in the requested API's shape.
     #[serde(flatten)]
     pub prompt: FormattedPrompt,
+}
+
+fn layered() -> String {
+    "layered".into()
+}
+
+/// The state envelope (seed 002): the call a prompt serves and the current
+/// context (L0) as fields, within `layers.currentContextMax` tokens.
+#[derive(Debug, Serialize, Deserialize, Clone, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct StateEnvelope {
+    pub call: CallState,
+    pub context: ContextFields,
+    /// List items left out of `context` to fit the cap (0: none).
+    pub dropped: u32,
+}
+
+#[derive(Debug, Serialize, Deserialize, Clone, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct CallState {
+    pub session_id: String,
+    pub depth: u32,
+    pub max_depth: u32,
+    /// The prompt's number in its session (`p<N>`).
+    pub iteration: u32,
+    /// The session that called this one, for a child call.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub parent_session_id: Option<String>,
+    /// The tools the prompt offers.
+    pub tools: Vec<String>,
+    pub budget: CallBudget,
+}
+
+#[derive(Debug, Serialize, Deserialize, Clone, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct CallBudget {
+    pub total: u32,
+    pub used: u32,
+}
+
+/// The current context (L0) as fields; lists newest first.
+#[derive(Debug, Serialize, Deserialize, Clone, PartialEq, Default)]
+#[serde(rename_all = "camelCase")]
+pub struct ContextFields {
+    pub turn: u32,
+    pub phase: String,
+    pub objective: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model_note: Option<String>,
+    pub story: Vec<String>,
+    pub done: Vec<String>,
+    pub files: Vec<String>,
+    pub symbols: Vec<String>,
+    pub concepts: Vec<String>,
+    pub explained: Vec<String>,
+    pub next: Vec<String>,
 }
 
 /// The prompt as the chosen format lays it out: `messages` and `tools`
@@ -600,16 +676,22 @@ pub struct SessionInfo {
     pub prompts: u32,
     pub created_at: String,
     pub updated_at: String,
-    /// The session this one was forked from; absent for a session of its own.
+    /// The session this one was forked from or called by; absent for a
+    /// session of its own.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub parent: Option<ParentInfo>,
+    /// 0 for a root; a child is one deeper than its parent, a fork as deep.
+    pub depth: u32,
 }
 
 #[derive(Debug, Serialize, Deserialize, Clone, PartialEq)]
 #[serde(rename_all = "camelCase")]
 pub struct ParentInfo {
     pub session_id: String,
+    /// A fork's last shared exchange; a child's call point.
     pub at_exchange: u32,
+    /// `fork` or `child`.
+    pub kind: String,
 }
 
 #[derive(Debug, Serialize, Deserialize, Clone, PartialEq)]
@@ -728,5 +810,12 @@ pub enum CtxEvent {
         session_id: String,
         prompt_id: String,
         trimmed: Vec<Trim>,
+    },
+    /// The prompt's state envelope differs from the session's previous
+    /// prompt's (`state::differs`).
+    StateChanged {
+        session_id: String,
+        prompt_id: String,
+        state: Box<StateEnvelope>,
     },
 }

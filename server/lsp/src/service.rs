@@ -4,6 +4,7 @@
 //! Ordering: each handler submits its store job before its first `.await`,
 //! so state changes are applied in the order requests arrive.
 
+use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 
@@ -16,7 +17,7 @@ use ctxproxy_core::message::Message;
 use ctxproxy_core::slice;
 use ctxproxy_core::supersede::ExchangeRange;
 use ctxproxy_core::tokens::{self, Encoding};
-use ctxproxy_store::{settle, Event, Keep, Lineage, NewSession, PathSegment, Store};
+use ctxproxy_store::{settle, ChildCall, Event, Keep, Lineage, NewSession, PathSegment, Store};
 use serde_json::Value;
 use tokio::sync::mpsc;
 
@@ -24,6 +25,7 @@ use crate::assemble;
 use crate::config;
 pub use crate::error::ServiceError;
 use crate::protocol::*;
+use crate::state;
 
 /// A method's typed result.
 pub type Reply<T> = Result<T, ServiceError>;
@@ -37,6 +39,8 @@ pub struct Service {
     events: Option<EventSink>,
     /// The last prompt assembled per session, for prefix-reuse figures.
     last_prompts: Arc<assemble::LastPrompts>,
+    /// The state envelope of each session's last prompt, for `stateChanged`.
+    last_states: Mutex<HashMap<String, StateEnvelope>>,
 }
 
 impl Service {
@@ -51,6 +55,7 @@ impl Service {
             config: Mutex::new(config),
             events,
             last_prompts: Arc::default(),
+            last_states: Mutex::default(),
         })
     }
 
@@ -126,10 +131,32 @@ impl Service {
                 Some((parent.session_id, at))
             }
         };
+        let limit = self.config().max_payload_bytes;
+        let child = match p.child {
+            None => None,
+            Some(c) if c.query.trim().is_empty() => {
+                return Err(ServiceError::InvalidParams(
+                    "child.query: expected a non-empty string".into(),
+                ))
+            }
+            Some(c)
+                if (c.query.len() + c.context.as_ref().map_or(0, String::len)) as u64 > limit =>
+            {
+                return Err(ServiceError::PayloadTooLarge(format!(
+                    "child: the query and context are over the maxPayloadBytes limit of {limit}"
+                )))
+            }
+            Some(c) => Some(ChildCall {
+                query: c.query,
+                context: c.context,
+                max_depth: self.config().calls.max_depth,
+            }),
+        };
         let new = NewSession {
             workspace: p.workspace,
             title: p.title,
             parent,
+            child,
         };
         let id = self.open_new_session(new).await?;
         Ok(OpenSessionResult { session_id: id })
@@ -261,6 +288,15 @@ impl Service {
                 trimmed: reply.trimmed.clone(),
             });
         }
+        if let Some(state) = &reply.state {
+            if self.state_changed(session_id, state).await {
+                self.emit(CtxEvent::StateChanged {
+                    session_id: session_id.to_string(),
+                    prompt_id: reply.prompt_id.clone(),
+                    state: Box::new(state.clone()),
+                });
+            }
+        }
         Ok(reply)
     }
 
@@ -287,6 +323,34 @@ impl Service {
             }))
             .await,
         )
+    }
+
+    /// Whether `state` differs (`state::differs`) from the state of the
+    /// session's previous prompt: the one this process assembled last, or
+    /// after a restart the previous prompt's record. A session's first
+    /// prompt, and one after a record without a state, is a change.
+    async fn state_changed(&self, session_id: &str, state: &StateEnvelope) -> bool {
+        let remembered = self
+            .last_states
+            .lock()
+            .expect("last states lock")
+            .insert(session_id.to_string(), state.clone());
+        let previous = match (remembered, state.call.iteration) {
+            (Some(previous), _) => Some(previous),
+            (None, 1) => None,
+            (None, n) => {
+                let session = session_id.to_string();
+                let record = self
+                    .store
+                    .read(move |r| r.prompt(&session, PromptId(n - 1)))
+                    .await;
+                record
+                    .ok()
+                    .and_then(|r| assemble::read_record(&r, self.store.db_path()).ok())
+                    .and_then(|prompt| prompt.state)
+            }
+        };
+        previous.is_none_or(|p| state::differs(&p, state))
     }
 
     pub async fn explain(&self, params: Value) -> Reply<ExplainResult> {
@@ -483,10 +547,12 @@ impl Service {
                     prompts: s.prompts,
                     created_at: s.created_at,
                     updated_at: s.updated_at,
-                    parent: s.parent.map(|(session_id, at_exchange)| ParentInfo {
-                        session_id,
-                        at_exchange,
+                    parent: s.parent.map(|p| ParentInfo {
+                        session_id: p.session,
+                        at_exchange: p.at_exchange,
+                        kind: p.kind.as_str().to_string(),
                     }),
+                    depth: s.depth,
                 })
                 .collect(),
         })

@@ -468,7 +468,7 @@ fn drift_is_reported_field_by_field() {
             "export interface StatParams {",
             "StatsParams",
         ),
-        ("  | LayerTrimmedEvent;", ";", "CtxEvent"),
+        ("  | StateChangedEvent;", ";", "CtxEvent"),
     ];
     for (from, to, named) in cases {
         assert!(

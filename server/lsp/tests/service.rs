@@ -84,3 +84,98 @@ async fn open_append_assemble_retrieve() {
     .join("\n\n");
     insta::assert_snapshot!(snapshot);
 }
+
+/// A call tree (seed 002): a root, a child at depth 1 and its child at
+/// depth 2 = maxDepth. Snapshotted: the child's layered prompt (L0 with its
+/// lineage) and state envelope, the one-shot prompt with its reason, and
+/// the listing with depths and parents. Token figures that depend on the
+/// random session ids (L0 names the caller) are left out; L0's cap is
+/// raised so that which lines fit does not depend on them either.
+#[tokio::test]
+async fn a_call_tree_down_to_the_one_shot_prompt() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let mut config = ctxproxy_core::config::Config::default();
+    config.layers.current_context_max = 300;
+    let service = Service::open(dir.path().join("store.db"), config, None).expect("store");
+    let root = service
+        .open_session(json!({"title": "root"}))
+        .await
+        .expect("open")
+        .session_id;
+    service
+        .append(json!({"sessionId": root, "messages": [
+            {"role": "user", "content": "Which functions of textwrap.py raise ValueError?"},
+            {"role": "assistant", "content": "Asking a child call about TextWrapper."},
+        ]}))
+        .await
+        .expect("append");
+    let child = |parent: &str, query: &str, context: String| {
+        json!({"title": query, "parent": {"sessionId": parent},
+               "child": {"query": query, "context": context}})
+    };
+    let c1 = service
+        .open_session(child(
+            &root,
+            "Which methods of TextWrapper raise ValueError?",
+            "class TextWrapper:\n    def _wrap_chunks(self, chunks): ...\n".into(),
+        ))
+        .await
+        .expect("child")
+        .session_id;
+    let context: String = (1..=300)
+        .map(|i| format!("{i:>4}: if self.width <= 0: raise ValueError(\"invalid width\")\n"))
+        .collect();
+    let c1a = service
+        .open_session(child(&c1, "When is the width invalid?", context))
+        .await
+        .expect("grandchild")
+        .session_id;
+    let layered = service
+        .assemble(json!({"sessionId": c1, "format": "text", "budget": 3000}))
+        .await
+        .expect("assemble c1");
+    let one_shot = service
+        .assemble(json!({"sessionId": c1a, "format": "text", "budget": 1000,
+                         "system": "Answer in one line."}))
+        .await
+        .expect("assemble c1a");
+    let mut state = layered.state.clone().expect("a state");
+    state.call.budget.used = 0;
+    let listed = service
+        .list_sessions(json!({}))
+        .await
+        .expect("list")
+        .sessions
+        .into_iter()
+        .map(|s| (s.title, s.depth, s.parent.map(|p| (p.kind, p.at_exchange))))
+        .collect::<std::collections::BTreeSet<_>>();
+    let stable = |text: String| {
+        text.replace(&root, "s-ROOT")
+            .replace(&c1a, "s-C1A")
+            .replace(&c1, "s-C1")
+    };
+    let pretty = |v: serde_json::Value| serde_json::to_string_pretty(&v).expect("JSON");
+    let snapshot = [
+        (
+            "layered (c1): shape, text, state (budget.used left out)",
+            stable(pretty(json!({
+                "shape": layered.shape,
+                "text": layered.prompt.text,
+                "state": to_wire(&state),
+            }))),
+        ),
+        (
+            "oneShot (c1a)",
+            pretty(json!({
+                "shape": one_shot.shape,
+                "reason": one_shot.reason,
+                "tokens": to_wire(&one_shot.tokens),
+                "text": one_shot.prompt.text,
+            })),
+        ),
+        ("listSessions", format!("{listed:#?}")),
+    ]
+    .map(|(what, reply)| format!("## {what}\n{reply}"))
+    .join("\n\n");
+    insta::assert_snapshot!(snapshot);
+}

@@ -34,9 +34,10 @@ pub use assemble::{AssembledPrompt, Keep};
 pub use error::StoreError;
 pub use path::{Lineage, PathSegment};
 pub use read::{
-    BlobText, ExchangeListing, MessageItem, PromptRecord, Reader, SearchHit, SessionListing, Stats,
+    BlobText, ExchangeListing, MessageItem, ParentKind, ParentLink, PromptRecord, Reader,
+    SearchHit, SessionListing, Stats,
 };
-pub use sessions::NewSession;
+pub use sessions::{ChildCall, NewSession};
 pub use writer::{IngestSettings, Writer};
 
 pub type Result<T, E = StoreError> = std::result::Result<T, E>;

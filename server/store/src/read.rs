@@ -3,6 +3,7 @@
 
 use std::path::Path;
 
+use ctxproxy_core::call::CallLineage;
 use ctxproxy_core::config::LayerCaps;
 use ctxproxy_core::context::CurrentContext;
 use ctxproxy_core::digest::OutputKind;
@@ -35,7 +36,34 @@ pub struct SessionListing {
     pub prompts: u32,
     pub created_at: String,
     pub updated_at: String,
-    pub parent: Option<(String, u32)>,
+    pub parent: Option<ParentLink>,
+    /// 0 for a root; a child is one deeper than its parent, a fork as deep.
+    pub depth: u32,
+}
+
+/// The session a fork or a child call was opened from.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ParentLink {
+    pub session: String,
+    /// A fork's last shared exchange; a child's call point.
+    pub at_exchange: u32,
+    pub kind: ParentKind,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ParentKind {
+    Fork,
+    Child,
+}
+
+impl ParentKind {
+    /// As the `parent_kind` column and the wire spell it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ParentKind::Fork => "fork",
+            ParentKind::Child => "child",
+        }
+    }
 }
 
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -384,11 +412,16 @@ fn prompt_row(r: &Row) -> rusqlite::Result<PromptRecord> {
 pub(crate) const PROMPT_RECORD_MAX_BYTES: usize = 256 * 1024 * 1024;
 
 const SESSION_COLUMNS: &str =
-    "SELECT id, title, workspace, exchange_count, prompt_count, created_at, updated_at, parent_id, fork_at FROM sessions";
+    "SELECT id, title, workspace, exchange_count, prompt_count, created_at, updated_at, parent_id, fork_at, \
+     parent_kind, depth FROM sessions";
 
 fn session_row(r: &Row) -> rusqlite::Result<SessionListing> {
     let parent: Option<String> = r.get(7)?;
     let fork_at: Option<u32> = r.get(8)?;
+    let kind = match r.get::<_, Option<String>>(9)?.as_deref() {
+        Some("child") => ParentKind::Child,
+        _ => ParentKind::Fork,
+    };
     Ok(SessionListing {
         id: r.get(0)?,
         title: r.get(1)?,
@@ -397,7 +430,12 @@ fn session_row(r: &Row) -> rusqlite::Result<SessionListing> {
         prompts: r.get(4)?,
         created_at: r.get(5)?,
         updated_at: r.get(6)?,
-        parent: parent.map(|p| (p, fork_at.unwrap_or(0))),
+        parent: parent.map(|session| ParentLink {
+            session,
+            at_exchange: fork_at.unwrap_or(0),
+            kind,
+        }),
+        depth: r.get(10)?,
     })
 }
 
@@ -569,11 +607,25 @@ pub(crate) fn session_view(
         Encoding::O200kBase => format!("{name}_o200k"),
         Encoding::Cl100kBase => format!("{name}_cl100k"),
     };
-    let (count, context): (u32, String) = conn
+    let (count, context, depth, call): (u32, String, u32, Option<CallLineage>) = conn
         .query_row(
-            "SELECT exchange_count, context_current FROM sessions WHERE id = ?1",
+            "SELECT exchange_count, context_current, depth, parent_kind = 'child', parent_id, fork_at,
+                call_objective, call_query, call_context
+             FROM sessions WHERE id = ?1",
             [session],
-            |r| Ok((r.get(0)?, r.get(1)?)),
+            |r| {
+                let call = match r.get::<_, Option<bool>>(3)? {
+                    Some(true) => Some(CallLineage {
+                        parent_session: r.get(4)?,
+                        at_exchange: r.get(5)?,
+                        parent_objective: r.get::<_, Option<String>>(6)?.unwrap_or_default(),
+                        query: r.get::<_, Option<String>>(7)?.unwrap_or_default(),
+                        context: r.get::<_, Option<String>>(8)?.unwrap_or_default(),
+                    }),
+                    _ => None,
+                };
+                Ok((r.get(0)?, r.get(1)?, r.get(2)?, call))
+            },
         )
         .optional()?
         .ok_or_else(|| StoreError::UnknownSession(session.to_string()))?;
@@ -684,6 +736,8 @@ pub(crate) fn session_view(
         references,
         current_context: stored_context(&context)?,
         superseded,
+        depth,
+        call,
     })
 }
 

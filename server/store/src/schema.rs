@@ -134,6 +134,22 @@ ALTER TABLE exchange_text_stemmed RENAME TO exchange_text;
     // An exchange that replaces the state earlier ones built (`supersedes`)
     // is recorded on each of them: the superseder's seq, its first one.
     M::up("ALTER TABLE exchanges ADD COLUMN superseded_by INTEGER;"),
+    // Recursive calls (seed 002): a session opened by another is a 'fork'
+    // (it shares the history up to `fork_at`) or a 'child' (a call made
+    // after `fork_at`: none of the history, only the query and context
+    // kept here, and the parent's objective when it called). A fork is as
+    // deep as its parent; only a child is one deeper. Every session with a
+    // parent so far is a fork, and so every session is at depth 0.
+    M::up(
+        r#"
+ALTER TABLE sessions ADD COLUMN parent_kind TEXT CHECK (parent_kind IN ('fork', 'child'));
+ALTER TABLE sessions ADD COLUMN call_query TEXT;
+ALTER TABLE sessions ADD COLUMN call_context TEXT;
+ALTER TABLE sessions ADD COLUMN call_objective TEXT;
+UPDATE sessions SET parent_kind = 'fork' WHERE parent_id IS NOT NULL;
+UPDATE sessions SET depth = 0;
+"#,
+    ),
 ];
 
 pub fn migrate(conn: &mut Connection) -> Result<(), rusqlite_migration::Error> {

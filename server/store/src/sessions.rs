@@ -1,10 +1,12 @@
-//! Sessions: opening one (a fork copies its parent's history), removing
-//! one, and the current context (L0) each keeps.
+//! Sessions: opening one (a fork copies its parent's history, a child call
+//! starts fresh from a query), removing one, and the current context (L0)
+//! each keeps.
 
 use std::path::PathBuf;
 
 use ctxproxy_core::context::{self, CurrentContext};
 use ctxproxy_core::ids::{BlobHash, ExchangeId};
+use ctxproxy_core::secrets::{self, Source};
 use rusqlite::{params, OptionalExtension};
 
 use crate::cached::{execute_cached, query_row_cached};
@@ -20,46 +22,118 @@ pub struct NewSession {
     pub workspace: Option<String>,
     pub title: Option<String>,
     /// Fork of this session, sharing its history up to the given exchange
-    /// (all of it when `None`).
+    /// (all of it when `None`); with `child`, the call point instead.
     pub parent: Option<(String, Option<u32>)>,
+    /// A recursive call made by `parent`: a session one deeper that shares
+    /// none of its history.
+    pub child: Option<ChildCall>,
+}
+
+/// What a child session is called with (seed 002's `llm_query(query, context)`).
+#[derive(Clone, Debug, Default)]
+pub struct ChildCall {
+    pub query: String,
+    pub context: Option<String>,
+    /// The configured `maxDepth`: a parent at it makes no further calls.
+    pub max_depth: u32,
 }
 
 impl Writer {
     pub fn open_session(&mut self, new: NewSession) -> Result<String> {
         let now = now_rfc3339();
         let id = self.fresh_session_id(&now)?;
-        let (parent, fork_at, depth, workspace) = match &new.parent {
-            None => (None, None, 0, new.workspace.clone().unwrap_or_default()),
+        if new.child.is_some() && new.parent.is_none() {
+            return Err(StoreError::Invalid(
+                "child: a child call needs `parent` (the session making the call)".into(),
+            ));
+        }
+        let (parent, fork_at, depth, workspace, objective) = match &new.parent {
+            None => (
+                None,
+                None,
+                0,
+                new.workspace.clone().unwrap_or_default(),
+                None,
+            ),
             Some((pid, at)) => {
-                let (count, depth, ws): (u32, u32, String) = self
+                let (count, depth, ws, context): (u32, u32, String, String) = self
                     .conn
                     .query_row(
-                        "SELECT exchange_count, depth, workspace FROM sessions WHERE id = ?1",
+                        "SELECT exchange_count, depth, workspace, context_current FROM sessions WHERE id = ?1",
                         [pid],
-                        |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)),
+                        |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?)),
                     )
                     .optional()?
                     .ok_or_else(|| StoreError::UnknownSession(pid.clone()))?;
                 let at = at.unwrap_or(count);
                 if at > count {
+                    let doing = match new.child {
+                        Some(_) => "call at",
+                        None => "fork at",
+                    };
                     return Err(StoreError::Invalid(format!(
-                        "parent.atExchange: session {pid} has {count} exchanges, cannot fork at x{at}"
+                        "parent.atExchange: session {pid} has {count} exchanges, cannot {doing} x{at}"
                     )));
                 }
+                let depth = match &new.child {
+                    None => depth,
+                    Some(call) if depth >= call.max_depth => {
+                        return Err(StoreError::Invalid(format!(
+                            "parent.sessionId: session {pid} is at depth {depth}; a session at depth {depth} {} maxDepth {} makes no further calls",
+                            if depth == call.max_depth { "=" } else { ">" },
+                            call.max_depth
+                        )))
+                    }
+                    Some(_) => depth + 1,
+                };
                 (
                     Some(pid.clone()),
                     Some(at),
-                    depth + 1,
+                    depth,
                     new.workspace.clone().unwrap_or(ws),
+                    Some(stored_context(&context)?.objective),
                 )
             }
         };
+        let kind = parent.as_ref().map(|_| match new.child {
+            Some(_) => "child",
+            None => "fork",
+        });
+        // Kept as messages are: secrets masked, the query as conversation,
+        // the context as the data (files, outputs) it is.
+        let masked = |text: &str, source| match self.settings.redact_secrets {
+            true => secrets::mask(text, source).text.into_owned(),
+            false => text.to_string(),
+        };
+        let (query, context, objective) = match &new.child {
+            Some(call) => (
+                Some(masked(&call.query, Source::Conversation)),
+                call.context
+                    .as_deref()
+                    .map(|c| masked(c, Source::ToolOutput)),
+                objective,
+            ),
+            None => (None, None, None),
+        };
         self.conn.execute(
-            "INSERT INTO sessions (id, workspace, title, parent_id, fork_at, depth, created_at, updated_at)
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?7)",
-            params![id, workspace, new.title.clone().unwrap_or_default(), parent, fork_at, depth, now],
+            "INSERT INTO sessions (id, workspace, title, parent_id, fork_at, depth, created_at, updated_at,
+                 parent_kind, call_query, call_context, call_objective)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?7, ?8, ?9, ?10, ?11)",
+            params![
+                id,
+                workspace,
+                new.title.clone().unwrap_or_default(),
+                parent,
+                fork_at,
+                depth,
+                now,
+                kind,
+                query,
+                context,
+                objective
+            ],
         )?;
-        if let (Some(parent), Some(at)) = (parent, fork_at) {
+        if let (Some(parent), Some(at), None) = (parent, fork_at, &new.child) {
             self.copy_history(&parent, &id, at)?;
         }
         Ok(id)

@@ -7,7 +7,10 @@ use common::{call, msg, result, write};
 use ctxproxy_core::context::Housekeeping;
 use ctxproxy_core::ids::{ExchangeId, MessageId};
 use ctxproxy_core::message::Role;
-use ctxproxy_store::{AssembledPrompt, IngestSettings, NewSession, Store, StoreError};
+use ctxproxy_store::{
+    AssembledPrompt, ChildCall, IngestSettings, NewSession, ParentKind, ParentLink, Store,
+    StoreError,
+};
 
 fn x(n: u32) -> ExchangeId {
     ExchangeId(n)
@@ -269,7 +272,14 @@ fn forks_share_history_up_to_the_fork_point_then_diverge() {
     assert_eq!(text(&child, 3), "child three");
     assert_eq!(text(&parent, 3), "three");
     let listing = t.store.read_now(|r| r.session(&child)).unwrap();
-    assert_eq!(listing.parent, Some((parent.clone(), 2)));
+    assert_eq!(
+        listing.parent,
+        Some(ParentLink {
+            session: parent.clone(),
+            at_exchange: 2,
+            kind: ParentKind::Fork
+        })
+    );
     let hits = t
         .store
         .read_now(|r| r.search(Some(&child), None, "two", 5))
@@ -287,6 +297,79 @@ fn forks_share_history_up_to_the_fork_point_then_diverge() {
     })
     .unwrap_err();
     assert!(matches!(err, StoreError::Invalid(_)), "{err}");
+}
+
+#[test]
+fn a_child_call_starts_fresh_one_deeper_and_stops_at_max_depth() {
+    let t = common::open();
+    let root = common::session(&t.store);
+    common::append(
+        &t.store,
+        &root,
+        vec![msg(Role::User, "which functions raise ValueError?")],
+    )
+    .unwrap();
+    let open_child = |parent: &str, at: Option<u32>| {
+        let parent = parent.to_string();
+        write(&t.store, move |w| {
+            w.open_session(NewSession {
+                parent: Some((parent, at)),
+                child: Some(ChildCall {
+                    query: "the textwrap part".into(),
+                    context: Some("def wrap(): ...".into()),
+                    max_depth: 2,
+                }),
+                ..Default::default()
+            })
+        })
+    };
+    let c1 = open_child(&root, None).unwrap();
+    let c1a = open_child(&c1, Some(0)).unwrap();
+    let listing = t.store.read_now(|r| r.session(&c1a)).unwrap();
+    assert_eq!(listing.depth, 2);
+    assert_eq!(listing.exchanges, 0, "a child inherits no history");
+    assert_eq!(
+        listing.parent,
+        Some(ParentLink {
+            session: c1.clone(),
+            at_exchange: 0,
+            kind: ParentKind::Child
+        })
+    );
+    let at_c1 = t.store.read_now(|r| r.session(&c1)).unwrap();
+    assert_eq!(
+        at_c1.parent.map(|p| p.at_exchange),
+        Some(1),
+        "the parent's newest exchange"
+    );
+    let err = open_child(&c1a, None).unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        format!("invalid request: parent.sessionId: session {c1a} is at depth 2; a session at depth 2 = maxDepth 2 makes no further calls")
+    );
+    // A fork of a child is as deep as the child.
+    let c1a2 = c1a.clone();
+    let fork = write(&t.store, move |w| {
+        w.open_session(NewSession {
+            parent: Some((c1a2, None)),
+            ..Default::default()
+        })
+    })
+    .unwrap();
+    assert_eq!(t.store.read_now(|r| r.session(&fork)).unwrap().depth, 2);
+    let orphan = write(&t.store, |w| {
+        w.open_session(NewSession {
+            child: Some(ChildCall::default()),
+            ..Default::default()
+        })
+    })
+    .unwrap_err();
+    assert!(
+        orphan
+            .to_string()
+            .contains("child: a child call needs `parent`"),
+        "{orphan}"
+    );
 }
 
 #[test]

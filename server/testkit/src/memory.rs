@@ -214,6 +214,8 @@ impl MemorySession {
             references: view::newest_references(candidates, self.caps.max_references),
             current_context: self.context.clone(),
             superseded: self.superseded.clone(),
+            depth: 0,
+            call: None,
         }
     }
 }

@@ -26,6 +26,7 @@ function fakeSidecar() {
         prefixReused: 0,
         trimmed: [],
         layers: [],
+        shape: "layered",
       };
     },
     append: async (params) => {

@@ -1,8 +1,9 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
-import { exchangeItem, sessionItem, sortSessions } from "../../src/sessionItems";
+import { exchangeItem, sessionItem, sessionTree, sortSessions } from "../../src/sessionItems";
+import { SessionInfo } from "../../src/protocol";
 
-const session = { sessionId: "s-1", title: "fix config", workspace: "/w", exchanges: 3, prompts: 3, createdAt: "2026-11-21T09:00:00Z", updatedAt: "2026-11-21T10:00:00Z" };
+const session: SessionInfo = { sessionId: "s-1", title: "fix config", workspace: "/w", exchanges: 3, prompts: 3, createdAt: "2026-11-21T09:00:00Z", updatedAt: "2026-11-21T10:00:00Z", depth: 0 };
 
 test("a session shows its title, exchange count and id", () => {
   const item = sessionItem(session);
@@ -24,4 +25,28 @@ test("an exchange shows its id, header and tokens", () => {
 test("sessions sort newest first", () => {
   const older = { ...session, sessionId: "s-0", updatedAt: "2026-11-20T10:00:00Z" };
   assert.deepEqual(sortSessions([older, session]).map((s) => s.sessionId), ["s-1", "s-0"]);
+});
+
+test("child calls go under their caller with their depth; forks and orphans stay at the top", () => {
+  const child = (id: string, caller: string, depth: number, createdAt: string): SessionInfo => ({
+    ...session,
+    sessionId: id,
+    title: `call ${id}`,
+    depth,
+    createdAt,
+    parent: { sessionId: caller, atExchange: 1, kind: "child" },
+  });
+  const c2 = child("c2", "s-1", 1, "2026-11-21T09:30:00Z");
+  const c1 = child("c1", "s-1", 1, "2026-11-21T09:10:00Z");
+  const c1a = child("c1a", "c1", 2, "2026-11-21T09:20:00Z");
+  const orphan = child("c9", "gone", 1, "2026-11-21T09:40:00Z");
+  const fork: SessionInfo = { ...session, sessionId: "f-1", parent: { sessionId: "s-1", atExchange: 2, kind: "fork" } };
+  const tree = sessionTree([c2, c1a, session, c1, orphan, fork]);
+  assert.deepEqual(tree.roots.map((s) => s.sessionId).sort(), ["c9", "f-1", "s-1"]);
+  assert.deepEqual(tree.children.get("s-1")?.map((s) => s.sessionId), ["c1", "c2"]);
+  assert.deepEqual(tree.children.get("c1")?.map((s) => s.sessionId), ["c1a"]);
+  const item = sessionItem(c1a);
+  assert.equal(item.description, "depth 2 · 3 exchanges · c1a");
+  assert.match(item.tooltip, /called by c1 after x1/);
+  assert.match(sessionItem(fork).tooltip, /forked from s-1 at x2/);
 });

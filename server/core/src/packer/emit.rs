@@ -183,6 +183,7 @@ pub(super) fn emit(
         layers,
         trimmed,
         superseded,
+        one_shot: None,
     }
 }
 
@@ -211,7 +212,7 @@ fn exchange_messages(exchange: &ExchangeView, level: Level) -> Vec<PromptMessage
 /// `ToolUse` only when its result follows in the run of tool messages right
 /// after it, and a result is a `ToolResult` only when its call precedes it;
 /// any other becomes plain text, with the same text and so the same tokens.
-fn pair_tool_calls(messages: &mut [PromptMessage]) {
+pub(super) fn pair_tool_calls(messages: &mut [PromptMessage]) {
     let mut i = 0;
     while i < messages.len() {
         let run_end = (i + 1..messages.len())

@@ -2,9 +2,11 @@
 //! header list, each exchange of the window at least as its header) and
 //! whether it fits the budget.
 
+use super::offered_tools;
 use super::prompt::{PackError, PackRequest};
 use super::regions::Placement;
 use super::titles::{title_tokens, HEADERS_TITLE, SUMMARIES_TITLE};
+use crate::call;
 use crate::config::LayerCaps;
 use crate::context;
 use crate::exchange::{Counted, KeptMessage, Level};
@@ -46,8 +48,19 @@ pub(super) fn reserve(
         from: recent.first().map(|p| p.exchange.id),
         messages: &shown_messages,
     };
-    let l0 = (view.current_context.turn > 0)
-        .then(|| context::render(&view.current_context, caps, enc, shown));
+    // A child's L0 carries its lineage, before its first exchange too.
+    let lineage = view.call.as_ref().map(|lineage| {
+        call::summary(&call::CallPlace {
+            depth: view.depth,
+            max_depth: req.calls.max_depth,
+            iteration: req.iteration,
+            tools: offered_tools(req),
+            budget: req.budget,
+            lineage,
+        })
+    });
+    let l0 = (view.current_context.turn > 0 || lineage.is_some())
+        .then(|| context::render(&view.current_context, caps, enc, shown, lineage.as_ref()));
     let context_cost = l0.as_ref().map_or(0, |c| c.tokens + MESSAGE_OVERHEAD);
     let listed_cost = match listed.is_empty() {
         true => 0,

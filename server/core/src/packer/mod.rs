@@ -29,12 +29,15 @@
 
 mod emit;
 mod guaranteed;
+mod one_shot;
 mod prompt;
 mod regions;
 mod titles;
 mod upgrades;
 
+use crate::call;
 use crate::config::LayerCaps;
+use crate::render::TOOL_NAMES;
 use crate::view::SessionView;
 
 pub use prompt::{
@@ -43,7 +46,10 @@ pub use prompt::{
 };
 pub use regions::{references_horizon, window_len};
 
-/// Packs a prompt in three phases: what is guaranteed (system, input, L0,
+/// Packs a prompt. A child session at the maximum depth gets the one-shot
+/// shape: its query and its context cut to fit, no history.
+///
+/// Any other prompt is packed in three phases: what is guaranteed (system, input, L0,
 /// the header list, every exchange of the window at least as its header)
 /// must fit the budget; the budget left upgrades exchanges and lists
 /// references, most useful first; then the layers are emitted in order.
@@ -52,6 +58,11 @@ pub fn pack(
     req: &PackRequest,
     caps: &LayerCaps,
 ) -> Result<PackedPrompt, PackError> {
+    if let Some(lineage) = &view.call {
+        if call::is_one_shot(view.depth, req.calls.max_depth) {
+            return one_shot::pack(view.depth, lineage, req);
+        }
+    }
     let mut placement = regions::place(view, caps, req.encoding);
     let reserved = guaranteed::reserve(view, req, caps, &placement)?;
     let upgraded = upgrades::upgrade(view, caps, req.encoding, &mut placement, reserved.left);
@@ -62,4 +73,12 @@ pub fn pack(
         upgraded,
         &view.superseded,
     ))
+}
+
+/// The names of the tools a prompt offers: none when it sends no tools.
+pub(crate) fn offered_tools(req: &PackRequest) -> &'static [&'static str] {
+    match req.tools_tokens {
+        0 => &[],
+        _ => &TOOL_NAMES,
+    }
 }

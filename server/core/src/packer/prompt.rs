@@ -1,7 +1,8 @@
 //! What the packer is asked for and what it answers: the request, the
 //! prompt's messages, its layers and their items, and what was trimmed.
 
-use crate::config::LayerOrder;
+use crate::call::ContextCut;
+use crate::config::{CallLimits, LayerOrder};
 use crate::exchange::{Counted, KeptMessage, Level};
 use crate::message::Role;
 use crate::render::{Block, MESSAGE_OVERHEAD};
@@ -22,6 +23,9 @@ pub struct PackRequest {
     pub input_tokens: u32,
     /// `render::tools_tokens(encoding)` when the tools are sent, else 0.
     pub tools_tokens: u32,
+    /// The prompt's number in its session (`p<N>`), for L0's call line.
+    pub iteration: u32,
+    pub calls: CallLimits,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -158,6 +162,9 @@ pub struct PackedPrompt {
     /// The superseded exchanges the prompt covers, as ranges, and what
     /// superseded them (`ctx/explain`'s `superseded`).
     pub superseded: Vec<Supersession>,
+    /// A one-shot prompt (a call at the maximum depth): how much of its
+    /// context it kept. `None` for the layered shape.
+    pub one_shot: Option<ContextCut>,
 }
 
 impl PackedPrompt {

@@ -284,6 +284,7 @@ impl Incoming {
             format,
             system: Some(self.request.system.clone()).filter(|s| !s.is_empty()),
             input,
+            calls: config.calls.clone(),
         }
     }
 }
@@ -320,7 +321,12 @@ async fn model<A: Api>(State(proxy): State<Arc<Proxy>>, request: Request) -> Res
     let service = &proxy.service;
     let messages = std::mem::take(&mut incoming.request.messages);
     let started = Instant::now();
-    let mut turn = match proxy.sessions.begin(service, &incoming.key, messages).await {
+    let system = incoming.request.system.clone();
+    let mut turn = match proxy
+        .sessions
+        .begin(service, &incoming.key, &system, messages)
+        .await
+    {
         Ok(t) => t,
         Err(e) => return service_error::<A>(e),
     };

@@ -7,8 +7,11 @@
 //! the key in workspace `proxy`, so they are found again after a restart.
 //! A request continues the branch whose stored history it repeats; one that
 //! repeats only part of it forks that branch at the last whole exchange; one
-//! that repeats nothing (a client's side request under the same id) opens a
-//! branch of its own.
+//! that repeats nothing opens a branch of its own: a child session of the
+//! key's main branch when its system prompt differs from the main branch's (a
+//! sub-agent, such as Claude Code's Task agents, sends the same session id
+//! with a system prompt of its own: seed 002's recursive calls), else a root
+//! session (a client's side request under the same id).
 //!
 //! Messages are compared by fingerprint: of the message as the client sent
 //! it (kept in memory for what this process stored), or, for history stored
@@ -17,9 +20,10 @@
 use std::sync::Arc;
 
 use axum::http::HeaderMap;
+use ctxproxy_core::ids::PromptId;
 use ctxproxy_core::message::{Message, Role};
 use ctxproxy_core::secrets;
-use ctxproxy_store::NewSession;
+use ctxproxy_store::{ChildCall, NewSession, ParentKind};
 use dashmap::DashMap;
 use serde_json::Value;
 use tokio::sync::{Mutex, OwnedMutexGuard};
@@ -143,6 +147,11 @@ struct Print {
 struct Branch {
     session: String,
     prints: Vec<Print>,
+    /// The fingerprint of the branch's system prompt: of the requests this
+    /// process saw, or of its newest prompt record; `None` when unknown.
+    system: Option<Fingerprint>,
+    /// A child session (a sub-agent's calls), not a main branch.
+    called: bool,
 }
 
 impl Branch {
@@ -275,8 +284,10 @@ impl Sessions {
         &self,
         service: &Service,
         key: &str,
+        system: &str,
         mut messages: Vec<Message>,
     ) -> Result<Turn, ServiceError> {
+        let system = system_print(system);
         let mut guard = self.lock(service, key).await?;
         let mask = service.config().redact_secrets;
         let sent: Vec<Fingerprint> = messages.iter().map(exact).collect();
@@ -323,22 +334,42 @@ impl Sessions {
                     Branch {
                         session,
                         prints: parent.prints[..keep].to_vec(),
+                        system: Some(system),
+                        // A fork of a call's history is a branch of that call.
+                        called: parent.called && at > 0,
                     },
                 );
                 (0, keep)
             }
             Choice::Open => {
-                let session = open(service, key, None).await?;
+                // The newest main branch with another system prompt: this
+                // request is a call it made.
+                let caller = guard
+                    .list
+                    .iter()
+                    .find(|b| !b.called && b.system.is_some_and(|s| s != system))
+                    .map(|b| (b.session.clone(), b.exchanges()));
+                let query = messages.iter().find(|m| m.role == Role::User);
+                let (session, called) = match (caller, query) {
+                    (Some(caller), Some(query)) => {
+                        (open_call(service, key, caller, query).await?, true)
+                    }
+                    _ => (open(service, key, None).await?, false),
+                };
                 guard.list.insert(
                     0,
                     Branch {
                         session,
                         prints: Vec::new(),
+                        system: Some(system),
+                        called,
                     },
                 );
                 (0, 0)
             }
         };
+        // A branch read back after a restart learns its system prompt.
+        guard.list[branch].system.get_or_insert(system);
         let mut new = messages.split_off(from);
         // A tool result is a tool output like any other: stored first, so
         // the prompt shows it as the packer decides (whole when it fits,
@@ -400,8 +431,56 @@ async fn open(
             workspace: Some(WORKSPACE.into()),
             title: Some(key.to_string()),
             parent: parent.map(|(s, at)| (s, Some(at))),
+            ..NewSession::default()
         })
         .await
+}
+
+/// A sub-agent's first request: a child session of `caller` after its
+/// newest exchange, called with the sub-agent's first user message.
+async fn open_call(
+    service: &Service,
+    key: &str,
+    (caller, at): (String, u32),
+    query: &Message,
+) -> Result<String, ServiceError> {
+    let query = match query.content.trim() {
+        "" => "(a sub-agent's call without text)".to_string(),
+        text => text.to_string(),
+    };
+    service
+        .open_new_session(NewSession {
+            workspace: Some(WORKSPACE.into()),
+            title: Some(key.to_string()),
+            parent: Some((caller, Some(at))),
+            child: Some(ChildCall {
+                query,
+                context: None,
+                max_depth: service.config().calls.max_depth,
+            }),
+        })
+        .await
+}
+
+fn system_print(system: &str) -> Fingerprint {
+    let mut out = [0; 16];
+    out.copy_from_slice(&blake3::hash(system.as_bytes()).as_bytes()[..16]);
+    out
+}
+
+/// The system prompt of a session's newest prompt record, as the proxy
+/// passed it: `system` (anthropic) or the first message's (openai); empty
+/// when the prompt had none.
+fn recorded_system(record: &str) -> Option<String> {
+    let v: Value = serde_json::from_str(record).ok()?;
+    if let Some(s) = v["system"].as_str() {
+        return Some(s.to_string());
+    }
+    let first = &v["messages"][0];
+    match first["role"].as_str() {
+        Some("system") => first["content"].as_str().map(str::to_string),
+        _ => Some(String::new()),
+    }
 }
 
 /// The key's sessions in the store, newest first, with the fingerprints of
@@ -427,9 +506,15 @@ async fn load_branches(service: &Service, key: &str) -> Result<Vec<Branch>, Serv
                         exchange: x.0,
                     })
                     .collect();
+                let system = match s.prompts {
+                    0 => None,
+                    n => recorded_system(&r.prompt(&s.id, PromptId(n))?.record),
+                };
                 out.push(Branch {
+                    called: s.parent.is_some_and(|p| p.kind == ParentKind::Child),
                     session: s.id,
                     prints,
+                    system: system.as_deref().map(system_print),
                 });
             }
             Ok(out)
@@ -540,6 +625,8 @@ mod tests {
         let mut b = Branch {
             session: "s".into(),
             prints: Vec::new(),
+            system: None,
+            called: false,
         };
         b.push(&stored);
         let exacts = |ms: &[Message]| ms.iter().map(exact).collect::<Vec<_>>();
@@ -559,6 +646,8 @@ mod tests {
         let mut b = Branch {
             session: "s".into(),
             prints: Vec::new(),
+            system: None,
+            called: false,
         };
         b.push(&[
             Message::new(Role::Assistant, "greeting"),
