@@ -236,7 +236,9 @@ budget of 300 tokens is smaller than the 381 the system prompt, input, current c
 /// `superseded` ranges; a superseded exchange is never above its header.
 #[test]
 fn superseded_exchanges_keep_a_header_at_most() {
-    let cases: &[(usize, u32, &[(u32, &[&str])])] = &[
+    /// (exchanges, budget, each supersession as (superseder, ranges)).
+    type Case = (usize, u32, &'static [(u32, &'static [&'static str])]);
+    let cases: &[Case] = &[
         // In the recent tail: x2-x4 replaced by x5, x6 appends.
         (6, 100_000, &[(5, &["x2-x4"])]),
         // In every region: headers (x1-x3), summaries (x4-x7), recent;
