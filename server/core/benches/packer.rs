@@ -6,13 +6,13 @@ use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion};
 
 use ctxproxy_core::config::{LayerCaps, LayerOrder};
 use ctxproxy_core::digest::OutputKind;
-use ctxproxy_core::exchange::{KeptMessage, Level, ToolResult};
+use ctxproxy_core::exchange::{KeptMessage, Level};
 use ctxproxy_core::ids::{BlobHash, ExchangeId, MessageId};
-use ctxproxy_core::memory::MemorySession;
 use ctxproxy_core::message::{Message, Role, ToolCall};
 use ctxproxy_core::packer::{pack, PackRequest};
 use ctxproxy_core::render;
 use ctxproxy_core::tokens::Encoding;
+use ctxproxy_testkit::{kept, MemorySession, Output};
 
 const ENC: Encoding = Encoding::O200kBase;
 
@@ -56,30 +56,13 @@ fn exchange(id: u32) -> Vec<KeptMessage> {
             format!("Fixed: `parse_{id}()` now returns `Ast`. Next: run the tests?"),
         ),
     ];
-    messages
-        .into_iter()
-        .enumerate()
-        .map(|(i, message)| {
-            let result = (message.role == Role::Tool).then(|| ToolResult {
-                blob: BlobHash::of(format!("{id}/{i}").as_bytes()),
-                kind: OutputKind::FileRead,
-                path: Some(path.clone()),
-                bytes: 4_000,
-                tokens: 1_000,
-                headline: message.content.lines().next().unwrap_or("").to_string(),
-                digest: message.content.clone(),
-                whole: false,
-            });
-            KeptMessage {
-                id: MessageId {
-                    exchange: ExchangeId(id),
-                    index: i as u32 + 1,
-                },
-                message,
-                result,
-            }
-        })
-        .collect()
+    kept(id, messages, |at, _| Output {
+        blob: BlobHash::of(format!("{}/{}", at.exchange.0, at.index - 1).as_bytes()),
+        kind: OutputKind::FileRead,
+        path: Some(path.clone()),
+        bytes: 4_000,
+        tokens: 1_000,
+    })
 }
 
 fn bench_pack(c: &mut Criterion) {

@@ -35,7 +35,7 @@ fn code(bytes: usize, seed: u64) -> String {
         include_str!("../src/packer/guaranteed.rs"),
         include_str!("../src/packer/upgrades.rs"),
         include_str!("../src/packer/emit.rs"),
-        include_str!("../src/packer/tests.rs"),
+        include_str!("../tests/packer.rs"),
     );
     let lines = source.lines().skip(seed as usize * 40);
     lines

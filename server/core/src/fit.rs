@@ -44,13 +44,20 @@ pub fn fit_points(
         lines.join("\n")
     };
     let mut text = render(&points);
-    while points.len() > 1 && tokens::count(encoding, &text) > cap {
+    let mut n = tokens::count(encoding, &text);
+    while points.len() > 1 && n > cap {
         let lightest = (0..points.len())
             .rev()
             .min_by_key(|&i| points[i].weight)
             .unwrap();
         points.remove(lightest);
         text = render(&points);
+        n = tokens::count(encoding, &text);
+    }
+    // Counted once: only a text still over the cap, or one `fit_text` would
+    // trim, goes through it (and is counted again).
+    if n <= cap && text.trim().len() == text.len() {
+        return Counted { text, tokens: n };
     }
     fit_text(&text, cap, encoding)
 }

@@ -4,6 +4,7 @@
 //! The store persists what these functions return; the packer is the only
 //! code that trims, demotes or orders.
 
+pub mod arguments;
 pub mod baseline;
 pub mod config;
 pub mod context;
@@ -12,7 +13,6 @@ pub mod evaluation;
 pub mod exchange;
 pub mod fit;
 pub mod ids;
-pub mod memory;
 pub mod message;
 pub mod message_json;
 pub mod packer;

@@ -2,7 +2,7 @@
 //! is kept (a tool result becomes its blob and digest), and every text and
 //! count the store persists for a closed or growing exchange (trio, terms,
 //! header line, per-encoding counts). The store writes what these return;
-//! `MemorySession` (`core::memory`) keeps it in memory. Neither computes
+//! `MemorySession` (the `ctxproxy-testkit` dev crate) keeps it in memory. Neither computes
 //! any of it on its own, so tests and benches measure the store's pipeline.
 
 use crate::config::{DigestLimits, LayerCaps};

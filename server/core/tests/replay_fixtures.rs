@@ -13,12 +13,12 @@ use ctxproxy_core::config::{LayerCaps, LayerOrder};
 use ctxproxy_core::evaluation::{fact_status, FactStatus, RunCost};
 use ctxproxy_core::exchange::Level;
 use ctxproxy_core::ids::ExchangeId;
-use ctxproxy_core::memory::MemorySession;
 use ctxproxy_core::message::Message;
 use ctxproxy_core::packer::{pack, shared_prefix_tokens, PackRequest, PackedPrompt};
 use ctxproxy_core::recorded::{self, Origin, RecordedExchange};
 use ctxproxy_core::render;
 use ctxproxy_core::tokens::Encoding;
+use ctxproxy_testkit::MemorySession;
 
 const ENC: Encoding = Encoding::O200kBase;
 const BUDGET: u32 = 16_000;

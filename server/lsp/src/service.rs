@@ -16,7 +16,7 @@ use ctxproxy_core::message::Message;
 use ctxproxy_core::slice;
 use ctxproxy_core::supersede::ExchangeRange;
 use ctxproxy_core::tokens::{self, Encoding};
-use ctxproxy_store::{settle, Event, Lineage, NewSession, PathSegment, Store};
+use ctxproxy_store::{settle, Event, Keep, Lineage, NewSession, PathSegment, Store};
 use serde_json::Value;
 use tokio::sync::mpsc;
 
@@ -232,20 +232,9 @@ impl Service {
         session_id: &str,
         request: assemble::Request,
     ) -> Reply<AssembleResult> {
-        if let Some(input) = &request.input {
-            self.check_payload(std::slice::from_ref(input), "input")?;
-        }
-        let session = session_id.to_string();
         let unrecorded = Arc::new(assemble::LastPrompts::default());
-        let encoding = request.encoding;
-        assemble::flatten(
-            settle(self.store.write(move |w| {
-                w.preview(&session, encoding, move |id, view, caps| {
-                    assemble::run(id, view, &request, caps, &unrecorded)
-                })
-            }))
-            .await,
-        )
+        self.pack_in_store(session_id, request, Keep::Preview, unrecorded)
+            .await
     }
 
     /// `ctx/assemble` with a typed request.
@@ -254,21 +243,9 @@ impl Service {
         session_id: &str,
         request: assemble::Request,
     ) -> Reply<AssembleResult> {
-        if let Some(input) = &request.input {
-            self.check_payload(std::slice::from_ref(input), "input")?;
-        }
-        let session = session_id.to_string();
-        let last = self.last_prompts.clone();
-        let encoding = request.encoding;
-        // The caps are the writer's: configuration changes reach it in order.
-        let reply = assemble::flatten(
-            settle(self.store.write(move |w| {
-                w.assemble(&session, encoding, move |id, view, caps| {
-                    assemble::run(id, view, &request, caps, &last)
-                })
-            }))
-            .await,
-        )?;
+        let reply = self
+            .pack_in_store(session_id, request, Keep::Record, self.last_prompts.clone())
+            .await?;
         self.emit(CtxEvent::ContextAssembled {
             session_id: session_id.to_string(),
             prompt_id: reply.prompt_id.clone(),
@@ -285,6 +262,31 @@ impl Service {
             });
         }
         Ok(reply)
+    }
+
+    /// Packs `request` in the writer's job (the caps are the writer's:
+    /// configuration changes reach it in order); `last` holds the prompts
+    /// prefix reuse is measured against.
+    async fn pack_in_store(
+        &self,
+        session_id: &str,
+        request: assemble::Request,
+        keep: Keep,
+        last: Arc<assemble::LastPrompts>,
+    ) -> Reply<AssembleResult> {
+        if let Some(input) = &request.input {
+            self.check_payload(std::slice::from_ref(input), "input")?;
+        }
+        let session = session_id.to_string();
+        let encoding = request.encoding;
+        assemble::flatten(
+            settle(self.store.write(move |w| {
+                w.assemble(&session, encoding, keep, move |id, view, caps| {
+                    assemble::run(id, view, &request, caps, &last)
+                })
+            }))
+            .await,
+        )
     }
 
     pub async fn explain(&self, params: Value) -> Reply<ExplainResult> {

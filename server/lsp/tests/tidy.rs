@@ -26,7 +26,12 @@ fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
     }
 }
 
-const CRATES: [&str; 3] = ["server/core", "server/store", "server/lsp"];
+const CRATES: [&str; 4] = [
+    "server/core",
+    "server/store",
+    "server/lsp",
+    "server/testkit",
+];
 
 /// The names in one `[section]` of a Cargo.toml.
 fn dependencies(manifest: &str, section: &str) -> Vec<String> {
@@ -139,6 +144,21 @@ fn only_the_proxy_module_knows_http() {
                 );
             }
         }
+    }
+}
+
+/// Test support stays out of what ships: the testkit is only ever a
+/// dev-dependency.
+#[test]
+fn the_testkit_is_for_tests_only() {
+    for krate in CRATES {
+        let manifest = read(&root().join(krate).join("Cargo.toml"));
+        assert!(
+            !dependencies(&manifest, "[dependencies]")
+                .iter()
+                .any(|d| d == "ctxproxy-testkit"),
+            "{krate} depends on ctxproxy-testkit outside [dev-dependencies]"
+        );
     }
 }
 
@@ -276,7 +296,12 @@ fn the_client_knows_every_method() {
 }
 
 /// The crates whose modules must not import each other in a cycle.
-const ACYCLIC: [&str; 3] = ["server/core", "server/store", "server/lsp"];
+const ACYCLIC: [&str; 4] = [
+    "server/core",
+    "server/store",
+    "server/lsp",
+    "server/testkit",
+];
 
 /// The top-level modules of a crate's `src/` (a file `x.rs` or a folder
 /// `x/`), each with the source of its files before their tests.
@@ -285,7 +310,7 @@ fn modules(src: &Path) -> Vec<(String, String)> {
     for e in std::fs::read_dir(src).unwrap().flatten() {
         let p = e.path();
         let name = p.file_stem().unwrap().to_string_lossy().into_owned();
-        if name == "lib" || name == "main" {
+        if name == "lib" || name == "main" || name == "mod" {
             continue;
         }
         let mut files = Vec::new();
@@ -321,9 +346,9 @@ fn modules(src: &Path) -> Vec<(String, String)> {
     out
 }
 
-/// The modules named after `crate::` in `text`: `crate::a::b` and each first
-/// name of `crate::{a, b::c}`.
-fn crate_references(text: &str) -> Vec<String> {
+/// The modules named after `prefix` (`crate::`, `super::`) in `text`:
+/// `crate::a::b` and each first name of `crate::{a, b::c}`.
+fn references(text: &str, prefix: &str) -> Vec<String> {
     let ident = |s: &str| {
         s.trim()
             .chars()
@@ -331,8 +356,8 @@ fn crate_references(text: &str) -> Vec<String> {
             .collect::<String>()
     };
     let mut out = Vec::new();
-    for (i, _) in text.match_indices("crate::") {
-        let rest = &text[i + "crate::".len()..];
+    for (i, _) in text.match_indices(prefix) {
+        let rest = &text[i + prefix.len()..];
         match rest.strip_prefix('{') {
             Some(group) => {
                 let (mut depth, mut start) = (0, 0);
@@ -389,27 +414,51 @@ fn cycle(
     None
 }
 
+/// The first cycle among `modules`, whose references to each other are
+/// what `refs` finds in their text.
+fn first_cycle(modules: &[(String, String)], refs: impl Fn(&str) -> Vec<String>) -> Option<String> {
+    let names: Vec<&String> = modules.iter().map(|(n, _)| n).collect();
+    let graph: Vec<(String, Vec<String>)> = modules
+        .iter()
+        .map(|(name, text)| {
+            let mut deps: Vec<String> = refs(text)
+                .into_iter()
+                .filter(|d| d != name && names.contains(&d))
+                .collect();
+            deps.sort();
+            deps.dedup();
+            (name.clone(), deps)
+        })
+        .collect();
+    let mut done = vec![false; graph.len()];
+    (0..graph.len()).find_map(|m| cycle(&graph, m, &mut Vec::new(), &mut done))
+}
+
+/// No two modules import each other, at the top of each crate and among
+/// the files of each folder module (`summary/facts.rs` and
+/// `summary/entities.rs`, reached as `super::` or `crate::summary::`).
 #[test]
 fn module_graph_is_acyclic() {
     for krate in ACYCLIC {
-        let modules = modules(&root().join(krate).join("src"));
-        let names: Vec<&String> = modules.iter().map(|(n, _)| n).collect();
-        let graph: Vec<(String, Vec<String>)> = modules
-            .iter()
-            .map(|(name, text)| {
-                let mut deps: Vec<String> = crate_references(text)
-                    .into_iter()
-                    .filter(|d| d != name && names.contains(&d))
-                    .collect();
-                deps.sort();
-                deps.dedup();
-                (name.clone(), deps)
-            })
-            .collect();
-        let mut done = vec![false; graph.len()];
-        for m in 0..graph.len() {
-            if let Some(c) = cycle(&graph, m, &mut Vec::new(), &mut done) {
-                panic!("{krate}: modules import each other in a cycle: {c}");
+        let src = root().join(krate).join("src");
+        let top = modules(&src);
+        if let Some(c) = first_cycle(&top, |t| references(t, "crate::")) {
+            panic!("{krate}: modules import each other in a cycle: {c}");
+        }
+        for folder in std::fs::read_dir(&src).unwrap().flatten() {
+            let dir = folder.path();
+            if !dir.is_dir() {
+                continue;
+            }
+            let name = dir.file_name().unwrap().to_string_lossy().into_owned();
+            let within = format!("crate::{name}::");
+            let refs = |t: &str| {
+                let mut r = references(t, "super::");
+                r.extend(references(t, &within));
+                r
+            };
+            if let Some(c) = first_cycle(&modules(&dir), refs) {
+                panic!("{krate}/{name}: modules import each other in a cycle: {c}");
             }
         }
     }

@@ -1,5 +1,5 @@
-//! `assemble` and `preview`: the session's view handed to a packing
-//! closure, and the prompt it returns recorded under the next `p<N>`.
+//! `assemble`: the session's view handed to a packing closure, and the
+//! prompt it returns recorded under the next `p<N>` (or only previewed).
 
 use ctxproxy_core::config::LayerCaps;
 use ctxproxy_core::ids::PromptId;
@@ -14,43 +14,24 @@ use crate::time::now_rfc3339;
 use crate::writer::Writer;
 use crate::Result;
 
+/// Whether an assembled prompt is recorded (`ctx/assemble`) or only looked
+/// at (the proxy's `count_tokens`: the prompt the next assemble would give).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Keep {
+    Record,
+    Preview,
+}
+
 impl Writer {
-    /// Builds the session's view for `encoding`, lets `pack` turn it into a
-    /// prompt, and records that prompt under the next `p<N>`. When `pack`
-    /// refuses (a budget too small, say), nothing is recorded.
+    /// Builds the session's view for `encoding` and lets `pack` turn it into
+    /// a prompt; with `Keep::Record`, records that prompt under the next
+    /// `p<N>`. When `pack` refuses (a budget too small, say), nothing is
+    /// recorded.
     pub fn assemble<T, E>(
         &mut self,
         session: &str,
         encoding: Encoding,
-        pack: impl FnOnce(
-            PromptId,
-            &SessionView,
-            &LayerCaps,
-        ) -> std::result::Result<AssembledPrompt<T>, E>,
-    ) -> Result<std::result::Result<T, E>> {
-        self.assemble_as(session, encoding, true, pack)
-    }
-
-    /// `assemble` without recording: the prompt the next `assemble` would
-    /// give (counting tokens for a client that asks before it sends).
-    pub fn preview<T, E>(
-        &mut self,
-        session: &str,
-        encoding: Encoding,
-        pack: impl FnOnce(
-            PromptId,
-            &SessionView,
-            &LayerCaps,
-        ) -> std::result::Result<AssembledPrompt<T>, E>,
-    ) -> Result<std::result::Result<T, E>> {
-        self.assemble_as(session, encoding, false, pack)
-    }
-
-    fn assemble_as<T, E>(
-        &mut self,
-        session: &str,
-        encoding: Encoding,
-        record: bool,
+        keep: Keep,
         pack: impl FnOnce(
             PromptId,
             &SessionView,
@@ -70,7 +51,7 @@ impl Writer {
             Ok(a) => a,
             Err(e) => return Ok(Err(e)),
         };
-        if !record {
+        if keep == Keep::Preview {
             return Ok(Ok(assembled.value));
         }
         self.conn.execute(

@@ -30,7 +30,7 @@ use rusqlite::{Connection, OpenFlags};
 use tokio::sync::oneshot;
 
 pub use append::{AppendOutcome, BlobOutcome, Event};
-pub use assemble::AssembledPrompt;
+pub use assemble::{AssembledPrompt, Keep};
 pub use error::StoreError;
 pub use path::{Lineage, PathSegment};
 pub use read::{

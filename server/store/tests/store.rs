@@ -355,14 +355,19 @@ fn prompts_are_numbered_and_recorded_and_refusals_record_nothing() {
     for expected in ["p1", "p2"] {
         let s1 = s.clone();
         let id = write(&t.store, move |w| {
-            w.assemble(&s1, Default::default(), |id, view, _| {
-                assert_eq!(view.exchange_count, 1);
-                Ok::<_, ()>(AssembledPrompt {
-                    value: id,
-                    total_tokens: 10,
-                    record: format!("{{\"id\":\"{id}\"}}"),
-                })
-            })
+            w.assemble(
+                &s1,
+                Default::default(),
+                ctxproxy_store::Keep::Record,
+                |id, view, _| {
+                    assert_eq!(view.exchange_count, 1);
+                    Ok::<_, ()>(AssembledPrompt {
+                        value: id,
+                        total_tokens: 10,
+                        record: format!("{{\"id\":\"{id}\"}}"),
+                    })
+                },
+            )
         })
         .unwrap()
         .unwrap();
@@ -370,9 +375,12 @@ fn prompts_are_numbered_and_recorded_and_refusals_record_nothing() {
     }
     let s1 = s.clone();
     let refused = write(&t.store, move |w| {
-        w.assemble(&s1, Default::default(), |_, _, _| {
-            Err::<AssembledPrompt<()>, _>("too small")
-        })
+        w.assemble(
+            &s1,
+            Default::default(),
+            ctxproxy_store::Keep::Record,
+            |_, _, _| Err::<AssembledPrompt<()>, _>("too small"),
+        )
     })
     .unwrap();
     assert_eq!(refused, Err("too small"));

@@ -3,6 +3,7 @@
 //! OpenAI-style tools, or by sniffing the content when the name says nothing.
 
 use super::{OutputKind, ToolOutput};
+use crate::arguments::{self, READ_PATH_KEYS};
 use regex::Regex;
 use std::sync::LazyLock;
 
@@ -42,17 +43,6 @@ const LISTING_TOOLS: &[&str] = &[
     "find_files",
     "file_glob_search",
 ];
-const PATH_KEYS: &[&str] = &[
-    "path",
-    "file_path",
-    "filePath",
-    "filepath",
-    "target_file",
-    "absolute_path",
-    "file",
-];
-const COMMAND_KEYS: &[&str] = &["command", "cmd", "script", "commandLine", "input"];
-
 pub fn classify(output: &ToolOutput) -> OutputKind {
     let tool = output.tool.map(str::to_ascii_lowercase).unwrap_or_default();
     if read_path(output).is_some() {
@@ -120,7 +110,7 @@ pub fn read_path(output: &ToolOutput) -> Option<String> {
         output.arguments.and_then(|a| serde_json::from_str(a).ok());
     let path_arg = || {
         let args = args.as_ref()?;
-        PATH_KEYS
+        READ_PATH_KEYS
             .iter()
             .find_map(|k| args.get(*k).and_then(|v| v.as_str()).map(str::to_string))
     };
@@ -145,20 +135,7 @@ static CAT: LazyLock<Regex> = LazyLock::new(|| Regex::new(r"^\s*cat\s+([^\s|;&<>
 /// The shell command of a command-running call, from its arguments.
 pub(crate) fn command(output: &ToolOutput) -> Option<String> {
     let args: serde_json::Value = serde_json::from_str(output.arguments?).ok()?;
-    COMMAND_KEYS.iter().find_map(|k| match args.get(*k)? {
-        serde_json::Value::String(s) => Some(s.clone()),
-        // OpenAI-style `["bash", "-lc", "cargo test"]`: the script is last.
-        serde_json::Value::Array(parts) => {
-            let parts: Vec<&str> = parts.iter().filter_map(|p| p.as_str()).collect();
-            match parts.as_slice() {
-                [shell, flag, script] if shell.ends_with("sh") && flag.starts_with('-') => {
-                    Some(script.to_string())
-                }
-                _ => Some(parts.join(" ")),
-            }
-        }
-        _ => None,
-    })
+    arguments::command(&args)
 }
 
 static COMMANDS: LazyLock<Vec<(Regex, OutputKind)>> = LazyLock::new(|| {

@@ -13,7 +13,7 @@ use super::upgrades::Upgraded;
 use crate::config::LayerOrder;
 use crate::exchange::Level;
 use crate::message::Role;
-use crate::render::{self, Block, MESSAGE_OVERHEAD, REPLY_PRIMER};
+use crate::render::{self, Block, REPLY_PRIMER};
 use crate::supersede::{self, SupersededBy};
 use crate::view::ExchangeView;
 
@@ -67,7 +67,7 @@ pub(super) fn emit(
         };
         put(
             Layer::System,
-            vec![layer_message(
+            vec![PromptMessage::of_pieces(
                 Role::System,
                 vec![(system.text.clone(), system.tokens)],
             )],
@@ -82,7 +82,10 @@ pub(super) fn emit(
         };
         put(
             Layer::CurrentContext,
-            vec![layer_message(Role::User, vec![(c.text.clone(), c.tokens)])],
+            vec![PromptMessage::of_pieces(
+                Role::User,
+                vec![(c.text.clone(), c.tokens)],
+            )],
             vec![item],
         );
     }
@@ -125,7 +128,9 @@ pub(super) fn emit(
     for p in recent {
         let messages = match p.level {
             Level::Full | Level::Digests => exchange_messages(p.exchange, p.level),
-            Level::Summary | Level::Header => vec![layer_message(Role::User, p.pieces())],
+            Level::Summary | Level::Header => {
+                vec![PromptMessage::of_pieces(Role::User, p.pieces())]
+            }
         };
         let item = LayerItem {
             id: p.exchange.id.to_string(),
@@ -181,18 +186,6 @@ pub(super) fn emit(
     }
 }
 
-/// A message made of counted pieces.
-pub(super) fn layer_message(role: Role, pieces: Vec<(String, u32)>) -> PromptMessage {
-    let charged = pieces.iter().map(|(_, n)| n).sum::<u32>() + MESSAGE_OVERHEAD;
-    let (blocks, block_tokens) = pieces.into_iter().map(|(t, n)| (Block::Text(t), n)).unzip();
-    PromptMessage {
-        role,
-        blocks,
-        charged,
-        block_tokens,
-    }
-}
-
 /// The messages of an exchange at `Full` or `Digests`, charged on the last.
 fn exchange_messages(exchange: &ExchangeView, level: Level) -> Vec<PromptMessage> {
     let mut out: Vec<PromptMessage> = exchange
@@ -225,14 +218,7 @@ fn pair_tool_calls(messages: &mut [PromptMessage]) {
             .find(|&j| messages[j].role != Role::Tool)
             .unwrap_or(messages.len());
         if messages[i].role == Role::Assistant {
-            let calls: HashSet<String> = messages[i]
-                .blocks
-                .iter()
-                .filter_map(|b| match b {
-                    Block::ToolUse { id, .. } => Some(id.clone()),
-                    _ => None,
-                })
-                .collect();
+            let calls: HashSet<String> = messages[i].tool_use_ids().map(str::to_string).collect();
             let mut answered = HashSet::new();
             for m in &mut messages[i + 1..run_end] {
                 let matched = match &m.blocks[..] {

@@ -31,8 +31,6 @@ mod emit;
 mod guaranteed;
 mod prompt;
 mod regions;
-#[cfg(test)]
-mod tests;
 mod titles;
 mod upgrades;
 

@@ -4,7 +4,7 @@
 use crate::config::LayerOrder;
 use crate::exchange::{Counted, KeptMessage, Level};
 use crate::message::Role;
-use crate::render::Block;
+use crate::render::{Block, MESSAGE_OVERHEAD};
 use crate::supersede::Supersession;
 use crate::tokens::Encoding;
 
@@ -119,9 +119,30 @@ pub struct PromptMessage {
 }
 
 impl PromptMessage {
+    /// A layer's message made of counted pieces, charged their sum and a
+    /// message's overhead.
+    pub fn of_pieces(role: Role, pieces: Vec<(String, u32)>) -> PromptMessage {
+        let charged = pieces.iter().map(|(_, n)| n).sum::<u32>() + MESSAGE_OVERHEAD;
+        let (blocks, block_tokens) = pieces.into_iter().map(|(t, n)| (Block::Text(t), n)).unzip();
+        PromptMessage {
+            role,
+            blocks,
+            charged,
+            block_tokens,
+        }
+    }
+
     /// The content as one string: what the tokenizer sees.
     pub fn text(&self) -> String {
         self.blocks.iter().map(Block::text).collect()
+    }
+
+    /// The ids of the tool calls this message makes.
+    pub fn tool_use_ids(&self) -> impl Iterator<Item = &str> {
+        self.blocks.iter().filter_map(|b| match b {
+            Block::ToolUse { id, .. } => Some(id.as_str()),
+            _ => None,
+        })
     }
 }
 

@@ -3,7 +3,6 @@
 
 use std::sync::OnceLock;
 
-use super::emit::layer_message;
 use super::prompt::{LayerItem, PromptMessage};
 use crate::message::Role;
 use crate::tokens::{self, Encoding};
@@ -43,5 +42,5 @@ pub(super) fn titled_layer(
         pieces.extend(entry);
         items.push(item);
     }
-    (vec![layer_message(Role::User, pieces)], items)
+    (vec![PromptMessage::of_pieces(Role::User, pieces)], items)
 }

@@ -5,7 +5,7 @@ use std::sync::LazyLock;
 
 use regex::Regex;
 
-use super::facts::PATTERN_KEYS;
+use crate::arguments::PATTERN_KEYS;
 
 pub(super) static PATH: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(r"(?:\.{0,2}/)?(?:[\w.-]+/)*[\w-][\w.-]*\.[A-Za-z][A-Za-z0-9]{0,5}\b").unwrap()

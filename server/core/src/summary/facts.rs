@@ -11,6 +11,7 @@ use super::sentences::{
     explained_terms, first_sentences, is_conclusion, is_open_point, is_stopword, prose, sentences,
     trim_word,
 };
+use crate::arguments::{self, PATH_KEYS};
 use crate::digest::OutputKind;
 use crate::exchange::{KeptMessage, Outcome};
 use crate::message::{Role, UserKind};
@@ -298,49 +299,12 @@ pub(super) fn split_camel(name: &str) -> Vec<String> {
     words
 }
 
-pub(super) const PATH_KEYS: &[&str] = &[
-    "path",
-    "file_path",
-    "filePath",
-    "target_file",
-    "absolute_path",
-    "file",
-    "filename",
-    "file_name",
-    "dir",
-    "directory",
-    "source",
-    "old_path",
-    "destination",
-    "new_path",
-];
-pub(super) const COMMAND_KEYS: &[&str] = &["command", "cmd", "script"];
-/// Arguments that hold what a search looks for: a regex or a query, which
-/// may look like a file name (`\.len\(`, `*.rs`) and name none.
-pub(super) const PATTERN_KEYS: &[&str] = &[
-    "pattern",
-    "regex",
-    "query",
-    "search",
-    "search_term",
-    "searchTerm",
-    "q",
-    "glob",
-    "include",
-    "exclude",
-];
-
 pub(super) fn action_of(tool: &str, arguments: &str) -> Action {
     let class = tool_class(tool);
     let args: serde_json::Value =
         serde_json::from_str(arguments).unwrap_or(serde_json::Value::Null);
-    let field = |keys: &[&str]| {
-        keys.iter()
-            .find_map(|k| args.get(*k).and_then(|v| v.as_str()))
-            .map(str::to_string)
-    };
     let target = match class {
-        ToolClass::Run => field(COMMAND_KEYS).map(|c| clip_chars(&one_line(&c), 60)),
+        ToolClass::Run => arguments::command(&args).map(|c| clip_chars(&one_line(&c), 60)),
         _ => {
             // A move names two paths: `from → to`.
             let paths: Vec<&str> = PATH_KEYS

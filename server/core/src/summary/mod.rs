@@ -17,11 +17,7 @@ use crate::tokens::{self, Encoding};
 
 mod entities;
 mod facts;
-#[cfg(test)]
-pub(crate) mod fixture;
 mod sentences;
-#[cfg(test)]
-mod tests;
 
 use entities::short_entity;
 use sentences::trim_word;
@@ -88,7 +84,8 @@ impl SeenTerms {
         seen
     }
 
-    fn count(&self, word: &str) -> u32 {
+    /// How many of the counted exchanges use `word`, in any case.
+    pub fn count(&self, word: &str) -> u32 {
         self.counts.get(&word.to_lowercase()).copied().unwrap_or(0)
     }
 

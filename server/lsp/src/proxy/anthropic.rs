@@ -9,11 +9,12 @@ use ctxproxy_core::message::{Message, Role, ToolCall};
 use serde_json::{json, Value};
 
 use super::api::{
-    add_usage, expected, is_context_tool, stream_flag, without_messages, Api, BadRequest,
-    ClientRequest, ContextCall, ErrorKind, Splicer,
+    add_usage, expected, is_context_tool, stream_flag, with_context_tools, without_messages, Api,
+    BadRequest, ClientRequest, ContextCall, ErrorKind, Splicer,
 };
 use super::sse;
 use crate::format::Format;
+use crate::protocol::FormattedPrompt;
 
 pub struct Anthropic;
 
@@ -306,11 +307,11 @@ impl Api for Anthropic {
         })
     }
 
-    fn upstream_body(client: &Value, prompt: &Value, _session: &str) -> Value {
+    fn upstream_body(client: &Value, prompt: FormattedPrompt, _session: &str) -> Value {
         let mut body = without_messages(client);
         let thinking = thinking_by_call(client);
         let media = media_by_text(client);
-        let mut messages = prompt["messages"].as_array().cloned().unwrap_or_default();
+        let mut messages = prompt.messages;
         for m in &mut messages {
             if m["role"] == "user" {
                 if let Some(blocks) = m["content"].as_array_mut().filter(|_| !media.is_empty()) {
@@ -342,9 +343,7 @@ impl Api for Anthropic {
             }
         }
         body["messages"] = Value::Array(messages);
-        let mut tools = client["tools"].as_array().cloned().unwrap_or_default();
-        tools.extend(prompt["tools"].as_array().into_iter().flatten().cloned());
-        body["tools"] = Value::Array(tools);
+        body["tools"] = with_context_tools(client, prompt.tools);
         place_breakpoints(&mut body, count_breakpoints(client) > 0);
         body
     }
@@ -700,8 +699,8 @@ mod tests {
     }
 
     /// What `ctx/assemble` returns for the request above, in this format.
-    fn prompt() -> Value {
-        json!({
+    fn prompt() -> FormattedPrompt {
+        serde_json::from_value(json!({
             "promptId": "p3",
             "system": "You are Claude Code.\nBe brief.",
             "messages": [
@@ -716,12 +715,13 @@ mod tests {
                 ]}
             ],
             "tools": [{"name": "context_retrieve", "input_schema": {"type": "object"}}, {"name": "context_search", "input_schema": {"type": "object"}}]
-        })
+        }))
+        .expect("a formatted prompt")
     }
 
     #[test]
     fn the_assembled_prompt_keeps_system_blocks_thinking_and_gets_breakpoints() {
-        let body = Anthropic::upstream_body(&client_request(), &prompt(), "s-abc");
+        let body = Anthropic::upstream_body(&client_request(), prompt(), "s-abc");
         insta::assert_snapshot!(pretty(&body));
         // The thinking block comes back byte for byte, before the call it led to.
         assert_eq!(body["messages"][1]["content"][0], thinking());
@@ -735,7 +735,7 @@ mod tests {
             client["tools"][0]["cache_control"] = json!({"type": "ephemeral"});
             client["system"][i % 2]["cache_control"] = json!({"type": "ephemeral", "ttl": "1h"});
         }
-        let body = Anthropic::upstream_body(&client, &prompt(), "s-abc");
+        let body = Anthropic::upstream_body(&client, prompt(), "s-abc");
         assert_eq!(body["system"], client["system"]);
         assert!(body["tools"][2].get("cache_control").is_none());
         // Three of the client's, one on the stable part of the messages.
@@ -745,7 +745,7 @@ mod tests {
             .is_some());
         // A string system prompt is marked as one block.
         let plain = json!({"system": "Plain.", "messages": [{"role": "user", "content": "hi"}]});
-        let body = Anthropic::upstream_body(&plain, &prompt(), "s-abc");
+        let body = Anthropic::upstream_body(&plain, prompt(), "s-abc");
         assert_eq!(
             body["system"],
             json!([{"type": "text", "text": "Plain.", "cache_control": {"type": "ephemeral"}}])

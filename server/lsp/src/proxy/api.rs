@@ -7,6 +7,7 @@ use serde_json::{Map, Value};
 
 use super::sse;
 use crate::format::Format;
+use crate::protocol::FormattedPrompt;
 
 /// The two tools the proxy answers itself.
 pub const CONTEXT_TOOLS: [&str; 2] = ["context_retrieve", "context_search"];
@@ -73,9 +74,9 @@ pub trait Api: Send + Sync + 'static {
     fn parse(body: &Value) -> Result<ClientRequest, BadRequest>;
 
     /// The body to forward: the client's, with the history replaced by the
-    /// assembled prompt (`ctx/assemble`'s result in this API's format) and the
-    /// context tools added.
-    fn upstream_body(client: &Value, prompt: &Value, session: &str) -> Value;
+    /// assembled prompt (`ctx/assemble`'s messages and tools in this API's
+    /// format) and the context tools added.
+    fn upstream_body(client: &Value, prompt: FormattedPrompt, session: &str) -> Value;
 
     /// The API's own error body.
     fn error_body(kind: ErrorKind, message: &str, param: Option<&str>) -> Value;
@@ -164,6 +165,18 @@ pub fn without_messages(client: &Value) -> Value {
         ),
         other => other.clone(),
     }
+}
+
+/// The client's tools followed by the assembled prompt's (the context
+/// tools), so the list a client keeps sending stays a stable prefix.
+pub fn with_context_tools(client: &Value, ours: Value) -> Value {
+    let mut tools = client["tools"].as_array().cloned().unwrap_or_default();
+    match ours {
+        Value::Array(ours) => tools.extend(ours),
+        Value::Null => {}
+        other => tools.push(other),
+    }
+    Value::Array(tools)
 }
 
 /// The text a request field holds as `{field}: expected …`.

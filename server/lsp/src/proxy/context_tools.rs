@@ -4,10 +4,9 @@
 //! end the turn.
 
 use serde::Deserialize;
-use serde_json::Value;
 
 use super::api::ContextCall;
-use crate::protocol::{to_wire, RetrieveParams, SearchParams};
+use crate::protocol::{RetrieveParams, RetrieveResult, RetrievedItem, SearchParams, SearchResult};
 use crate::service::Service;
 
 /// `context_retrieve`'s arguments as the tool definition names them.
@@ -53,7 +52,7 @@ async fn answer(service: &Service, session: &str, call: &ContextCall) -> String 
                     max_tokens: a.max_tokens,
                 })
                 .await
-                .map(|v| render_retrieve(&to_wire(&v))),
+                .map(|v| render_retrieve(&v)),
             Err(e) => return format!("context_retrieve failed: arguments: {e}"),
         },
         _ => match serde_json::from_str::<SearchArgs>(&call.arguments) {
@@ -65,60 +64,44 @@ async fn answer(service: &Service, session: &str, call: &ContextCall) -> String 
                     limit: a.limit,
                 })
                 .await
-                .map(|v| render_search(&to_wire(&v))),
+                .map(|v| render_search(&v)),
             Err(e) => return format!("context_search failed: arguments: {e}"),
         },
     };
     result.unwrap_or_else(|e| format!("{} failed: {e}", call.name))
 }
 
-fn render_retrieve(result: &Value) -> String {
-    let items = result["items"].as_array().map(Vec::as_slice).unwrap_or(&[]);
-    if items.is_empty() {
+fn render_retrieve(result: &RetrieveResult) -> String {
+    if result.items.is_empty() {
         return "No items.".into();
     }
-    items
+    result
+        .items
         .iter()
-        .map(|item| {
-            let id = item["id"].as_str().unwrap_or("?");
-            if let Some(e) = item.get("error") {
-                return format!(
-                    "## {id}: error {}: {}",
-                    e["code"],
-                    e["message"].as_str().unwrap_or_default()
-                );
+        .map(|item| match item {
+            RetrievedItem::Failed(f) => {
+                format!("## {}: error {}: {}", f.id, f.error.code, f.error.message)
             }
-            let mut notes = vec![
-                item["format"].as_str().unwrap_or_default().to_string(),
-                format!("{} tokens", item["tokens"]),
-            ];
-            if item["truncated"] == true {
-                notes.push("truncated".into());
+            RetrievedItem::Found(item) => {
+                let mut notes = vec![item.format.clone(), format!("{} tokens", item.tokens)];
+                if item.truncated {
+                    notes.push("truncated".into());
+                }
+                format!("## {} ({})\n{}", item.id, notes.join(", "), item.text)
             }
-            format!(
-                "## {id} ({})\n{}",
-                notes.join(", "),
-                item["text"].as_str().unwrap_or_default()
-            )
         })
         .collect::<Vec<_>>()
         .join("\n\n")
 }
 
-fn render_search(result: &Value) -> String {
-    let hits = result["hits"].as_array().map(Vec::as_slice).unwrap_or(&[]);
-    if hits.is_empty() {
+fn render_search(result: &SearchResult) -> String {
+    if result.hits.is_empty() {
         return "No matches.".into();
     }
-    hits.iter()
-        .map(|h| {
-            format!(
-                "{} [{}] {}",
-                h["id"].as_str().unwrap_or_default(),
-                h["sessionId"].as_str().unwrap_or_default(),
-                h["header"].as_str().unwrap_or_default()
-            )
-        })
+    result
+        .hits
+        .iter()
+        .map(|h| format!("{} [{}] {}", h.id, h.session_id, h.header))
         .collect::<Vec<_>>()
         .join("\n")
 }
@@ -130,16 +113,24 @@ mod tests {
 
     #[test]
     fn answers_read_as_the_participant_renders_them() {
-        let retrieved = json!({"items": [
-            {"id": "x2", "format": "summary", "tokens": 12, "truncated": false, "text": "asked for tests"},
+        let retrieved: RetrieveResult = serde_json::from_value(json!({"items": [
+            {"id": "x2", "kind": "exchange", "format": "summary", "tokens": 12, "truncated": false,
+             "text": "asked for tests", "at": null, "outcome": "ok"},
             {"id": "b3:ff", "error": {"code": -32002, "message": "no blob b3:ff"}},
-        ]});
+        ]}))
+        .unwrap();
         assert_eq!(
             render_retrieve(&retrieved),
             "## x2 (summary, 12 tokens)\nasked for tests\n\n## b3:ff: error -32002: no blob b3:ff"
         );
-        let found = json!({"hits": [{"id": "x3", "sessionId": "s-1", "header": "ran pytest"}]});
+        let found: SearchResult = serde_json::from_value(json!({"hits": [
+            {"id": "x3", "sessionId": "s-1", "header": "ran pytest", "snippet": "pytest", "score": 1.0}
+        ]}))
+        .unwrap();
         assert_eq!(render_search(&found), "x3 [s-1] ran pytest");
-        assert_eq!(render_search(&json!({"hits": []})), "No matches.");
+        assert_eq!(
+            render_search(&SearchResult { hits: Vec::new() }),
+            "No matches."
+        );
     }
 }

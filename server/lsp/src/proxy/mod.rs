@@ -31,7 +31,6 @@ use ctxproxy_core::message::Role;
 use serde_json::{json, Value};
 
 use crate::assemble;
-use crate::protocol::to_wire;
 use crate::service::{Service, ServiceError};
 use api::{Api, ErrorKind};
 use upstream::Upstreams;
@@ -347,7 +346,7 @@ async fn model<A: Api>(State(proxy): State<Arc<Proxy>>, request: Request) -> Res
         };
         timing.push(("assemble", started.elapsed()));
         (
-            A::upstream_body(&incoming.client_body, &to_wire(&prompt), &turn.session),
+            A::upstream_body(&incoming.client_body, prompt.prompt, &turn.session),
             Some(prompt.prompt_id),
         )
     };
@@ -399,7 +398,7 @@ async fn count_tokens(State(proxy): State<Arc<Proxy>>, request: Request) -> Resp
             let request = incoming.assemble_request(&service.config(), A::FORMAT, Some(input));
             match service.preview_request(&session, request).await {
                 Ok(prompt) => (
-                    A::upstream_body(&incoming.client_body, &to_wire(&prompt), &session),
+                    A::upstream_body(&incoming.client_body, prompt.prompt, &session),
                     our_headers(&session, None),
                 ),
                 Err(e) => return service_error::<A>(e),

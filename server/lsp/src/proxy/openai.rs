@@ -8,11 +8,12 @@ use std::collections::HashMap;
 use serde_json::{json, Value};
 
 use super::api::{
-    add_usage, expected, is_context_tool, stream_flag, without_messages, Api, BadRequest,
-    ClientRequest, ContextCall, ErrorKind, Splicer,
+    add_usage, expected, is_context_tool, stream_flag, with_context_tools, without_messages, Api,
+    BadRequest, ClientRequest, ContextCall, ErrorKind, Splicer,
 };
 use super::sse;
 use crate::format::Format;
+use crate::protocol::FormattedPrompt;
 
 pub struct OpenAi;
 
@@ -200,7 +201,7 @@ impl Api for OpenAi {
         })
     }
 
-    fn upstream_body(client: &Value, prompt: &Value, session: &str) -> Value {
+    fn upstream_body(client: &Value, prompt: FormattedPrompt, session: &str) -> Value {
         let mut body = without_messages(client);
         let client_messages = client["messages"]
             .as_array()
@@ -209,10 +210,9 @@ impl Api for OpenAi {
         let mut messages: Vec<Value> = client_messages[..leading_system(client_messages)].to_vec();
         let media = media_by_text(client_messages);
         messages.extend(
-            prompt["messages"]
-                .as_array()
+            prompt
+                .messages
                 .into_iter()
-                .flatten()
                 .filter(|m| m["role"] != "system")
                 .map(|m| {
                     let original = m["content"]
@@ -221,14 +221,12 @@ impl Api for OpenAi {
                         .and_then(|t| media.get(t.trim()));
                     match original {
                         Some(parts) => json!({"role": "user", "content": parts}),
-                        None => m.clone(),
+                        None => m,
                     }
                 }),
         );
         body["messages"] = Value::Array(messages);
-        let mut tools = client["tools"].as_array().cloned().unwrap_or_default();
-        tools.extend(prompt["tools"].as_array().into_iter().flatten().cloned());
-        body["tools"] = Value::Array(tools);
+        body["tools"] = with_context_tools(client, prompt.tools);
         if body.get("prompt_cache_key").is_none_or(Value::is_null) {
             body["prompt_cache_key"] = json!(format!("ctxproxy-{session}"));
         }
@@ -613,7 +611,7 @@ mod tests {
 
     #[test]
     fn the_assembled_prompt_replaces_the_history_only() {
-        let prompt = json!({
+        let prompt: FormattedPrompt = serde_json::from_value(json!({
             "promptId": "p2",
             "messages": [
                 {"role": "system", "content": "You are terse.\n\nPrefer Rust."},
@@ -621,14 +619,15 @@ mod tests {
                 {"role": "user", "content": "Thanks\n"},
             ],
             "tools": ctxproxy_core::render::tool_definitions(),
-        });
-        let body = OpenAi::upstream_body(&client_request(), &prompt, "s-abc");
+        }))
+        .expect("a formatted prompt");
+        let body = OpenAi::upstream_body(&client_request(), prompt.clone(), "s-abc");
         insta::assert_snapshot!(pretty(&body));
         // A client's own cache key is kept.
         let mut own = client_request();
         own["prompt_cache_key"] = json!("mine");
         assert_eq!(
-            OpenAi::upstream_body(&own, &prompt, "s-abc")["prompt_cache_key"],
+            OpenAi::upstream_body(&own, prompt, "s-abc")["prompt_cache_key"],
             "mine"
         );
     }

@@ -6,19 +6,19 @@
 use std::collections::HashMap;
 use std::convert::Infallible;
 
-use crate::config::{DigestLimits, LayerCaps};
-use crate::context::{self, CurrentContext};
-use crate::digest::PriorRead;
-use crate::exchange::KeptMessage;
-use crate::ids::{BlobHash, ExchangeId, MessageId};
-use crate::message::{Message, Role};
-use crate::packer;
-use crate::record::{self, ModelTexts, Stored};
-use crate::secrets;
-use crate::summary::SeenTerms;
-use crate::supersede::{ExchangeRange, SupersededBy};
-use crate::tokens::{self, Encoding};
-use crate::view::{self, BlobRef, ExchangeView, HeaderItem, SessionView};
+use ctxproxy_core::config::{DigestLimits, LayerCaps};
+use ctxproxy_core::context::{self, CurrentContext};
+use ctxproxy_core::digest::PriorRead;
+use ctxproxy_core::exchange::KeptMessage;
+use ctxproxy_core::ids::{BlobHash, ExchangeId, MessageId};
+use ctxproxy_core::message::{Message, Role};
+use ctxproxy_core::packer;
+use ctxproxy_core::record::{self, ModelTexts, Stored};
+use ctxproxy_core::secrets;
+use ctxproxy_core::summary::SeenTerms;
+use ctxproxy_core::supersede::{ExchangeRange, SupersededBy};
+use ctxproxy_core::tokens::{self, Encoding};
+use ctxproxy_core::view::{self, BlobRef, ExchangeView, HeaderItem, SessionView};
 
 /// A file read earlier in the session: where, and its bytes.
 struct FileRead {
@@ -49,7 +49,7 @@ pub struct MemorySession {
 impl MemorySession {
     /// A session with the store's default digest limits and masking.
     pub fn new(caps: LayerCaps, encoding: Encoding) -> MemorySession {
-        let defaults = crate::config::Config::default();
+        let defaults = ctxproxy_core::config::Config::default();
         MemorySession {
             caps,
             encoding,

@@ -1,17 +1,16 @@
 //! Exchanges written as text, for the tests of the summary and the context.
 
-use crate::exchange::KeptMessage;
-use crate::message::{Role, UserKind};
+use ctxproxy_core::exchange::KeptMessage;
+use ctxproxy_core::ids::BlobHash;
+use ctxproxy_core::message::{Message, Role, ToolCall, UserKind};
+
+use crate::kept::{kept, Output};
 
 /// Exchanges written as text for tests, one message per line:
 /// `user: …`, `feedback: …`, `assistant: … -> tool {json}`, `tool: …`
 /// (`\n` in a tool line stands for a line break).
-pub(crate) fn parse_exchange(id: u32, fixture: &str) -> Vec<KeptMessage> {
-    use crate::exchange::ToolResult;
-    use crate::ids::{BlobHash, MessageId};
-    use crate::message::{Message, ToolCall};
-
-    let mut out: Vec<KeptMessage> = Vec::new();
+pub fn parse_exchange(id: u32, fixture: &str) -> Vec<KeptMessage> {
+    let mut messages: Vec<Message> = Vec::new();
     let mut pending: Vec<(String, String)> = Vec::new();
     let mut calls = 0;
     for line in fixture.lines().map(str::trim).filter(|l| !l.is_empty()) {
@@ -50,29 +49,17 @@ pub(crate) fn parse_exchange(id: u32, fixture: &str) -> Vec<KeptMessage> {
             other => panic!("unknown role {other}"),
         };
         m.at = None;
-        let index = out.len() as u32 + 1;
-        let result = (m.role == Role::Tool).then(|| ToolResult {
-            blob: BlobHash::of(m.content.as_bytes()),
-            kind: crate::digest::classify(&crate::digest::ToolOutput {
-                tool: m.name.as_deref(),
-                arguments: None,
-                content: &m.content,
-            }),
-            path: None,
-            bytes: m.content.len() as u64,
-            tokens: m.content.len() as u32 / 4,
-            headline: m.content.lines().next().unwrap_or("").to_string(),
-            digest: m.content.clone(),
-            whole: false,
-        });
-        out.push(KeptMessage {
-            id: MessageId {
-                exchange: crate::ids::ExchangeId(id),
-                index,
-            },
-            message: m,
-            result,
-        });
+        messages.push(m);
     }
-    out
+    kept(id, messages, |_, m| Output {
+        blob: BlobHash::of(m.content.as_bytes()),
+        kind: ctxproxy_core::digest::classify(&ctxproxy_core::digest::ToolOutput {
+            tool: m.name.as_deref(),
+            arguments: None,
+            content: &m.content,
+        }),
+        path: None,
+        bytes: m.content.len() as u64,
+        tokens: m.content.len() as u32 / 4,
+    })
 }

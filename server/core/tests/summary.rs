@@ -1,7 +1,9 @@
 //! Headers and summaries of fixture exchanges.
 
-use super::fixture::parse_exchange;
-use super::*;
+use ctxproxy_core::config::LayerCaps;
+use ctxproxy_core::summary::*;
+use ctxproxy_core::tokens::{self, Encoding};
+use ctxproxy_testkit::parse_exchange;
 
 fn trio_of(fixture: &str) -> Trio {
     let messages = parse_exchange(1, fixture);

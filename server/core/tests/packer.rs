@@ -1,18 +1,17 @@
 //! The packer's tests: fixtures of generated sessions, snapshots of the
 //! prompts, properties of every packing.
 
-use super::*;
-use crate::config::LayerOrder;
-use crate::digest::OutputKind;
-use crate::exchange::ToolResult;
-use crate::exchange::{KeptMessage, Level};
-use crate::ids::ExchangeId;
-use crate::ids::{BlobHash, MessageId};
-use crate::memory::MemorySession;
-use crate::message::Role;
-use crate::message::{Message, ToolCall};
-use crate::render::{self, Block, MESSAGE_OVERHEAD, REPLY_PRIMER};
-use crate::tokens::{self, Encoding};
+use ctxproxy_core::config::{LayerCaps, LayerOrder};
+use ctxproxy_core::digest::OutputKind;
+use ctxproxy_core::exchange::{KeptMessage, Level};
+use ctxproxy_core::ids::ExchangeId;
+use ctxproxy_core::ids::{BlobHash, MessageId};
+use ctxproxy_core::message::Role;
+use ctxproxy_core::message::{Message, ToolCall};
+use ctxproxy_core::packer::*;
+use ctxproxy_core::render::{self, Block, MESSAGE_OVERHEAD, REPLY_PRIMER};
+use ctxproxy_core::tokens::{self, Encoding};
+use ctxproxy_testkit::{kept, MemorySession, Output};
 use proptest::prelude::*;
 
 const ENC: Encoding = Encoding::O200kBase;
@@ -76,29 +75,13 @@ fn messages(id: u32, spec: &Spec) -> Vec<KeptMessage> {
             text(id as usize + 1, spec.answer),
         ));
     }
-    out.into_iter()
-        .enumerate()
-        .map(|(i, message)| {
-            let result = (message.role == Role::Tool).then(|| ToolResult {
-                blob: BlobHash::of(format!("{id}/{i}").as_bytes()),
-                kind: OutputKind::Generic,
-                path: None,
-                bytes: message.content.len() as u64 * 10,
-                tokens: message.content.len() as u32,
-                headline: message.content.lines().next().unwrap_or("").to_string(),
-                digest: message.content.clone(),
-                whole: false,
-            });
-            KeptMessage {
-                id: MessageId {
-                    exchange: ExchangeId(id),
-                    index: i as u32 + 1,
-                },
-                message,
-                result,
-            }
-        })
-        .collect()
+    kept(id, out, |at, m| Output {
+        blob: BlobHash::of(format!("{}/{}", at.exchange.0, at.index - 1).as_bytes()),
+        kind: OutputKind::Generic,
+        path: None,
+        bytes: m.content.len() as u64 * 10,
+        tokens: m.content.len() as u32,
+    })
 }
 
 fn session(specs: &[Spec], caps: &LayerCaps) -> MemorySession {
@@ -231,14 +214,15 @@ budget of 300 tokens is smaller than the 381 the system prompt, input, current c
     );
 }
 
+/// Which exchange supersedes which ranges (`x3-x5`).
+type Supersedes<'a> = &'a [(u32, &'a [&'a str])];
+
 /// Supersession cases: (exchanges, budget, supersedes as (superseder,
 /// ranges)). Each prompt is described with its trims' reasons and its
 /// `superseded` ranges; a superseded exchange is never above its header.
 #[test]
 fn superseded_exchanges_keep_a_header_at_most() {
-    /// (exchanges, budget, each supersession as (superseder, ranges)).
-    type Case = (usize, u32, &'static [(u32, &'static [&'static str])]);
-    let cases: &[Case] = &[
+    let cases: &[(usize, u32, Supersedes)] = &[
         // In the recent tail: x2-x4 replaced by x5, x6 appends.
         (6, 100_000, &[(5, &["x2-x4"])]),
         // In every region: headers (x1-x3), summaries (x4-x7), recent;
@@ -269,7 +253,7 @@ fn superseded_exchanges_keep_a_header_at_most() {
         for (by, ranges) in *supersedes {
             let ranges: Vec<_> = ranges
                 .iter()
-                .map(|r| crate::supersede::ExchangeRange::parse(r).unwrap())
+                .map(|r| ctxproxy_core::supersede::ExchangeRange::parse(r).unwrap())
                 .collect();
             s.supersede(ExchangeId(*by), &ranges);
         }
@@ -281,8 +265,8 @@ fn superseded_exchanges_keep_a_header_at_most() {
         )
         .unwrap();
         for item in p.layers.iter().flat_map(|l| &l.items) {
-            let id = crate::ids::ItemId::parse(&item.id);
-            if let Ok(crate::ids::ItemId::Exchange(x)) = id {
+            let id = ctxproxy_core::ids::ItemId::parse(&item.id);
+            if let Ok(ctxproxy_core::ids::ItemId::Exchange(x)) = id {
                 if view.superseded.contains_key(&x) {
                     assert_eq!(item.format, ItemForm::Level(Level::Header), "{x}");
                 }
@@ -335,14 +319,7 @@ fn assert_paired(messages: &[PromptMessage]) {
             }
         }
         if m.role == Role::Assistant {
-            open = m
-                .blocks
-                .iter()
-                .filter_map(|b| match b {
-                    Block::ToolUse { id, .. } => Some(id.clone()),
-                    _ => None,
-                })
-                .collect();
+            open = m.tool_use_ids().map(str::to_string).collect();
         }
     }
     assert!(open.is_empty(), "calls {open:?} left unanswered");
@@ -566,7 +543,7 @@ fn a_supersession_changes_the_prompt_once() {
     for i in 1..=9u32 {
         let id = s.push(None, messages(i, &spec));
         if i == 6 {
-            let ranges = [crate::supersede::ExchangeRange::parse("x3-x5").unwrap()];
+            let ranges = [ctxproxy_core::supersede::ExchangeRange::parse("x3-x5").unwrap()];
             s.supersede(id, &ranges);
         }
         let view = s.view();
