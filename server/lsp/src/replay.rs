@@ -16,7 +16,7 @@ use crate::protocol::WireMessage;
 use crate::recorded::Turn;
 use crate::service::Service;
 use crate::{report, report_html};
-use ctxproxy_core::ids::ExchangeId;
+use ctxproxy_core::ids::{ExchangeId, ItemId};
 use ctxproxy_core::recorded::{self, Origin, RecordedExchange, RecordedFile, Step};
 use ctxproxy_core::supersede;
 
@@ -286,11 +286,25 @@ impl SessionHeader {
         };
         let path = service.path(json!({"sessionId": id})).await?;
         let depth = path.sessions.last().map_or(0, |p| p.depth);
-        let listed = service
-            .list_exchanges(json!({"sessionId": id, "limit": 10_000}))
-            .await?;
-        let pairs = listed.exchanges.iter().filter_map(|x| {
-            let parse = |raw: &str| raw.strip_prefix('x')?.parse().ok().map(ExchangeId);
+        // Every exchange, a page of 10,000 (the most `ctx/listExchanges` gives) at a time.
+        const PAGE: usize = 10_000;
+        let mut listed = Vec::new();
+        loop {
+            let page = service
+                .list_exchanges(json!({"sessionId": id, "from": listed.len() + 1, "limit": PAGE}))
+                .await?
+                .exchanges;
+            let last = page.len() < PAGE;
+            listed.extend(page);
+            if last {
+                break;
+            }
+        }
+        let pairs = listed.iter().filter_map(|x| {
+            let parse = |raw: &str| match ItemId::parse(raw) {
+                Ok(ItemId::Exchange(x)) => Some(x),
+                _ => None,
+            };
             Some((parse(&x.id)?, parse(x.superseded_by.as_deref()?)?))
         });
         let superseded = supersede::grouped(pairs)
@@ -302,7 +316,7 @@ impl SessionHeader {
             id: id.to_string(),
             origin,
             depth,
-            exchanges: listed.exchanges.len() as u32,
+            exchanges: listed.len() as u32,
             superseded,
         })
     }

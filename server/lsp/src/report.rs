@@ -94,7 +94,10 @@ impl Report {
             let baselines = baseline_prompts
                 .iter()
                 .map(|prompts| {
-                    let prefix = if i == 0 {
+                    // A session's first prompt reuses nothing, under every
+                    // strategy: a fork's, like ctxproxy's `prefixReused`, is
+                    // not compared with its parent's prompts.
+                    let prefix = if i == own_from {
                         0
                     } else {
                         prompts[i].shared_prefix(&prompts[i - 1])
