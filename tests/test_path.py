@@ -41,8 +41,9 @@ async def test_path_over_a_fork_chain_via_lsp_and_cli(ctx, store):
     assert [s["sessionId"] for s in p["sessions"]] == [main, b1, b2]
     assert p["sessions"][1]["parent"]["sessionId"] == main and p["sessions"][2]["parent"]["sessionId"] == b1
     assert [x["header"] for x in p["sessions"][0]["exchanges"]][0].lower().startswith("decompose")
-    # A fork is one level below the session it branches from.
-    assert [s["depth"] for s in p["sessions"]] == [0, 1, 2]
+    # A fork is a branch of the same call, as deep as the session it branches
+    # from; only a child call is one level deeper (test_child_sessions.py).
+    assert [s["depth"] for s in p["sessions"]] == [0, 0, 0]
 
     # b1's newest exchange supersedes its x3, both on the path.
     p = await ctx.req("ctx/path", {"sessionId": b1})
@@ -66,7 +67,7 @@ async def test_path_over_a_fork_chain_via_lsp_and_cli(ctx, store):
     assert out.returncode == 0, out.stderr
     lines = out.stdout.splitlines()
     assert lines[0].startswith(f"{main}  main  depth 0"), lines
-    assert lines[3] == f"{b1}  b1  depth 1, fork of {main} at x2", lines
+    assert lines[3] == f"{b1}  b1  depth 0, fork of {main} at x2", lines
     assert lines[4].startswith("  x3") and lines[4].endswith("[superseded by x4]"), lines
     assert lines[5].startswith("  x4") and "superseded" not in lines[5], lines
     assert len(lines) == 6, lines

@@ -69,7 +69,8 @@ def test_a_file_of_several_sessions_replays_each_with_its_forks_and_supersession
     assert (main["depth"], main["exchanges"], main["superseded"]) == (0, 4, ["x1-x2 superseded by x3"]), main
     assert "parent" not in main
     assert b1["parent"] == {"name": "main", "kind": "fork", "atExchange": 1}, b1
-    assert (b1["depth"], b1["exchanges"], b1["superseded"]) == (1, 2, ["x1 superseded by x2"]), b1
+    # A fork is as deep as its parent.
+    assert (b1["depth"], b1["exchanges"], b1["superseded"]) == (0, 2, ["x1 superseded by x2"]), b1
     # Each session's table holds its own turns; the facts check runs per session.
     assert [t["exchange"] for t in main["turns"]] == ["x1", "x2", "x3", "x4"]
     assert [t["exchange"] for t in b1["turns"]] == ["x2"]
@@ -77,7 +78,7 @@ def test_a_file_of_several_sessions_replays_each_with_its_forks_and_supersession
     # main's x4 prompt showed x1-x2 as headers only: two demotions, nothing else trimmed.
     assert [t["trimmed"] for t in main["turns"]] == [0, 0, 0, 2], main["turns"]
     text = cli("replay", session, "--report").stdout
-    assert "== session main (" in text and ": fork of main at x1, depth 1, 2 exchanges; x1 superseded by x2" in text, text
+    assert "== session main (" in text and ": fork of main at x1, depth 0, 2 exchanges; x1 superseded by x2" in text, text
     # The fork's path goes through main's x1.
     path = json.loads(cli("path", b1["sessionId"], "--json", "--store", store).stdout)
     assert [(s["sessionId"], [x["id"] for x in s["exchanges"]]) for s in path["sessions"]] == [

@@ -74,12 +74,20 @@ fn raw_text(m: &Message) -> String {
 
 /// The prompt each baseline sends when each exchange opens: all earlier
 /// exchanges, then the exchange's first message. One prompt per exchange.
+/// `opening` begins every history (a child call's query and context, which
+/// its runtime sends before the child's own exchanges).
 pub fn replay(
     strategy: Strategy,
+    opening: &[Message],
     exchanges: &[Vec<Message>],
     encoding: Encoding,
 ) -> Vec<RawPrompt> {
-    let mut history: Vec<(Role, String, u32)> = Vec::new();
+    let entry = |m: &Message| {
+        let text = raw_text(m);
+        let n = tokens::count(encoding, &text) + MESSAGE_OVERHEAD;
+        (m.role, text, n)
+    };
+    let mut history: Vec<(Role, String, u32)> = opening.iter().map(entry).collect();
     let mut dropped: Option<(usize, usize)> = None;
     let mut prompts = Vec::new();
     for exchange in exchanges {
@@ -124,11 +132,7 @@ pub fn replay(
         prompt.messages.push((input.role, input_text));
         prompt.tokens.push(input_tokens);
         prompts.push(prompt);
-        for m in exchange {
-            let text = raw_text(m);
-            let n = tokens::count(encoding, &text) + MESSAGE_OVERHEAD;
-            history.push((m.role, text, n));
-        }
+        history.extend(exchange.iter().map(entry));
     }
     prompts
 }
@@ -186,7 +190,7 @@ mod tests {
 
     #[test]
     fn full_history_sends_everything_before_the_input() {
-        let prompts = replay(Strategy::FullHistory, &exchanges(3, 5), ENC);
+        let prompts = replay(Strategy::FullHistory, &[], &exchanges(3, 5), ENC);
         assert_eq!(
             prompts.iter().map(roles).collect::<Vec<_>>(),
             ["u", "uatau", "uatauatau"]
@@ -205,6 +209,7 @@ mod tests {
             Strategy::Cline {
                 window: 40_000 + 1_500,
             },
+            &[],
             &ex,
             ENC,
         );
@@ -244,7 +249,7 @@ mod tests {
     #[test]
     fn sliding_window_fits_its_budget() {
         let ex = exchanges(10, 30);
-        for p in replay(Strategy::SlidingWindow { budget: 600 }, &ex, ENC) {
+        for p in replay(Strategy::SlidingWindow { budget: 600 }, &[], &ex, ENC) {
             assert!(p.total() <= 600 || p.messages.len() == 1, "{}", p.total());
             assert_ne!(p.messages[0].0, Role::Tool);
         }

@@ -18,6 +18,22 @@ pub struct CallLineage {
     pub context: String,
 }
 
+/// How a call opens its child's context: the query, then the context
+/// passed with it under a `Context:` line. `call_head` is the part before
+/// the context (the one-shot prompt cuts only the context).
+pub fn call_head(query: &str, context: &str) -> String {
+    match context.is_empty() {
+        true => query.to_string(),
+        false => format!("{query}\n\nContext:\n"),
+    }
+}
+
+/// The whole message a call opens its child with, as a runtime sends it:
+/// what the baselines of a child session start from.
+pub fn call_message(query: &str, context: &str) -> String {
+    format!("{}{context}", call_head(query, context))
+}
+
 /// Where a prompt stands in its call tree, beyond what the view holds.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct CallPlace<'a> {

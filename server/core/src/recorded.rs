@@ -7,6 +7,7 @@
 
 use serde_json::{Map, Value};
 
+use crate::call;
 use crate::ids::ExchangeId;
 use crate::message::{Message, Role, ToolCall, UserKind};
 use crate::message_json;
@@ -63,6 +64,22 @@ pub enum Step {
         id: ExchangeId,
         exchange: RecordedExchange,
     },
+}
+
+impl RecordedSession {
+    /// What the session's history opens with before its own exchanges: a
+    /// child's call (its query and context, as the runtime sends them);
+    /// nothing for the main session and forks (a fork's shared exchanges
+    /// are history).
+    pub fn opening(&self) -> Vec<Message> {
+        match &self.origin {
+            Origin::Child { query, context, .. } => vec![Message::new(
+                Role::User,
+                call::call_message(query, context.as_deref().unwrap_or_default()),
+            )],
+            Origin::Main | Origin::Fork { .. } => Vec::new(),
+        }
+    }
 }
 
 impl RecordedFile {

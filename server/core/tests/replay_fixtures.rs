@@ -26,7 +26,7 @@ const BUDGET: u32 = 16_000;
 /// A recorded file (fixtures/README.md), as `core::recorded` reads it:
 /// each session's whole history (a fork's shared exchanges included) and
 /// the index of its first own exchange.
-fn load(path: &Path) -> Vec<(String, Vec<RecordedExchange>, usize)> {
+fn load(path: &Path) -> Vec<(String, Vec<Message>, Vec<RecordedExchange>, usize)> {
     let text = std::fs::read_to_string(path).unwrap();
     let file = recorded::parse_file(&text).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
     file.sessions
@@ -38,7 +38,7 @@ fn load(path: &Path) -> Vec<(String, Vec<RecordedExchange>, usize)> {
                 Origin::Main | Origin::Child { .. } => 0,
             };
             let history = file.history(i).into_iter().cloned().collect();
-            (s.name.clone(), history, own_from)
+            (s.name.clone(), s.opening(), history, own_from)
         })
         .collect()
 }
@@ -73,6 +73,7 @@ impl Tally {
 /// Replays one session's history into memory, supersessions applied as
 /// they come; tallies its own exchanges (from `own_from`).
 fn replay(
+    opening: &[Message],
     session: &[RecordedExchange],
     own_from: usize,
     tallies: &mut HashMap<&'static str, Tally>,
@@ -90,7 +91,7 @@ fn replay(
     ];
     let baselines: Vec<(&'static str, Vec<baseline::RawPrompt>)> = strategies
         .iter()
-        .map(|s| (s.name(), baseline::replay(*s, &exchanges, ENC)))
+        .map(|s| (s.name(), baseline::replay(*s, opening, &exchanges, ENC)))
         .collect();
     let mut prev: Option<PackedPrompt> = None;
     for (t, x) in session.iter().enumerate() {
@@ -176,9 +177,9 @@ fn recorded_sessions_lose_almost_no_fact() {
         .iter()
         .filter(|p| p.extension().is_some_and(|e| e == "jsonl"))
     {
-        for (name, history, own_from) in load(path) {
+        for (name, opening, history, own_from) in load(path) {
             let mut tallies = HashMap::new();
-            replay(&history, own_from, &mut tallies);
+            replay(&opening, &history, own_from, &mut tallies);
             report(path, &name, &tallies);
         }
     }

@@ -162,6 +162,7 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
             Origin::Main | Origin::Child { .. } => 0,
         };
         let out = report::Report::build(
+            &s.opening(),
             &history,
             &turns,
             own_from,

@@ -59,11 +59,13 @@ pub struct Report {
 }
 
 impl Report {
-    /// `session` is a session's whole history and `turns` what replay saw
+    /// `opening` is what the session's history opens with (a child's call),
+    /// `session` its whole history and `turns` what replay saw
     /// before each of its exchanges; the rows and facts are those from
     /// exchange `own_from + 1` on (a fork's own: the shared ones are its
     /// parent's), the baselines replay the whole history.
     pub fn build(
+        opening: &[Message],
         session: &[RecordedExchange],
         turns: &[Turn],
         own_from: usize,
@@ -85,7 +87,7 @@ impl Report {
         };
         let baseline_prompts: Vec<Vec<RawPrompt>> = strategies
             .iter()
-            .map(|s| baseline::replay(*s, &exchanges, config.encoding))
+            .map(|s| baseline::replay(*s, opening, &exchanges, config.encoding))
             .collect();
         let mut rows = Vec::new();
         let mut facts = Vec::new();

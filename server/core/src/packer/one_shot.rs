@@ -7,7 +7,7 @@ use super::emit::pair_tool_calls;
 use super::prompt::{
     ItemForm, Layer, LayerItem, LayerReport, PackError, PackRequest, PackedPrompt, PromptMessage,
 };
-use crate::call::{CallLineage, ContextCut};
+use crate::call::{self, CallLineage, ContextCut};
 use crate::exchange::Level;
 use crate::message::Role;
 use crate::render::{self, MESSAGE_OVERHEAD, REPLY_PRIMER};
@@ -26,10 +26,7 @@ pub(super) fn pack(
         .as_ref()
         .map_or(0, |s| s.tokens + MESSAGE_OVERHEAD);
     let input_cost = req.input.as_ref().map_or(0, |_| req.input_tokens);
-    let head = match lineage.context.is_empty() {
-        true => lineage.query.clone(),
-        false => format!("{}\n\nContext:\n", lineage.query),
-    };
+    let head = call::call_head(&lineage.query, &lineage.context);
     let fixed = REPLY_PRIMER + req.tools_tokens + system_cost + input_cost + MESSAGE_OVERHEAD;
     let needed = fixed + tokens::count(enc, &head);
     if needed > req.budget {
