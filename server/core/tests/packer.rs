@@ -140,19 +140,29 @@ fn describe(p: &PackedPrompt) -> String {
     out.join("\n")
 }
 
-fn check(count: usize, budget: u32, expect: &str) {
-    let caps = LayerCaps {
+/// Caps small enough that a dozen exchanges fill every region.
+fn small_caps(summaries: u32) -> LayerCaps {
+    LayerCaps {
         max_headers: 16,
         max_references: 3,
-        summaries: 3,
+        summaries,
         tail_tokens: 2_500,
         ..LayerCaps::default()
-    };
-    let spec = Spec {
+    }
+}
+
+/// An exchange with a 30-line output and a failing call.
+fn coding_spec() -> Spec {
+    Spec {
         ask: 6,
         calls: vec![(0, 30, false), (1, 5, true)],
         answer: 12,
-    };
+    }
+}
+
+fn check(count: usize, budget: u32, expect: &str) {
+    let caps = small_caps(3);
+    let spec = coding_spec();
     let s = session(&vec![spec; count], &caps);
     let got = match pack(
         &s.view(),
@@ -237,18 +247,8 @@ fn superseded_exchanges_keep_a_header_at_most() {
         // Under a tight budget the superseded cost nothing beyond headers.
         (12, 1_200, &[(11, &["x8-x10"])]),
     ];
-    let caps = LayerCaps {
-        max_headers: 16,
-        max_references: 3,
-        summaries: 4,
-        tail_tokens: 2_500,
-        ..LayerCaps::default()
-    };
-    let spec = Spec {
-        ask: 6,
-        calls: vec![(0, 30, false), (1, 5, true)],
-        answer: 12,
-    };
+    let caps = small_caps(4);
+    let spec = coding_spec();
     let mut out = Vec::new();
     for (count, budget, supersedes) in cases {
         let mut s = session(&vec![spec.clone(); *count], &caps);

@@ -140,12 +140,7 @@ pub(super) fn emit(
         put(Layer::Recent, messages, vec![item]);
     }
     if let Some(input) = &req.input {
-        let message = PromptMessage {
-            role: input.message.role,
-            blocks: render::message_blocks(input, Level::Full),
-            charged: req.input_tokens,
-            block_tokens: Vec::new(),
-        };
+        let message = PromptMessage::of_input(input, req.input_tokens);
         let item = LayerItem {
             id: "input".into(),
             format: ItemForm::Text,

@@ -8,9 +8,8 @@ use super::prompt::{
     ItemForm, Layer, LayerItem, LayerReport, PackError, PackRequest, PackedPrompt, PromptMessage,
 };
 use crate::call::{self, CallLineage, ContextCut};
-use crate::exchange::Level;
 use crate::message::Role;
-use crate::render::{self, MESSAGE_OVERHEAD, REPLY_PRIMER};
+use crate::render::{MESSAGE_OVERHEAD, REPLY_PRIMER};
 use crate::tokens;
 
 /// The context gets what the budget leaves after the system prompt, the
@@ -78,12 +77,7 @@ pub(super) fn pack(
     let call = PromptMessage::of_pieces(Role::User, vec![(text, call_tokens)]);
     put(Layer::CurrentContext, "call", call);
     if let Some(input) = &req.input {
-        let message = PromptMessage {
-            role: input.message.role,
-            blocks: render::message_blocks(input, Level::Full),
-            charged: req.input_tokens,
-            block_tokens: Vec::new(),
-        };
+        let message = PromptMessage::of_input(input, req.input_tokens);
         put(Layer::Input, "input", message);
     }
     pair_tool_calls(&mut messages);

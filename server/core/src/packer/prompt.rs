@@ -5,7 +5,7 @@ use crate::call::ContextCut;
 use crate::config::{CallLimits, LayerOrder};
 use crate::exchange::{Counted, KeptMessage, Level};
 use crate::message::Role;
-use crate::render::{Block, MESSAGE_OVERHEAD};
+use crate::render::{self, Block, MESSAGE_OVERHEAD};
 use crate::supersede::Supersession;
 use crate::tokens::Encoding;
 
@@ -133,6 +133,16 @@ impl PromptMessage {
             blocks,
             charged,
             block_tokens,
+        }
+    }
+
+    /// The input message as sent, charged what the request counted for it.
+    pub fn of_input(input: &KeptMessage, charged: u32) -> PromptMessage {
+        PromptMessage {
+            role: input.message.role,
+            blocks: render::message_blocks(input, Level::Full),
+            charged,
+            block_tokens: Vec::new(),
         }
     }
 
