@@ -8,7 +8,7 @@ use ctxproxy_core::record;
 use ctxproxy_core::render;
 use ctxproxy_core::tokens::{self, Encoding};
 use ctxproxy_core::view::SessionView;
-use rusqlite::params;
+use rusqlite::{params, OptionalExtension};
 
 use crate::blobs;
 use crate::cached::execute_cached;
@@ -93,9 +93,7 @@ impl Writer {
         )?;
         Ok(Ok(assembled.value))
     }
-}
 
-impl Writer {
     /// Counts in `encoding` what the session's view (`read::session_view`)
     /// shows and ingest left uncounted (`record::counted_at_ingest`), and
     /// stores the counts: the header lines it may list, the exchanges of its
@@ -115,11 +113,18 @@ impl Writer {
             return Ok(());
         }
         let e = encoding.as_str().trim_end_matches("_base");
-        let count: u32 = self.conn.query_row(
-            "SELECT exchange_count FROM sessions WHERE id = ?1",
-            [session],
-            |r| r.get(0),
-        )?;
+        let count: Option<u32> = self
+            .conn
+            .query_row(
+                "SELECT exchange_count FROM sessions WHERE id = ?1",
+                [session],
+                |r| r.get(0),
+            )
+            .optional()?;
+        // An unknown session is the view's to report.
+        let Some(count) = count else {
+            return Ok(());
+        };
         let first_header = count.saturating_sub(caps.max_headers) + 1;
         let first_window = count.saturating_sub(window) + 1;
 

@@ -8,7 +8,7 @@ use ctxproxy_core::message::Role;
 use ctxproxy_core::render;
 use ctxproxy_core::tokens::{self, Encoding};
 use ctxproxy_core::view::SessionView;
-use ctxproxy_store::{AssembledPrompt, Store};
+use ctxproxy_store::{AssembledPrompt, Store, StoreError};
 
 fn view(store: &Store, session: &str, encoding: Encoding) -> SessionView {
     let session = session.to_string();
@@ -108,4 +108,23 @@ fn every_view_count_equals_its_text_counted_in_either_encoding() {
         }
         assert!(checks >= 2, "{name}: {checks} checks");
     }
+}
+
+#[test]
+fn a_prompt_in_another_encoding_for_an_unknown_session_names_it() {
+    let t = common::open();
+    let err = common::write(&t.store, |w| {
+        w.assemble("s-missing", Encoding::Cl100kBase, |_, _, _| {
+            Ok::<_, ()>(AssembledPrompt {
+                value: (),
+                total_tokens: 0,
+                record: "{}".into(),
+            })
+        })
+    })
+    .unwrap_err();
+    assert!(
+        matches!(&err, StoreError::UnknownSession(s) if s == "s-missing"),
+        "{err:?}"
+    );
 }
