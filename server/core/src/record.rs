@@ -37,26 +37,54 @@ impl<T> PerEncoding<T> {
     }
 }
 
-/// A text and its tokens in every encoding.
+/// Whether ingest in `ingest` counts in `encoding` too: o200k (what the
+/// listings show) and the ingest encoding. Another encoding's counts are
+/// left out (`None`) until a prompt asks for that encoding; the store fills
+/// them then. Loading an encoding's tables costs tens of MB and counting in
+/// it as long again as the ingest encoding's count.
+pub fn counted_at_ingest(encoding: Encoding, ingest: Encoding) -> bool {
+    encoding == ingest || encoding == Encoding::O200kBase
+}
+
+impl<T> PerEncoding<Option<T>> {
+    /// `f` for the encodings ingest counts in (`counted_at_ingest`).
+    pub fn at_ingest(ingest: Encoding, f: impl Fn(Encoding) -> T) -> PerEncoding<Option<T>> {
+        PerEncoding::of(|e| counted_at_ingest(e, ingest).then(|| f(e)))
+    }
+}
+
+/// A text and its tokens in each encoding counted so far.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct CountedText {
     pub text: String,
-    pub tokens: PerEncoding<u32>,
+    pub tokens: PerEncoding<Option<u32>>,
 }
 
 impl CountedText {
+    /// The text counted in every encoding.
     pub fn new(text: String) -> CountedText {
         CountedText {
-            tokens: PerEncoding::of(|e| tokens::count(e, &text)),
+            tokens: PerEncoding::of(|e| Some(tokens::count(e, &text))),
             text,
         }
     }
 
-    /// The text with its count in `encoding`.
+    /// The text counted in the encodings ingest in `ingest` counts in.
+    pub fn at_ingest(text: String, ingest: Encoding) -> CountedText {
+        CountedText {
+            tokens: PerEncoding::at_ingest(ingest, |e| tokens::count(e, &text)),
+            text,
+        }
+    }
+
+    /// The text with its count in `encoding`, counted now if it was not.
     pub fn counted(&self, encoding: Encoding) -> Counted {
         Counted {
             text: self.text.clone(),
-            tokens: *self.tokens.get(encoding),
+            tokens: self
+                .tokens
+                .get(encoding)
+                .unwrap_or_else(|| tokens::count(encoding, &self.text)),
         }
     }
 }
@@ -131,14 +159,15 @@ pub fn keep_tool_result<E>(
     })
 }
 
-/// The L4 line of a kept tool result, counted; none for a whole output
-/// (nothing more to retrieve) or a message that is not a tool result.
-pub fn reference(kept: &KeptMessage) -> Option<CountedText> {
+/// The L4 line of a kept tool result, counted as ingest in `ingest`
+/// counts; none for a whole output (nothing more to retrieve) or a message
+/// that is not a tool result.
+pub fn reference(kept: &KeptMessage, ingest: Encoding) -> Option<CountedText> {
     let result = kept.result.as_ref().filter(|r| !r.whole)?;
-    Some(CountedText::new(render::reference_line(
-        result,
-        kept.id.exchange,
-    )))
+    Some(CountedText::at_ingest(
+        render::reference_line(result, kept.id.exchange),
+        ingest,
+    ))
 }
 
 /// Texts a model wrote for an exchange (`ctx/housekeeping`): they outlive
@@ -150,21 +179,23 @@ pub struct ModelTexts {
 }
 
 /// Everything the store persists about an exchange besides its messages.
+/// Counts are in the encodings ingest counts in (`counted_at_ingest`).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ExchangeRecord {
     /// Header and summary counted in the ingest encoding, outcome, entities.
     pub trio: Trio,
     /// The words its header may carry, for the next headers' distinctiveness.
     pub terms: Vec<String>,
-    pub header: PerEncoding<u32>,
-    pub summary: PerEncoding<u32>,
+    pub header: PerEncoding<Option<u32>>,
+    pub summary: PerEncoding<Option<u32>>,
     /// The L2 line, id included.
     pub line: CountedText,
-    pub levels: PerEncoding<LevelTokens>,
+    pub levels: PerEncoding<Option<LevelTokens>>,
 }
 
-/// Records exchange `id` from its kept messages; `seen` holds the terms of
-/// the exchanges before it.
+/// Records exchange `id` from its kept messages, counted in `encoding`
+/// and the other encodings ingest counts in; `seen` holds the terms of the
+/// exchanges before it.
 pub fn record_exchange(
     id: ExchangeId,
     kept: &[KeptMessage],
@@ -185,9 +216,9 @@ pub fn record_exchange(
     if let Some(s) = &model.summary {
         trio.summary = counted(s);
     }
-    // The trio is already counted in the ingest encoding; count only the other.
+    // The trio is already counted in the ingest encoding; count only another.
     let per_encoding = |c: &Counted| {
-        PerEncoding::of(|e| match e == encoding {
+        PerEncoding::at_ingest(encoding, |e| match e == encoding {
             true => c.tokens,
             false => tokens::count(e, &c.text),
         })
@@ -196,8 +227,8 @@ pub fn record_exchange(
         terms: facts.terms(),
         header: per_encoding(&trio.header),
         summary: per_encoding(&trio.summary),
-        line: CountedText::new(render::header_line(id, &trio.header.text)),
-        levels: PerEncoding::of(|e| render::exchange_tokens(kept, e)),
+        line: CountedText::at_ingest(render::header_line(id, &trio.header.text), encoding),
+        levels: PerEncoding::at_ingest(encoding, |e| render::exchange_tokens(kept, e)),
         trio,
     }
 }

@@ -203,14 +203,15 @@ pub fn run(
     })
 }
 
-/// The tool definitions never change: counted once per encoding.
+/// The tool definitions never change: counted once per encoding, and only
+/// in an encoding a prompt asks for (counting loads its tables).
 fn tools_tokens(encoding: Encoding) -> u32 {
-    static COUNTS: OnceLock<[u32; 2]> = OnceLock::new();
-    let counts = COUNTS.get_or_init(|| Encoding::ALL.map(render::tools_tokens));
-    counts[Encoding::ALL
+    static COUNTS: [OnceLock<u32>; 2] = [const { OnceLock::new() }; 2];
+    let e = Encoding::ALL
         .iter()
         .position(|e| *e == encoding)
-        .expect("known encoding")]
+        .expect("known encoding");
+    *COUNTS[e].get_or_init(|| render::tools_tokens(encoding))
 }
 
 /// Reads back a prompt record (`ctx/explain`, `show-prompt`); one that

@@ -2,6 +2,8 @@
 //! digests, each exchange's record (`core::record`), its full-text row and
 //! the current context after it; what happened, as events.
 
+use std::collections::VecDeque;
+
 use ctxproxy_core::context;
 use ctxproxy_core::digest::{OutputKind, PriorRead};
 use ctxproxy_core::exchange::{self, KeptMessage, ToolResult};
@@ -114,6 +116,7 @@ impl Writer {
         }
         let mut out = AppendOutcome::default();
         let (mut base, mut current, mut count) = (base, current, count);
+        let mut recent = None;
 
         // Messages before the first user message continue the open exchange;
         // a session's very first messages open x1 whoever sent them.
@@ -141,6 +144,9 @@ impl Writer {
             } else {
                 read::load_messages(&self.conn, session, seq)?
             };
+            // This append's tool outputs are in hand; earlier ones are read
+            // back from their blobs for the full-text row.
+            let mut outputs: Vec<Option<String>> = vec![None; kept.len()];
             let at = new_messages.iter().find_map(|m| m.at.clone());
             for m in new_messages {
                 let index = kept.len() as u32 + 1;
@@ -148,10 +154,17 @@ impl Writer {
                     exchange: ExchangeId(seq),
                     index,
                 };
-                let km = self.keep_message(session, id, m, &kept, &mut out)?;
+                let (km, output) = self.keep_message(session, id, m, &kept, &mut out)?;
                 kept.push(km);
+                outputs.push(output);
             }
-            let trio = self.store_exchange(session, seq, at, &kept, is_new)?;
+            // The terms before the first exchange are read once; each
+            // stored exchange's own are carried to the next.
+            let recent = match &mut recent {
+                Some(r) => r,
+                None => recent.insert(self.recent_terms(session, seq)?),
+            };
+            let trio = self.store_exchange(session, seq, at, &kept, &outputs, is_new, recent)?;
             current = context::advance(&base, ExchangeId(seq), &kept, &trio);
             out.exchanges.push(ExchangeId(seq));
             out.events.push(Event::ExchangeStored {
@@ -178,7 +191,9 @@ impl Writer {
     }
 
     /// Stores one message; a tool result's bytes become a blob and the
-    /// message keeps its digest (`record::keep_tool_result`).
+    /// message keeps its digest (`record::keep_tool_result`). Returns the
+    /// kept message and, for a tool result, its output's text as the
+    /// full-text row takes it.
     fn keep_message(
         &mut self,
         session: &str,
@@ -186,20 +201,23 @@ impl Writer {
         m: Message,
         earlier: &[KeptMessage],
         out: &mut AppendOutcome,
-    ) -> Result<KeptMessage> {
+    ) -> Result<(KeptMessage, Option<String>)> {
         let enc = self.settings.encoding;
         if m.role != Role::Tool {
             let tokens = tokens::count(enc, &m.content);
             self.insert_message(session, id, &m, tokens, None, None)?;
-            return Ok(KeptMessage {
+            let kept = KeptMessage {
                 id,
                 message: m,
                 result: None,
-            });
+            };
+            return Ok((kept, None));
         }
         let limits = self.settings.digest.clone();
         let mut duplicate_of = None;
+        let mut output = None;
         let kept = record::keep_tool_result(id, m, earlier, &limits, enc, |hash, raw, path| {
+            output = Some(indexed_output(raw));
             let (tokens, first) = self.put_blob(session, id, &hash, raw)?;
             duplicate_of = first;
             let prior = match path {
@@ -232,7 +250,7 @@ impl Writer {
             bytes: result.bytes,
             duplicate: duplicate_of.is_some(),
         });
-        let reference = record::reference(&kept);
+        let reference = record::reference(&kept, enc);
         self.insert_message(
             session,
             id,
@@ -241,7 +259,7 @@ impl Writer {
             Some(result),
             reference.as_ref(),
         )?;
-        Ok(kept)
+        Ok((kept, output))
     }
 
     fn insert_message(
@@ -368,14 +386,18 @@ impl Writer {
     }
 
     /// Writes (or rewrites) an exchange's record (`record::record_exchange`)
-    /// and full-text row.
+    /// and full-text row (`outputs`: as `index_text` takes them); its terms
+    /// join `recent`.
+    #[allow(clippy::too_many_arguments)]
     fn store_exchange(
         &mut self,
         session: &str,
         seq: u32,
         at: Option<String>,
         kept: &[KeptMessage],
+        outputs: &[Option<String>],
         is_new: bool,
+        recent: &mut RecentTerms,
     ) -> Result<summary::Trio> {
         // A model-written header or summary outlives later extractive updates.
         let model = if is_new {
@@ -391,11 +413,10 @@ impl Writer {
                 summary: (ss == "model").then_some(s),
             }
         };
-        let seen = self.seen_terms(session, seq)?;
         let recorded = record::record_exchange(
             ExchangeId(seq),
             kept,
-            &seen,
+            &recent.seen(),
             &model,
             &self.settings.caps,
             self.settings.encoding,
@@ -421,35 +442,36 @@ impl Writer {
             &recorded,
             raw_tokens,
         )?;
-        self.index_text(session, seq, &recorded.trio, kept)?;
+        self.index_text(session, seq, &recorded.trio, kept, outputs)?;
+        recent.push(recorded.terms);
         Ok(recorded.trio)
     }
 
     /// The terms of the session's exchanges before `seq` (the newest
-    /// `TERM_WINDOW` that have any), counted.
-    fn seen_terms(&self, session: &str, seq: u32) -> Result<summary::SeenTerms> {
+    /// `TERM_WINDOW` that have any).
+    fn recent_terms(&self, session: &str, seq: u32) -> Result<RecentTerms> {
         let mut stmt = self.conn.prepare_cached(
             "SELECT terms FROM exchanges
              WHERE session_id = ?1 AND seq < ?2 AND terms != '' ORDER BY seq DESC LIMIT ?3",
         )?;
-        let lists: Vec<Vec<String>> = stmt
+        let newest_first: VecDeque<Vec<String>> = stmt
             .query_map(params![session, seq, summary::TERM_WINDOW], |r| {
                 Ok(r.get::<_, String>(0)?.lines().map(str::to_string).collect())
             })?
             .collect::<std::result::Result<_, _>>()?;
-        Ok(summary::SeenTerms::of(
-            lists.iter().rev().map(Vec::as_slice),
-        ))
+        Ok(RecentTerms(newest_first.into_iter().rev().collect()))
     }
 
     /// (Re)writes the exchange's full-text row: header, summary, and every
-    /// message's text, tool outputs included (read back from their blobs).
+    /// message's text, tool outputs included: `outputs[i]` when the output
+    /// of `kept[i]` is in hand, else read back from its blob.
     fn index_text(
         &self,
         session: &str,
         seq: u32,
         trio: &summary::Trio,
         kept: &[KeptMessage],
+        outputs: &[Option<String>],
     ) -> Result<()> {
         let rowid: i64 = query_row_cached(
             &self.conn,
@@ -458,16 +480,16 @@ impl Writer {
             |r| r.get(0),
         )?;
         let mut body = String::new();
-        for k in kept {
-            match &k.result {
+        for (i, k) in kept.iter().enumerate() {
+            match (&k.result, outputs.get(i).and_then(Option::as_deref)) {
                 // Bytes that are not text: their digest says what they are.
-                Some(r) if r.kind == OutputKind::Binary => body.push_str(&r.digest),
-                Some(r) => {
+                (Some(r), _) if r.kind == OutputKind::Binary => body.push_str(&r.digest),
+                (Some(_), Some(output)) => body.push_str(output),
+                (Some(r), None) => {
                     let raw = read::blob_bytes(&self.conn, &self.blob_dir, &r.blob)?;
-                    let raw = &raw[..raw.len().min(FTS_BLOB_MAX_BYTES)];
-                    body.push_str(&String::from_utf8_lossy(raw));
+                    body.push_str(&indexed_output(&raw));
                 }
-                None => body.push_str(&k.message.content),
+                (None, _) => body.push_str(&k.message.content),
             }
             for c in &k.message.tool_calls {
                 body.push('\n');
@@ -492,3 +514,29 @@ impl Writer {
 }
 
 const FTS_BLOB_MAX_BYTES: usize = 256 * 1024;
+
+/// A tool output's bytes as its exchange's full-text row holds them.
+fn indexed_output(raw: &[u8]) -> String {
+    String::from_utf8_lossy(&raw[..raw.len().min(FTS_BLOB_MAX_BYTES)]).into_owned()
+}
+
+/// The terms (`ExchangeFacts::terms`) of the newest `TERM_WINDOW`
+/// exchanges before the one being stored that have any, oldest first.
+struct RecentTerms(VecDeque<Vec<String>>);
+
+impl RecentTerms {
+    fn seen(&self) -> summary::SeenTerms {
+        summary::SeenTerms::of(self.0.iter().map(Vec::as_slice))
+    }
+
+    /// Adds the terms of the exchange just stored, the newest.
+    fn push(&mut self, terms: Vec<String>) {
+        if terms.is_empty() {
+            return;
+        }
+        self.0.push_back(terms);
+        if self.0.len() > summary::TERM_WINDOW as usize {
+            self.0.pop_front();
+        }
+    }
+}

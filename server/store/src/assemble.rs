@@ -4,11 +4,14 @@
 use ctxproxy_core::config::LayerCaps;
 use ctxproxy_core::ids::PromptId;
 use ctxproxy_core::packer;
-use ctxproxy_core::tokens::Encoding;
+use ctxproxy_core::record;
+use ctxproxy_core::render;
+use ctxproxy_core::tokens::{self, Encoding};
 use ctxproxy_core::view::SessionView;
-use rusqlite::params;
+use rusqlite::{params, OptionalExtension};
 
 use crate::blobs;
+use crate::cached::execute_cached;
 use crate::read;
 use crate::time::now_rfc3339;
 use crate::writer::Writer;
@@ -40,6 +43,7 @@ impl Writer {
     ) -> Result<std::result::Result<T, E>> {
         let caps = self.settings.caps.clone();
         let window = packer::window_len(&caps);
+        self.count_for_view(session, encoding, &caps, window)?;
         let view = read::session_view(&self.conn, session, encoding, &caps, window)?;
         let prompt_count: u32 = self.conn.query_row(
             "SELECT prompt_count FROM sessions WHERE id = ?1",
@@ -69,6 +73,121 @@ impl Writer {
             params![session, id.0],
         )?;
         Ok(Ok(assembled.value))
+    }
+
+    /// Counts in `encoding` what the session's view (`read::session_view`)
+    /// shows and ingest left uncounted (`record::counted_at_ingest`), and
+    /// stores the counts: the header lines it may list, the exchanges of its
+    /// window, and the reference lines it may choose from. The counts are
+    /// those ingest would have taken; each is taken once per store.
+    fn count_for_view(
+        &mut self,
+        session: &str,
+        encoding: Encoding,
+        caps: &LayerCaps,
+        window: u32,
+    ) -> Result<()> {
+        if Encoding::ALL
+            .iter()
+            .all(|&ingest| record::counted_at_ingest(encoding, ingest))
+        {
+            return Ok(());
+        }
+        let e = encoding.as_str().trim_end_matches("_base");
+        let count: Option<u32> = self
+            .conn
+            .query_row(
+                "SELECT exchange_count FROM sessions WHERE id = ?1",
+                [session],
+                |r| r.get(0),
+            )
+            .optional()?;
+        // An unknown session is the view's to report.
+        let Some(count) = count else {
+            return Ok(());
+        };
+        let first_header = count.saturating_sub(caps.max_headers) + 1;
+        let first_window = count.saturating_sub(window) + 1;
+
+        let lines: Vec<(u32, String)> = self
+            .conn
+            .prepare_cached(&format!(
+                "SELECT seq, header_line FROM exchanges
+                 WHERE session_id = ?1 AND seq >= ?2 AND line_{e} IS NULL"
+            ))?
+            .query_map(params![session, first_header], |r| {
+                Ok((r.get(0)?, r.get(1)?))
+            })?
+            .collect::<std::result::Result<_, _>>()?;
+        for (seq, line) in lines {
+            execute_cached(
+                &self.conn,
+                &format!("UPDATE exchanges SET line_{e} = ?3 WHERE session_id = ?1 AND seq = ?2"),
+                params![session, seq, tokens::count(encoding, &line)],
+            )?;
+        }
+
+        let exchanges: Vec<(u32, String, String)> = self
+            .conn
+            .prepare_cached(&format!(
+                "SELECT seq, header, summary FROM exchanges
+                 WHERE session_id = ?1 AND seq >= ?2 AND (header_{e} IS NULL OR summary_{e} IS NULL
+                    OR full_{e} IS NULL OR digests_{e} IS NULL)"
+            ))?
+            .query_map(params![session, first_window], |r| {
+                Ok((r.get(0)?, r.get(1)?, r.get(2)?))
+            })?
+            .collect::<std::result::Result<_, _>>()?;
+        for (seq, header, summary) in exchanges {
+            let kept = read::load_messages(&self.conn, session, seq)?;
+            let levels = render::exchange_tokens(&kept, encoding);
+            execute_cached(
+                &self.conn,
+                &format!(
+                    "UPDATE exchanges SET header_{e} = ?3, summary_{e} = ?4, full_{e} = ?5, digests_{e} = ?6
+                     WHERE session_id = ?1 AND seq = ?2"
+                ),
+                params![
+                    session,
+                    seq,
+                    tokens::count(encoding, &header),
+                    tokens::count(encoding, &summary),
+                    levels.full,
+                    levels.digests
+                ],
+            )?;
+        }
+
+        // The view takes the newest reference lines up to a horizon at or
+        // after its window's first exchange: those of the window, and the
+        // newest it may take before it.
+        let references: Vec<(u32, u32, String)> = self
+            .conn
+            .prepare_cached(&format!(
+                "SELECT seq, idx, ref_line FROM messages
+                 WHERE session_id = ?1 AND ref_line IS NOT NULL AND ref_{e} IS NULL AND seq >= ?2
+                 UNION ALL
+                 SELECT seq, idx, ref_line FROM (
+                    SELECT seq, idx, ref_line, ref_{e} FROM messages
+                    WHERE session_id = ?1 AND ref_line IS NOT NULL AND seq < ?2
+                    ORDER BY seq DESC, idx DESC LIMIT ?3)
+                 WHERE ref_{e} IS NULL"
+            ))?
+            .query_map(
+                params![session, first_window, caps.max_references * 4],
+                |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)),
+            )?
+            .collect::<std::result::Result<_, _>>()?;
+        for (seq, idx, line) in references {
+            execute_cached(
+                &self.conn,
+                &format!(
+                    "UPDATE messages SET ref_{e} = ?4 WHERE session_id = ?1 AND seq = ?2 AND idx = ?3"
+                ),
+                params![session, seq, idx, tokens::count(encoding, &line)],
+            )?;
+        }
+        Ok(())
     }
 }
 

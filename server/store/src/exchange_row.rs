@@ -14,7 +14,9 @@ const RECORD_COLUMNS: &str = "header, summary, outcome, entities, header_line, \
     full_o200k, full_cl100k, digests_o200k, digests_cl100k, raw_tokens, terms";
 
 /// Inserts or rewrites exchange `seq`'s row. A rewritten row keeps its date
-/// and whose texts it shows (`header_source`, `summary_source`).
+/// and whose texts it shows (`header_source`, `summary_source`); counts in
+/// an encoding the record has none in are NULL until a prompt asks for it
+/// (`read::session_view`).
 pub(crate) fn write(
     conn: &Connection,
     session: &str,
@@ -51,10 +53,10 @@ pub(crate) fn write(
             r.summary.cl100k,
             r.line.tokens.o200k,
             r.line.tokens.cl100k,
-            r.levels.o200k.full,
-            r.levels.cl100k.full,
-            r.levels.o200k.digests,
-            r.levels.cl100k.digests,
+            r.levels.o200k.map(|l| l.full),
+            r.levels.cl100k.map(|l| l.full),
+            r.levels.o200k.map(|l| l.digests),
+            r.levels.cl100k.map(|l| l.digests),
             raw_tokens,
             r.terms.join("\n"),
         ],

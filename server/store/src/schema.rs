@@ -150,6 +150,24 @@ UPDATE sessions SET parent_kind = 'fork' WHERE parent_id IS NOT NULL;
 UPDATE sessions SET depth = 0;
 "#,
     ),
+    // Ingest counts in o200k and the ingest encoding only; an exchange's
+    // cl100k counts are NULL until the first cl100k prompt that shows it
+    // counts them (`read::session_view`). Counts stored before are dropped
+    // and counted again the same way when asked for.
+    M::up(
+        r#"
+ALTER TABLE exchanges DROP COLUMN header_cl100k;
+ALTER TABLE exchanges DROP COLUMN summary_cl100k;
+ALTER TABLE exchanges DROP COLUMN line_cl100k;
+ALTER TABLE exchanges DROP COLUMN full_cl100k;
+ALTER TABLE exchanges DROP COLUMN digests_cl100k;
+ALTER TABLE exchanges ADD COLUMN header_cl100k INTEGER;
+ALTER TABLE exchanges ADD COLUMN summary_cl100k INTEGER;
+ALTER TABLE exchanges ADD COLUMN line_cl100k INTEGER;
+ALTER TABLE exchanges ADD COLUMN full_cl100k INTEGER;
+ALTER TABLE exchanges ADD COLUMN digests_cl100k INTEGER;
+"#,
+    ),
 ];
 
 pub fn migrate(conn: &mut Connection) -> Result<(), rusqlite_migration::Error> {

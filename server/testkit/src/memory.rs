@@ -162,7 +162,7 @@ impl MemorySession {
             line: recorded.line.counted(enc),
         });
         for m in &messages {
-            if let Some(line) = record::reference(m) {
+            if let Some(line) = record::reference(m, enc) {
                 let blob = m
                     .result
                     .as_ref()
@@ -181,7 +181,10 @@ impl MemorySession {
             header: recorded.trio.header,
             summary: recorded.trio.summary,
             messages,
-            tokens: *recorded.levels.get(enc),
+            tokens: recorded
+                .levels
+                .get(enc)
+                .expect("ingest counts in its own encoding"),
         });
         id
     }

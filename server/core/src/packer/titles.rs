@@ -14,20 +14,21 @@ pub(super) const REFERENCES_TITLE: &str =
     "## Stored tool outputs (context_retrieve a b3: id for lines or grep)\n";
 
 /// Tokens of a layer title: the titles never change, so each is counted
-/// once per encoding, not on every assemble.
+/// once per encoding, not on every assemble (and only in an encoding a
+/// prompt asks for: counting loads its tables).
 pub(super) fn title_tokens(title: &'static str, encoding: Encoding) -> u32 {
     const TITLES: [&str; 3] = [HEADERS_TITLE, SUMMARIES_TITLE, REFERENCES_TITLE];
-    static COUNTS: OnceLock<[[u32; 3]; 2]> = OnceLock::new();
-    let counts = COUNTS.get_or_init(|| Encoding::ALL.map(|e| TITLES.map(|t| tokens::count(e, t))));
+    static COUNTS: [OnceLock<[u32; 3]>; 2] = [const { OnceLock::new() }; 2];
     let e = Encoding::ALL
         .iter()
         .position(|e| *e == encoding)
         .expect("known encoding");
+    let counts = COUNTS[e].get_or_init(|| TITLES.map(|t| tokens::count(encoding, t)));
     let t = TITLES
         .iter()
         .position(|t| *t == title)
         .expect("a layer title");
-    counts[e][t]
+    counts[t]
 }
 
 /// A layer shown as one user message: its title, then each entry's pieces.

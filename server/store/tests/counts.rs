@@ -1,0 +1,146 @@
+//! The counts a session's view carries equal counting its texts now, in
+//! either encoding: those ingest took (o200k) and those the first prompt in
+//! another encoding (cl100k) took, before and after the open exchange grows.
+
+mod common;
+
+use ctxproxy_core::message::Role;
+use ctxproxy_core::render;
+use ctxproxy_core::tokens::{self, Encoding};
+use ctxproxy_core::view::SessionView;
+use ctxproxy_store::{AssembledPrompt, Keep, Store, StoreError};
+
+fn view(store: &Store, session: &str, encoding: Encoding) -> SessionView {
+    let session = session.to_string();
+    common::write(store, move |w| {
+        w.assemble(&session, encoding, Keep::Record, |_, view, _| {
+            Ok::<_, ()>(AssembledPrompt {
+                value: view.clone(),
+                total_tokens: 0,
+                record: "{}".into(),
+            })
+        })
+    })
+    .unwrap()
+    .unwrap()
+}
+
+/// The messages of each exchange of a recorded file's main session.
+fn main_session(path: &std::path::Path) -> Vec<Vec<ctxproxy_core::message::Message>> {
+    let text = std::fs::read_to_string(path).unwrap();
+    let file = ctxproxy_core::recorded::parse_file(&text)
+        .unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    file.history(0)
+        .into_iter()
+        .map(|x| x.messages.clone())
+        .collect()
+}
+
+/// Every count in `view` that differs from counting its text in `encoding`.
+fn miscounts(view: &SessionView, encoding: Encoding) -> Vec<String> {
+    let count = |text: &str| tokens::count(encoding, text);
+    let mut wrong = Vec::new();
+    for h in &view.headers {
+        if h.line.tokens != count(&h.line.text) {
+            wrong.push(format!("{} header line {}", h.id, h.line.tokens));
+        }
+    }
+    for x in &view.window {
+        if x.header.tokens != count(&x.header.text) {
+            wrong.push(format!("{} header {}", x.id, x.header.tokens));
+        }
+        if x.summary.tokens != count(&x.summary.text) {
+            wrong.push(format!("{} summary {}", x.id, x.summary.tokens));
+        }
+        if x.tokens != render::exchange_tokens(&x.messages, encoding) {
+            wrong.push(format!("{} levels {:?}", x.id, x.tokens));
+        }
+    }
+    for r in &view.references {
+        if r.line.tokens != count(&r.line.text) {
+            wrong.push(format!("{} reference {}", r.exchange, r.line.tokens));
+        }
+    }
+    wrong
+}
+
+#[test]
+fn every_view_count_equals_its_text_counted_in_either_encoding() {
+    let mut paths: Vec<_> = std::fs::read_dir(common::fixtures_dir().join("sessions"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|e| e == "jsonl"))
+        .collect();
+    paths.sort();
+    assert!(paths.len() >= 3, "expected the shipped recorded sessions");
+    for path in paths {
+        let name = path.file_stem().unwrap().to_string_lossy().into_owned();
+        let t = common::open();
+        let session = common::session(&t.store);
+        let exchanges = main_session(&path);
+        let half = exchanges.len() / 2;
+        let mut checks = 0;
+        for (i, x) in exchanges.into_iter().enumerate() {
+            common::append(&t.store, &session, x).unwrap();
+            if i + 1 != half {
+                continue;
+            }
+            // The cl100k prompt counts what ingest left out, and the same
+            // prompt again reads the counts it stored.
+            let first = view(&t.store, &session, Encoding::Cl100kBase);
+            assert_eq!(
+                miscounts(&first, Encoding::Cl100kBase),
+                Vec::<String>::new(),
+                "{name}"
+            );
+            assert_eq!(
+                first,
+                view(&t.store, &session, Encoding::Cl100kBase),
+                "{name}"
+            );
+            checks += 1;
+        }
+        // Later exchanges, and the open one grown by a message.
+        common::append(
+            &t.store,
+            &session,
+            vec![common::msg(Role::Assistant, "One more remark.")],
+        )
+        .unwrap();
+        for encoding in Encoding::ALL {
+            let v = view(&t.store, &session, encoding);
+            assert!(!v.window.is_empty(), "{name}");
+            assert_eq!(
+                miscounts(&v, encoding),
+                Vec::<String>::new(),
+                "{name} {encoding:?}"
+            );
+            checks += 1;
+        }
+        assert!(checks >= 2, "{name}: {checks} checks");
+    }
+}
+
+#[test]
+fn a_prompt_in_another_encoding_for_an_unknown_session_names_it() {
+    let t = common::open();
+    let err = common::write(&t.store, |w| {
+        w.assemble(
+            "s-missing",
+            Encoding::Cl100kBase,
+            Keep::Record,
+            |_, _, _| {
+                Ok::<_, ()>(AssembledPrompt {
+                    value: (),
+                    total_tokens: 0,
+                    record: "{}".into(),
+                })
+            },
+        )
+    })
+    .unwrap_err();
+    assert!(
+        matches!(&err, StoreError::UnknownSession(s) if s == "s-missing"),
+        "{err:?}"
+    );
+}
