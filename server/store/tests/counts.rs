@@ -4,7 +4,7 @@
 
 mod common;
 
-use ctxproxy_core::message::Role;
+use ctxproxy_core::message::{Message, Role};
 use ctxproxy_core::render;
 use ctxproxy_core::tokens::{self, Encoding};
 use ctxproxy_core::view::SessionView;
@@ -23,17 +23,6 @@ fn view(store: &Store, session: &str, encoding: Encoding) -> SessionView {
     })
     .unwrap()
     .unwrap()
-}
-
-/// The messages of each exchange of a recorded file's main session.
-fn main_session(path: &std::path::Path) -> Vec<Vec<ctxproxy_core::message::Message>> {
-    let text = std::fs::read_to_string(path).unwrap();
-    let file = ctxproxy_core::recorded::parse_file(&text)
-        .unwrap_or_else(|e| panic!("{}: {e}", path.display()));
-    file.history(0)
-        .into_iter()
-        .map(|x| x.messages.clone())
-        .collect()
 }
 
 /// Every count in `view` that differs from counting its text in `encoding`.
@@ -66,18 +55,16 @@ fn miscounts(view: &SessionView, encoding: Encoding) -> Vec<String> {
 
 #[test]
 fn every_view_count_equals_its_text_counted_in_either_encoding() {
-    let mut paths: Vec<_> = std::fs::read_dir(common::fixtures_dir().join("sessions"))
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .filter(|p| p.extension().is_some_and(|e| e == "jsonl"))
-        .collect();
-    paths.sort();
-    assert!(paths.len() >= 3, "expected the shipped recorded sessions");
-    for path in paths {
-        let name = path.file_stem().unwrap().to_string_lossy().into_owned();
+    for (name, file) in common::recorded_files() {
         let t = common::open();
         let session = common::session(&t.store);
-        let exchanges = main_session(&path);
+        // The main session's exchanges (the other sessions of a file are
+        // forks and calls of it).
+        let exchanges: Vec<Vec<Message>> = file
+            .history(0)
+            .into_iter()
+            .map(|x| x.messages.clone())
+            .collect();
         let half = exchanges.len() / 2;
         let mut checks = 0;
         for (i, x) in exchanges.into_iter().enumerate() {

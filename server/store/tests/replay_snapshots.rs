@@ -7,24 +7,14 @@ mod common;
 
 use ctxproxy_core::ids::MessageId;
 use ctxproxy_core::message::Role;
-use ctxproxy_core::recorded::{self, Origin, Step};
+use ctxproxy_core::recorded::{Origin, Step};
 use ctxproxy_core::secrets;
 use ctxproxy_store::NewSession;
 
 #[test]
 fn recorded_sessions_snapshot_and_round_trip() {
-    let mut paths: Vec<_> = std::fs::read_dir(common::fixtures_dir().join("sessions"))
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .filter(|p| p.extension().is_some_and(|e| e == "jsonl"))
-        .collect();
-    paths.sort();
-    assert!(paths.len() >= 3, "expected the shipped recorded sessions");
-    for path in paths {
-        let name = path.file_stem().unwrap().to_string_lossy().into_owned();
+    for (name, file) in common::recorded_files() {
         let t = common::open();
-        let file = recorded::parse_file(&std::fs::read_to_string(&path).unwrap())
-            .unwrap_or_else(|e| panic!("{}: {e}", path.display()));
         let mut ids = vec![common::session(&t.store)];
         for step in &file.steps {
             match step {

@@ -71,3 +71,25 @@ pub fn result(id: &str, name: &str, content: &str) -> Message {
 pub fn fixtures_dir() -> std::path::PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fixtures")
 }
+
+/// Every shipped recorded file (`fixtures/sessions/*.jsonl`), by name, with
+/// its parsed sessions.
+pub fn recorded_files() -> Vec<(String, ctxproxy_core::recorded::RecordedFile)> {
+    let mut paths: Vec<_> = std::fs::read_dir(fixtures_dir().join("sessions"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|e| e == "jsonl"))
+        .collect();
+    paths.sort();
+    assert!(paths.len() >= 3, "expected the shipped recorded sessions");
+    paths
+        .into_iter()
+        .map(|path| {
+            let name = path.file_stem().unwrap().to_string_lossy().into_owned();
+            let text = std::fs::read_to_string(&path).unwrap();
+            let file = ctxproxy_core::recorded::parse_file(&text)
+                .unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+            (name, file)
+        })
+        .collect()
+}
