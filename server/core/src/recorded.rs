@@ -67,6 +67,15 @@ pub enum Step {
 }
 
 impl RecordedSession {
+    /// How many exchanges of its history the session shares with its
+    /// parent (a fork's, up to its fork point); its own come after them.
+    pub fn shared(&self) -> u32 {
+        match self.origin {
+            Origin::Fork { at, .. } => at,
+            Origin::Main | Origin::Child { .. } => 0,
+        }
+    }
+
     /// What the session's history opens with before its own exchanges: a
     /// child's call (its query and context, as the runtime sends them);
     /// nothing for the main session and forks (a fork's shared exchanges
@@ -87,10 +96,11 @@ impl RecordedFile {
     /// the exchanges it shares with its parent, then its own. Exchange
     /// `x<N>` of the session is item N - 1.
     pub fn history(&self, index: usize) -> Vec<&RecordedExchange> {
-        let mut out = match &self.sessions[index].origin {
-            Origin::Fork { from, at } => {
-                let mut shared = self.history(*from);
-                shared.truncate(*at as usize);
+        let session = &self.sessions[index];
+        let mut out = match session.origin {
+            Origin::Fork { from, .. } => {
+                let mut shared = self.history(from);
+                shared.truncate(session.shared() as usize);
                 shared
             }
             Origin::Main | Origin::Child { .. } => Vec::new(),
@@ -191,10 +201,7 @@ pub fn parse_file(text: &str) -> Result<RecordedFile, RecordedError> {
         let v = object(&v, "(line)").map_err(fail)?;
         if let Some(decl) = v.get("session") {
             let session = declared(decl, &file.sessions, &counts).map_err(fail)?;
-            counts.push(match session.origin {
-                Origin::Fork { at, .. } => at,
-                _ => 0,
-            });
+            counts.push(session.shared());
             file.sessions.push(session);
             file.steps.push(Step::Open(file.sessions.len() - 1));
             continue;

@@ -15,7 +15,7 @@ use ctxproxy_core::exchange::Level;
 use ctxproxy_core::ids::ExchangeId;
 use ctxproxy_core::message::Message;
 use ctxproxy_core::packer::{pack, shared_prefix_tokens, PackRequest, PackedPrompt};
-use ctxproxy_core::recorded::{self, Origin, RecordedExchange};
+use ctxproxy_core::recorded::{self, RecordedExchange};
 use ctxproxy_core::render;
 use ctxproxy_core::tokens::Encoding;
 use ctxproxy_testkit::MemorySession;
@@ -33,10 +33,7 @@ fn load(path: &Path) -> Vec<(String, Vec<Message>, Vec<RecordedExchange>, usize)
         .iter()
         .enumerate()
         .map(|(i, s)| {
-            let own_from = match s.origin {
-                Origin::Fork { at, .. } => at as usize,
-                Origin::Main | Origin::Child { .. } => 0,
-            };
+            let own_from = s.shared() as usize;
             let history = file.history(i).into_iter().cloned().collect();
             (s.name.clone(), s.opening(), history, own_from)
         })

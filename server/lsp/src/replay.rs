@@ -157,10 +157,7 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
         let stats = service.stats(json!({"sessionId": id})).await?;
         let history: Vec<RecordedExchange> = session_file.history(i).into_iter().cloned().collect();
         let turns = replayed.history_turns(&session_file, i);
-        let own_from = match s.origin {
-            Origin::Fork { at, .. } => at as usize,
-            Origin::Main | Origin::Child { .. } => 0,
-        };
+        let own_from = s.shared() as usize;
         let out = report::Report::build(
             &s.opening(),
             &history,

@@ -106,8 +106,7 @@ impl Writer {
         let Some(count) = count else {
             return Ok(());
         };
-        let first_header = count.saturating_sub(caps.max_headers) + 1;
-        let first_window = count.saturating_sub(window) + 1;
+        let (first_header, first_window) = read::view_span(count, caps, window);
 
         let lines: Vec<(u32, String)> = self
             .conn

@@ -603,6 +603,17 @@ pub(crate) fn blob_bytes(conn: &Connection, blob_dir: &Path, hash: &BlobHash) ->
 const SUPERSEDED_SHOWN: &str =
     "SELECT seq, superseded_by FROM exchanges WHERE session_id = ?1 AND superseded_by >= ?2";
 
+/// The first exchange of a view's headers and of its window, for a session
+/// of `count` exchanges: the one place that says which exchanges a view
+/// shows (the view reads them; `count_for_view` counts them first in an
+/// encoding ingest left out).
+pub(crate) fn view_span(count: u32, caps: &LayerCaps, window: u32) -> (u32, u32) {
+    (
+        count.saturating_sub(caps.max_headers) + 1,
+        count.saturating_sub(window) + 1,
+    )
+}
+
 pub(crate) fn session_view(
     conn: &Connection,
     session: &str,
@@ -637,7 +648,7 @@ pub(crate) fn session_view(
         .optional()?
         .ok_or_else(|| StoreError::UnknownSession(session.to_string()))?;
 
-    let first_header = count.saturating_sub(caps.max_headers) + 1;
+    let (first_header, first_window) = view_span(count, caps, window);
     let mut stmt = conn.prepare_cached(&format!(
         "SELECT seq, at, header_line, {} FROM exchanges WHERE session_id = ?1 AND seq >= ?2 ORDER BY seq",
         col("line")
@@ -655,7 +666,6 @@ pub(crate) fn session_view(
         })?
         .collect::<std::result::Result<Vec<_>, _>>()?;
 
-    let first_window = count.saturating_sub(window) + 1;
     let mut stmt = conn.prepare_cached(&format!(
         "SELECT seq, at, header, {}, summary, {}, {}, {} FROM exchanges
          WHERE session_id = ?1 AND seq >= ?2 ORDER BY seq",
