@@ -95,6 +95,7 @@ fn bench_pack(c: &mut Criterion) {
             input: Some(input),
             tools_tokens: render::tools_tokens(ENC),
             iteration: 1,
+            whole_allowed: false,
             calls: Default::default(),
         };
         group.bench_with_input(BenchmarkId::from_parameter(size), &view, |b, view| {

@@ -115,6 +115,11 @@ pub struct Config {
     pub digest: DigestLimits,
     pub calls: CallLimits,
     pub order: LayerOrder,
+    /// A short session's prompt may be its whole history, without L0 or the
+    /// context tools, while that costs no more than the layers
+    /// (`packer::Shape::Whole`). Off: every prompt is layered and offers the
+    /// context tools from the first.
+    pub whole_history: bool,
     pub redact_secrets: bool,
     pub max_payload_bytes: u64,
 }
@@ -128,6 +133,7 @@ impl Default for Config {
             digest: DigestLimits::default(),
             calls: CallLimits::default(),
             order: LayerOrder::default(),
+            whole_history: true,
             redact_secrets: true,
             max_payload_bytes: 64 * 1024 * 1024,
         }

@@ -108,6 +108,7 @@ fn request(budget: u32, order: LayerOrder, input: Option<KeptMessage>) -> PackRe
         input_tokens,
         tools_tokens: render::tools_tokens(ENC),
         iteration: 1,
+        whole_allowed: false,
         calls: Default::default(),
     }
 }
@@ -432,7 +433,7 @@ fn the_input_stays_in_the_next_prompts_prefix() {
 }
 
 #[test]
-fn a_summary_that_does_not_halve_its_exchange_gives_way_to_the_header() {
+fn a_summary_that_saves_less_than_a_third_gives_way_to_the_header() {
     let caps = LayerCaps {
         summaries: 3,
         tail_tokens: 200,
@@ -613,7 +614,7 @@ fn a_childs_l0_leads_with_its_call_line() {
             &caps,
         )
         .unwrap();
-        assert!(p.one_shot.is_none());
+        assert_eq!(p.shape, Shape::Layered);
         let l0 = p.messages.last().unwrap().text();
         assert!(
             l0.contains("\nCall: depth 1 of max 2 · iteration 1 · called by s-root after x3"),
@@ -640,7 +641,13 @@ fn at_max_depth_a_child_gets_the_one_shot_shape_within_any_budget() {
             &caps,
         )
         .unwrap();
-        let cut = p.one_shot.expect("one-shot");
+        let Shape::OneShot(cut) = p.shape else {
+            panic!("one-shot expected, got {:?}", p.shape);
+        };
+        assert!(
+            p.tools_tokens > 0,
+            "its own exchanges are one retrieve away"
+        );
         assert_eq!((cut.depth, cut.max_depth, cut.passed), (2, 2, passed));
         assert!(cut.kept <= 2_000 && cut.kept >= kept_before, "{cut:?}");
         kept_before = cut.kept;
@@ -659,4 +666,146 @@ fn at_max_depth_a_child_gets_the_one_shot_shape_within_any_budget() {
     assert_eq!(kept_before, 2_000, "the cap when the budget allows");
     let err = pack(&view, &request(200, LayerOrder::CacheStable, None), &caps).unwrap_err();
     assert!(matches!(err, PackError::BudgetTooSmall { .. }), "{err}");
+}
+
+#[test]
+fn a_call_at_max_depth_without_exchanges_is_offered_no_context_tools() {
+    let caps = LayerCaps::default();
+    let p = pack(
+        &child_view(2, 0, 200),
+        &request(4_000, LayerOrder::CacheStable, None),
+        &caps,
+    )
+    .unwrap();
+    assert!(matches!(p.shape, Shape::OneShot(_)), "{:?}", p.shape);
+    assert_eq!(p.tools_tokens, 0);
+    let charged: u32 = p.messages.iter().map(|m| m.charged).sum();
+    assert_eq!(p.total, charged + REPLY_PRIMER);
+}
+
+fn whole_request(budget: u32) -> PackRequest {
+    let input = kept(4, vec![Message::new(Role::User, "and now?")], |_, _| {
+        unreachable!("no tool output")
+    })
+    .remove(0);
+    PackRequest {
+        whole_allowed: true,
+        ..request(budget, LayerOrder::CacheStable, Some(input))
+    }
+}
+
+#[test]
+fn a_short_history_with_nothing_to_retrieve_is_sent_whole() {
+    let caps = LayerCaps::default();
+    let talk = Spec {
+        ask: 8,
+        calls: vec![],
+        answer: 10,
+    };
+    let s = session(&vec![talk; 3], &caps);
+    let view = s.view();
+    let layered = pack(
+        &view,
+        &PackRequest {
+            whole_allowed: false,
+            ..whole_request(16_000)
+        },
+        &caps,
+    )
+    .unwrap();
+    let p = pack(&view, &whole_request(16_000), &caps).unwrap();
+    assert_eq!(
+        p.shape,
+        Shape::Whole {
+            layered: layered.total
+        }
+    );
+    assert!(p.total < layered.total, "{} >= {}", p.total, layered.total);
+    assert_eq!(p.tools_tokens, 0, "nothing to retrieve: no context tools");
+    // System, the six messages as they were sent, the input; no L0.
+    // (Every message's text ends with the newline the layers count it with.)
+    let sent: Vec<String> = p
+        .messages
+        .iter()
+        .map(|m| m.text().trim_end().to_string())
+        .collect();
+    let history: Vec<String> = view
+        .window
+        .iter()
+        .flat_map(|e| &e.messages)
+        .map(|m| m.message.content.clone())
+        .collect();
+    assert_eq!(sent.len(), 1 + history.len() + 1);
+    assert_eq!(sent[1..=history.len()], history[..]);
+    assert_eq!(sent.last().unwrap(), "and now?");
+    let charged: u32 = p.messages.iter().map(|m| m.charged).sum();
+    assert_eq!(p.total, charged + REPLY_PRIMER);
+    let layers: u32 = p.layers.iter().map(|l| l.tokens).sum();
+    assert_eq!(p.total, layers + REPLY_PRIMER);
+    assert_eq!(p.layer(Layer::Recent).items.len(), 3);
+    assert!(p.layer(Layer::CurrentContext).items.is_empty());
+}
+
+#[test]
+fn the_layers_stay_when_something_would_be_left_out() {
+    let caps = LayerCaps::default();
+    let talk = Spec {
+        ask: 8,
+        calls: vec![],
+        answer: 10,
+    };
+    let layered = |p: &PackedPrompt| assert_eq!(p.shape, Shape::Layered, "{:?}", p.shape);
+    // Not allowed: the session's previous prompt was layered.
+    let s = session(&vec![talk.clone(); 3], &caps);
+    let p = pack(
+        &s.view(),
+        &PackRequest {
+            whole_allowed: false,
+            ..whole_request(16_000)
+        },
+        &caps,
+    )
+    .unwrap();
+    layered(&p);
+    assert!(p.tools_tokens > 0);
+    // A tool output that lives in its blob (a digest is shown).
+    let with_output = Spec {
+        calls: vec![(1, 40, false)],
+        ..talk.clone()
+    };
+    let s = session(&[talk.clone(), with_output], &caps);
+    layered(&pack(&s.view(), &whole_request(16_000), &caps).unwrap());
+    // Over the budget.
+    let long = Spec {
+        ask: 400,
+        calls: vec![],
+        answer: 400,
+    };
+    let s = session(&vec![long; 12], &caps);
+    layered(&pack(&s.view(), &whole_request(6_000), &caps).unwrap());
+}
+
+#[test]
+fn the_whole_shape_is_kept_only_while_it_was_chosen() {
+    let caps = LayerCaps::default();
+    let talk = Spec {
+        ask: 8,
+        calls: vec![],
+        answer: 10,
+    };
+    let s = session(&vec![talk; 2], &caps);
+    let whole = pack(&s.view(), &whole_request(16_000), &caps).unwrap();
+    let layered = pack(
+        &s.view(),
+        &PackRequest {
+            whole_allowed: false,
+            ..whole_request(16_000)
+        },
+        &caps,
+    )
+    .unwrap();
+    assert!(whole_allowed(None, true));
+    assert!(!whole_allowed(None, false), "a forgotten previous prompt");
+    assert!(whole_allowed(Some(&whole), false));
+    assert!(!whole_allowed(Some(&layered), false));
 }

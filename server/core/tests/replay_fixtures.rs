@@ -14,7 +14,7 @@ use ctxproxy_core::evaluation::{fact_status, FactStatus, RunCost};
 use ctxproxy_core::exchange::Level;
 use ctxproxy_core::ids::ExchangeId;
 use ctxproxy_core::message::Message;
-use ctxproxy_core::packer::{pack, shared_prefix_tokens, PackRequest, PackedPrompt};
+use ctxproxy_core::packer::{pack, shared_prefix_tokens, whole_allowed, PackRequest, PackedPrompt};
 use ctxproxy_core::recorded::{self, RecordedExchange};
 use ctxproxy_core::render;
 use ctxproxy_core::tokens::Encoding;
@@ -107,6 +107,7 @@ fn replay(
             tools_tokens: render::tools_tokens(ENC),
             iteration: id,
             calls: Default::default(),
+            whole_allowed: whole_allowed(prev.as_ref(), t == 0),
         };
         let view = memory.view();
         let packed = pack(&view, &req, &caps).expect("16k fits");

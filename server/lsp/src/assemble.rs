@@ -37,6 +37,8 @@ pub struct Request {
     pub system: Option<String>,
     pub input: Option<Message>,
     pub calls: CallLimits,
+    /// `Config::whole_history`.
+    pub whole_history: bool,
 }
 
 impl Request {
@@ -72,6 +74,7 @@ impl Request {
             system: p.system.clone(),
             input,
             calls: config.calls.clone(),
+            whole_history: config.whole_history,
         })
     }
 }
@@ -100,6 +103,8 @@ pub fn run(
     let input_tokens = input
         .as_ref()
         .map_or(0, |k| render::message_tokens(k, Level::Full, enc));
+    let mut previous = last.0.lock().expect("last prompts lock");
+    let earlier = previous.get(&view.session_id);
     let pack_request = PackRequest {
         budget: req.budget,
         encoding: enc,
@@ -110,15 +115,16 @@ pub fn run(
         tools_tokens: tools_tokens(enc),
         iteration: id.0,
         calls: req.calls.clone(),
+        whole_allowed: req.whole_history && packer::whole_allowed(earlier, id.0 == 1),
     };
     let packed = packer::pack(view, &pack_request, caps).map_err(|e| match e {
         PackError::BudgetTooSmall { .. } => ServiceError::BudgetTooSmall(e.to_string()),
     })?;
-    let tools = render::tool_definitions();
-    let mut previous = last.0.lock().expect("last prompts lock");
-    let prefix_reused = previous
-        .get(&view.session_id)
-        .map_or(0, |prev| packer::shared_prefix_tokens(prev, &packed));
+    let (tools, tool_names) = match packed.tools_tokens {
+        0 => (serde_json::Value::Array(Vec::new()), &[][..]),
+        _ => (render::tool_definitions(), &render::TOOL_NAMES[..]),
+    };
+    let prefix_reused = earlier.map_or(0, |prev| packer::shared_prefix_tokens(prev, &packed));
     let result = AssembleResult {
         prompt_id: id.to_string(),
         session_id: view.session_id.clone(),
@@ -170,18 +176,14 @@ pub fn run(
                     .collect(),
             })
             .collect(),
-        shape: match packed.one_shot {
-            Some(_) => "oneShot",
-            None => "layered",
-        }
-        .to_string(),
-        reason: packed.one_shot.map(|cut| cut.reason()),
+        shape: packed.shape.as_str().to_string(),
+        reason: packed.shape.reason(packed.total),
         state: Some(state::envelope(
             view,
             &state::Prompt {
                 iteration: id.0,
                 max_depth: req.calls.max_depth,
-                tools: &render::TOOL_NAMES,
+                tools: tool_names,
                 budget: req.budget,
                 used: packed.total,
                 cap: caps.current_context_max,

@@ -38,6 +38,7 @@ struct WireConfig {
     encoding: Option<String>,
     budget: Option<u32>,
     order: Option<String>,
+    whole_history: Option<bool>,
     #[serde(default)]
     layers: WireLayers,
     #[serde(default)]
@@ -110,6 +111,9 @@ pub fn apply(base: &Config, value: Value) -> Result<(Config, Option<PathBuf>), S
             ));
         }
         c.digest.inline_max_tokens = v;
+    }
+    if let Some(v) = w.whole_history {
+        c.whole_history = v;
     }
     if let Some(v) = w.redact_secrets {
         c.redact_secrets = v;

@@ -349,7 +349,14 @@ async fn errors_keep_the_contract() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn context_rounds_stay_inside_the_proxy() {
     let (up, seen) = start_upstream().await;
-    let proxy = ProxyProcess::start(&up);
+    // Layered from the first prompt: the context tools on every request
+    // (a history this short would otherwise be forwarded whole, as the
+    // next test shows).
+    let proxy = ProxyProcess::start_in(
+        tempfile::tempdir().unwrap(),
+        &up,
+        &["--config", r#"{"wholeHistory": false}"#],
+    );
     let history = json!([
         {"role": "system", "content": "You help."},
         {"role": "user", "content": "run the tests"},
@@ -394,6 +401,71 @@ async fn context_rounds_stay_inside_the_proxy() {
         let last = body["messages"].as_array().unwrap().last().unwrap();
         assert_eq!(last["role"] == "tool", i % 2 == 1, "{body}");
     }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_short_history_is_forwarded_whole_until_it_needs_the_layers() {
+    let (up, seen) = start_upstream().await;
+    let proxy = ProxyProcess::start(&up);
+    let short = json!([
+        {"role": "system", "content": "You help."},
+        {"role": "user", "content": "what is in notes.txt?"},
+        {"role": "assistant", "content": "Reading it.", "tool_calls": [{"id": "c1", "type": "function",
+            "function": {"name": "read_file", "arguments": "{\"path\": \"notes.txt\"}"}}]},
+        {"role": "tool", "tool_call_id": "c1", "content": "buy milk"},
+        {"role": "assistant", "content": "It says: buy milk."},
+        {"role": "user", "content": "and now the log?"}
+    ]);
+    let r = post_chat(&proxy, "whole", &chat(short.clone(), false)).await;
+    assert_eq!(r.status(), 200);
+    // A log too long to show whole: its digest leaves the rest in a blob.
+    let log: String = (0..3_000)
+        .map(|i| format!("2026-11-24 step {i} finished in {} ms\n", i % 97))
+        .collect();
+    let mut long = short.as_array().unwrap().clone();
+    long.extend([
+        json!({"role": "assistant", "content": "", "tool_calls": [{"id": "c2", "type": "function",
+            "function": {"name": "read_file", "arguments": "{\"path\": \"run.log\"}"}}]}),
+        json!({"role": "tool", "tool_call_id": "c2", "content": log}),
+        json!({"role": "assistant", "content": "3,000 steps."}),
+        json!({"role": "user", "content": "the slowest?"}),
+    ]);
+    let r = post_chat(&proxy, "whole", &chat(json!(long), false)).await;
+    assert_eq!(r.status(), 200);
+    let seen = seen.lock().unwrap();
+    let [first, second] = &seen.requests[..] else {
+        panic!("two model calls expected, got {}", seen.requests.len());
+    };
+    // The whole history as the client sent it, and no tools: the client
+    // sent none, and nothing is left to retrieve.
+    let (_, first) = first;
+    assert!(first.get("tools").is_none(), "{first}");
+    let contents: Vec<&str> = first["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| m["content"].as_str().unwrap_or_default().trim_end())
+        .collect();
+    let sent: Vec<&str> = short
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| m["content"].as_str().unwrap())
+        .collect();
+    assert_eq!(contents, sent);
+    // Once a tool output lives in its blob, the layers and the context tools.
+    let (_, second) = second;
+    let tools: Vec<&str> = second["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["function"]["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(tools, ["context_retrieve", "context_search"]);
+    assert!(
+        !second.to_string().contains("step 2999 finished"),
+        "the log is digested"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -5,7 +5,7 @@ use std::collections::{HashMap, HashSet};
 
 use super::guaranteed::Reserved;
 use super::prompt::{
-    ItemForm, Layer, LayerItem, LayerReport, PackRequest, PackedPrompt, PromptMessage,
+    ItemForm, Layer, LayerItem, LayerReport, PackRequest, PackedPrompt, PromptMessage, Shape,
 };
 use super::regions::Placement;
 use super::titles::{titled_layer, HEADERS_TITLE, REFERENCES_TITLE, SUMMARIES_TITLE};
@@ -178,12 +178,12 @@ pub(super) fn emit(
         layers,
         trimmed,
         superseded,
-        one_shot: None,
+        shape: Shape::Layered,
     }
 }
 
 /// The messages of an exchange at `Full` or `Digests`, charged on the last.
-fn exchange_messages(exchange: &ExchangeView, level: Level) -> Vec<PromptMessage> {
+pub(super) fn exchange_messages(exchange: &ExchangeView, level: Level) -> Vec<PromptMessage> {
     let mut out: Vec<PromptMessage> = exchange
         .messages
         .iter()

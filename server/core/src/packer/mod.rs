@@ -25,7 +25,7 @@
 //! demotion is a `Trim` "superseded by xN". The regions themselves do not
 //! depend on supersession, so declaring one changes how those exchanges
 //! are shown and nothing else. A superseding exchange in the summaries
-//! region keeps its summary even when the summary does not halve it.
+//! region keeps its summary even when the summary saves less than a third.
 
 mod emit;
 mod guaranteed;
@@ -34,6 +34,7 @@ mod prompt;
 mod regions;
 mod titles;
 mod upgrades;
+mod whole;
 
 use crate::call;
 use crate::config::LayerCaps;
@@ -42,12 +43,15 @@ use crate::view::SessionView;
 
 pub use prompt::{
     shared_prefix_tokens, ItemForm, Layer, LayerItem, LayerReport, PackError, PackRequest,
-    PackedPrompt, PromptMessage, Trim,
+    PackedPrompt, PromptMessage, Shape, Trim,
 };
 pub use regions::{references_horizon, window_len};
+pub use whole::whole_allowed;
 
 /// Packs a prompt. A child session at the maximum depth gets the one-shot
-/// shape: its query and its context cut to fit, no history.
+/// shape: its query and its context cut to fit, no history. A session whose
+/// whole history costs no more than its layered prompt gets the whole shape
+/// (`whole`), until its first layered prompt.
 ///
 /// Any other prompt is packed in three phases: what is guaranteed (system, input, L0,
 /// the header list, every exchange of the window at least as its header)
@@ -60,9 +64,18 @@ pub fn pack(
 ) -> Result<PackedPrompt, PackError> {
     if let Some(lineage) = &view.call {
         if call::is_one_shot(view.depth, req.calls.max_depth) {
-            return one_shot::pack(view.depth, lineage, req);
+            return one_shot::pack(view.depth, lineage, view.exchange_count, req);
         }
     }
+    let layered = layered(view, req, caps)?;
+    Ok(whole::pack(view, req, layered.total).unwrap_or(layered))
+}
+
+fn layered(
+    view: &SessionView,
+    req: &PackRequest,
+    caps: &LayerCaps,
+) -> Result<PackedPrompt, PackError> {
     let mut placement = regions::place(view, caps, req.encoding);
     let reserved = guaranteed::reserve(view, req, caps, &placement)?;
     let upgraded = upgrades::upgrade(view, caps, req.encoding, &mut placement, reserved.left);

@@ -6,6 +6,7 @@
 use super::emit::pair_tool_calls;
 use super::prompt::{
     ItemForm, Layer, LayerItem, LayerReport, PackError, PackRequest, PackedPrompt, PromptMessage,
+    Shape,
 };
 use crate::call::{self, CallLineage, ContextCut};
 use crate::message::Role;
@@ -14,19 +15,27 @@ use crate::tokens;
 
 /// The context gets what the budget leaves after the system prompt, the
 /// input, the tools and the query, at most `calls.one_shot_context_max`.
+/// The context tools are offered only to a call with exchanges of its own:
+/// they are the only way to its history, and before it has any there is
+/// nothing to retrieve (seed 002's one-shot prompt offers none).
 pub(super) fn pack(
     depth: u32,
     lineage: &CallLineage,
+    exchanges: u32,
     req: &PackRequest,
 ) -> Result<PackedPrompt, PackError> {
     let enc = req.encoding;
+    let tools_tokens = match exchanges {
+        0 => 0,
+        _ => req.tools_tokens,
+    };
     let system_cost = req
         .system
         .as_ref()
         .map_or(0, |s| s.tokens + MESSAGE_OVERHEAD);
     let input_cost = req.input.as_ref().map_or(0, |_| req.input_tokens);
     let head = call::call_head(&lineage.query, &lineage.context);
-    let fixed = REPLY_PRIMER + req.tools_tokens + system_cost + input_cost + MESSAGE_OVERHEAD;
+    let fixed = REPLY_PRIMER + tools_tokens + system_cost + input_cost + MESSAGE_OVERHEAD;
     let needed = fixed + tokens::count(enc, &head);
     if needed > req.budget {
         return Err(PackError::BudgetTooSmall {
@@ -81,16 +90,16 @@ pub(super) fn pack(
         put(Layer::Input, "input", message);
     }
     pair_tool_calls(&mut messages);
-    let total = messages.iter().map(|m| m.charged).sum::<u32>() + REPLY_PRIMER + req.tools_tokens;
+    let total = messages.iter().map(|m| m.charged).sum::<u32>() + REPLY_PRIMER + tools_tokens;
     Ok(PackedPrompt {
         messages,
-        tools_tokens: req.tools_tokens,
+        tools_tokens,
         total,
         layers: reports,
         trimmed: Vec::new(),
         // No history is shown, so none of it is shown superseded.
         superseded: Vec::new(),
-        one_shot: Some(ContextCut {
+        shape: Shape::OneShot(ContextCut {
             depth,
             max_depth: req.calls.max_depth,
             passed,

@@ -26,6 +26,11 @@ pub struct PackRequest {
     /// The prompt's number in its session (`p<N>`), for L0's call line.
     pub iteration: u32,
     pub calls: CallLimits,
+    /// The whole shape may be chosen: the session's previous prompt had
+    /// it, or this is its first. Once a session's prompt is layered it
+    /// stays layered, so the context tools, once offered, stay offered
+    /// (a tool list that changes back breaks a provider's prompt cache).
+    pub whole_allowed: bool,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -172,9 +177,45 @@ pub struct PackedPrompt {
     /// The superseded exchanges the prompt covers, as ranges, and what
     /// superseded them (`ctx/explain`'s `superseded`).
     pub superseded: Vec<Supersession>,
-    /// A one-shot prompt (a call at the maximum depth): how much of its
-    /// context it kept. `None` for the layered shape.
-    pub one_shot: Option<ContextCut>,
+    pub shape: Shape,
+}
+
+/// What a prompt is made of.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Shape {
+    /// The layers: L0, headers, summaries, references, the recent tail.
+    Layered,
+    /// The session's whole history as it was sent, nothing left out, no L0
+    /// and no context tools: chosen while that costs no more than the
+    /// layered prompt.
+    Whole {
+        /// Tokens the layered prompt would have cost.
+        layered: u32,
+    },
+    /// A call at the maximum depth: how much of its context it kept.
+    OneShot(ContextCut),
+}
+
+impl Shape {
+    /// The name `ctx/assemble` reports.
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            Shape::Layered => "layered",
+            Shape::Whole { .. } => "whole",
+            Shape::OneShot(_) => "oneShot",
+        }
+    }
+
+    /// Why the prompt has its shape; `None` for the layered one.
+    pub fn reason(&self, total: u32) -> Option<String> {
+        match self {
+            Shape::Layered => None,
+            Shape::Whole { layered } => Some(format!(
+                "the whole history: {total} tokens, the layered prompt {layered}; nothing to retrieve, no context tools"
+            )),
+            Shape::OneShot(cut) => Some(cut.reason()),
+        }
+    }
 }
 
 impl PackedPrompt {

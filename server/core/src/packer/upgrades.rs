@@ -68,13 +68,16 @@ pub(super) fn upgrade<'a>(
             trimmed.push(superseded(p, Level::Summary, by));
             continue;
         }
-        // A summary that does not halve its exchange is not worth its
-        // tokens on every turn: the header points at the exchange, one
-        // retrieve away. Small exchanges (a call and a short answer) end so.
+        // A summary that saves less than a third of its exchange is not
+        // worth its tokens on every turn: the header points at the
+        // exchange, one retrieve away. Small exchanges (a call and a short
+        // answer) end so. One that saves a third or more stays: its values
+        // are in the prompt, and it sits in the cached prefix (the rule
+        // was halving: docs/ASSEMBLY.md compares the two).
         // A superseding exchange is the state the reasoning carries
         // forward: its summary is worth its tokens whatever it saves.
         let summary = p.cost(Level::Summary, false);
-        if 2 * summary > p.exchange.tokens.full && !p.supersedes {
+        if 3 * summary > 2 * p.exchange.tokens.full && !p.supersedes {
             trimmed.push(Trim {
                 id: p.exchange.id.to_string(),
                 from: ItemForm::Level(Level::Summary),

@@ -9,7 +9,7 @@ use ctxproxy_core::message::{Message, Role, ToolCall};
 use serde_json::{json, Value};
 
 use super::api::{
-    add_usage, expected, is_context_tool, stream_flag, with_context_tools, without_messages, Api,
+    add_usage, expected, is_context_tool, put_tools, stream_flag, without_messages, Api,
     BadRequest, ClientRequest, ContextCall, ErrorKind, Splicer,
 };
 use super::sse;
@@ -343,7 +343,7 @@ impl Api for Anthropic {
             }
         }
         body["messages"] = Value::Array(messages);
-        body["tools"] = with_context_tools(client, prompt.tools);
+        put_tools(&mut body, client, prompt.tools);
         place_breakpoints(&mut body, count_breakpoints(client) > 0);
         body
     }

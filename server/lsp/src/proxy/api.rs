@@ -167,16 +167,21 @@ pub fn without_messages(client: &Value) -> Value {
     }
 }
 
-/// The client's tools followed by the assembled prompt's (the context
-/// tools), so the list a client keeps sending stays a stable prefix.
-pub fn with_context_tools(client: &Value, ours: Value) -> Value {
+/// Puts the client's tools followed by the assembled prompt's (the context
+/// tools) in `body`, so the list a client keeps sending stays a stable
+/// prefix. A prompt of the whole shape offers no tools of its own: a body
+/// whose client sent none then gets no `tools` at all (OpenAI refuses an
+/// empty list).
+pub fn put_tools(body: &mut Value, client: &Value, ours: Value) {
     let mut tools = client["tools"].as_array().cloned().unwrap_or_default();
     match ours {
         Value::Array(ours) => tools.extend(ours),
         Value::Null => {}
         other => tools.push(other),
     }
-    Value::Array(tools)
+    if !tools.is_empty() {
+        body["tools"] = Value::Array(tools);
+    }
 }
 
 /// The text a request field holds as `{field}: expected …`.

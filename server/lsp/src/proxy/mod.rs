@@ -285,6 +285,7 @@ impl Incoming {
             system: Some(self.request.system.clone()).filter(|s| !s.is_empty()),
             input,
             calls: config.calls.clone(),
+            whole_history: config.whole_history,
         }
     }
 }

@@ -8,7 +8,7 @@ use std::collections::HashMap;
 use serde_json::{json, Value};
 
 use super::api::{
-    add_usage, expected, is_context_tool, stream_flag, with_context_tools, without_messages, Api,
+    add_usage, expected, is_context_tool, put_tools, stream_flag, without_messages, Api,
     BadRequest, ClientRequest, ContextCall, ErrorKind, Splicer,
 };
 use super::sse;
@@ -226,7 +226,7 @@ impl Api for OpenAi {
                 }),
         );
         body["messages"] = Value::Array(messages);
-        body["tools"] = with_context_tools(client, prompt.tools);
+        put_tools(&mut body, client, prompt.tools);
         if body.get("prompt_cache_key").is_none_or(Value::is_null) {
             body["prompt_cache_key"] = json!(format!("ctxproxy-{session}"));
         }
