@@ -17,7 +17,9 @@ use ctxproxy_core::message::Message;
 use ctxproxy_core::slice;
 use ctxproxy_core::supersede::ExchangeRange;
 use ctxproxy_core::tokens::{self, Encoding};
-use ctxproxy_store::{settle, ChildCall, Event, Keep, Lineage, NewSession, PathSegment, Store};
+use ctxproxy_store::{
+    settle, AppendOutcome, ChildCall, Event, Keep, Lineage, NewSession, PathSegment, Store,
+};
 use serde_json::Value;
 use tokio::sync::mpsc;
 
@@ -83,39 +85,20 @@ impl Service {
         }
     }
 
-    fn emit_store_events(&self, events: &[Event]) {
-        for e in events {
-            self.emit(match e {
-                Event::ExchangeStored {
-                    session,
-                    exchange,
-                    messages,
-                } => CtxEvent::ExchangeStored {
-                    session_id: session.clone(),
-                    exchange_id: exchange.to_string(),
-                    messages: *messages,
-                },
-                Event::BlobStored {
-                    session,
-                    blob,
-                    bytes,
-                    duplicate,
-                } => CtxEvent::BlobStored {
-                    session_id: session.clone(),
-                    blob_id: blob.short_id(),
-                    bytes: *bytes,
-                    duplicate: *duplicate,
-                },
-                Event::SummaryUpdated {
-                    session,
-                    exchange,
-                    source,
-                } => CtxEvent::SummaryUpdated {
-                    session_id: session.clone(),
-                    exchange_id: exchange.to_string(),
-                    source: source.to_string(),
-                },
-            });
+    /// Sends the events of a store write (`events_of` its result) from the
+    /// writer thread, in commit order (`Store::write_then`): the replies of
+    /// pipelined appends resume in any order, their events must not.
+    fn store_events<T: 'static>(
+        &self,
+        events_of: fn(&T) -> &[Event],
+    ) -> impl FnOnce(&T) + Send + 'static {
+        let sender = self.events.clone();
+        move |done| {
+            for e in events_of(done) {
+                if let Some(tx) = &sender {
+                    let _ = tx.send(wire_event(e));
+                }
+            }
         }
     }
 
@@ -196,12 +179,11 @@ impl Service {
         supersedes: Vec<ExchangeRange>,
     ) -> Reply<AppendResult> {
         let session = session.to_string();
-        let outcome = settle(
-            self.store
-                .write(move |w| w.append_to(&session, messages, expected, &supersedes)),
-        )
+        let outcome = settle(self.store.write_then(
+            move |w| w.append_to(&session, messages, expected, &supersedes),
+            self.store_events(|o: &AppendOutcome| &o.events),
+        ))
         .await?;
-        self.emit_store_events(&outcome.events);
         Ok(AppendResult {
             exchanges: outcome
                 .exchanges
@@ -518,15 +500,17 @@ impl Service {
         };
         let session = p.session_id;
         // One job, one transaction: the texts and the supersession together.
-        let events = settle(self.store.write(move |w| {
-            let events = w.housekeeping(&session, hk)?;
-            if !supersedes.is_empty() {
-                w.supersede(&session, exchange, &supersedes)?;
-            }
-            Ok(events)
-        }))
+        settle(self.store.write_then(
+            move |w| {
+                let events = w.housekeeping(&session, hk)?;
+                if !supersedes.is_empty() {
+                    w.supersede(&session, exchange, &supersedes)?;
+                }
+                Ok(events)
+            },
+            self.store_events(|events: &Vec<Event>| events),
+        ))
         .await?;
-        self.emit_store_events(&events);
         Ok(Done {})
     }
 
@@ -797,5 +781,40 @@ fn retrieve_one(
         ItemId::Prompt(PromptId(n)) => Err(ServiceError::UnknownId(format!(
             "`p{n}` is a prompt, not an item to retrieve: ctx/explain shows a prompt"
         ))),
+    }
+}
+
+/// A store event as `ctx/event` sends it.
+fn wire_event(e: &Event) -> CtxEvent {
+    match e {
+        Event::ExchangeStored {
+            session,
+            exchange,
+            messages,
+        } => CtxEvent::ExchangeStored {
+            session_id: session.clone(),
+            exchange_id: exchange.to_string(),
+            messages: *messages,
+        },
+        Event::BlobStored {
+            session,
+            blob,
+            bytes,
+            duplicate,
+        } => CtxEvent::BlobStored {
+            session_id: session.clone(),
+            blob_id: blob.short_id(),
+            bytes: *bytes,
+            duplicate: *duplicate,
+        },
+        Event::SummaryUpdated {
+            session,
+            exchange,
+            source,
+        } => CtxEvent::SummaryUpdated {
+            session_id: session.clone(),
+            exchange_id: exchange.to_string(),
+            source: source.to_string(),
+        },
     }
 }

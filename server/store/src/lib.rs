@@ -140,6 +140,23 @@ impl Store {
         self.submit(move |w| w.transaction(f))
     }
 
+    /// Like `write`, and `committed` sees the result on the writer thread
+    /// once it is committed, before the next job runs: what must keep the
+    /// writes' order (the events of pipelined appends) goes there, not
+    /// after the `.await`, where replies resume in any order.
+    pub fn write_then<T, F, C>(&self, f: F, committed: C) -> Pending<T>
+    where
+        T: Send + 'static,
+        F: FnOnce(&mut Writer) -> Result<T> + Send + 'static,
+        C: FnOnce(&T) + Send + 'static,
+    {
+        self.submit(move |w| {
+            let done = w.transaction(f)?;
+            committed(&done);
+            Ok(done)
+        })
+    }
+
     /// Queues a read, ordered with the writes around it, like `write`.
     pub fn read<T, F>(&self, f: F) -> impl std::future::Future<Output = Result<T>> + Send + 'static
     where
