@@ -493,14 +493,22 @@ def _is_model_call(path: str) -> bool:
 
 # ------------------------------------------------------------------- the proxy
 
+# The contract tests' settings: layered from the first prompt. Their scripted sessions are short,
+# and a short history is sent whole, without the context tools they exercise
+# (`wholeHistory`, docs/PROTOCOL.md); the tests of the whole shape pass `config=None`.
+LAYERED = {"wholeHistory": False}
+
+
 class Proxy:
     """`ctxproxy proxy` on an OS-chosen loopback port."""
 
     def __init__(self, store: pathlib.Path, openai_upstream: str, anthropic_upstream: str,
-                 extra: list[str] = (), env: dict | None = None):
+                 extra: list[str] = (), env: dict | None = None, config: dict | None = LAYERED):
         self.store = store
+        settings = ["--config", json.dumps(config)] if config is not None else []
         self.cmd = [str(ctxlib.binary()), "proxy", "--listen", "127.0.0.1:0", "--store", str(store),
-                    "--openai-upstream", openai_upstream, "--anthropic-upstream", anthropic_upstream, *extra]
+                    "--openai-upstream", openai_upstream, "--anthropic-upstream", anthropic_upstream,
+                    *settings, *extra]
         self.env = env
         self.stderr_lines: list[str] = []
         self.proc: subprocess.Popen | None = None

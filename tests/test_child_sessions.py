@@ -174,7 +174,8 @@ async def test_max_depth_is_configured(store):
 
 
 async def test_the_state_envelope_is_typed_and_capped_as_l0(store):
-    async with ctxlib.running(store, {"layers": {"currentContextMax": 60}}) as ctx:
+    # Layered from the first prompt: the root's six short reads would be sent whole.
+    async with ctxlib.running(store, {"layers": {"currentContextMax": 60}, "wholeHistory": False}) as ctx:
         root = await ctx.open_session()
         for i in range(1, 7):
             await ctx.append(root, ctxlib.tool_exchange(
@@ -194,7 +195,7 @@ async def test_the_state_envelope_is_typed_and_capped_as_l0(store):
         assert s["dropped"] > 0, s
         assert len(json.dumps(s["context"], separators=(",", ":"))) < 60 * 6, s["context"]
         assert b["state"]["call"]["parentSessionId"] == root and b["state"]["call"]["depth"] == 1
-        async with ctxlib.running(store.parent / "other.db") as wide:
+        async with ctxlib.running(store.parent / "other.db", {"wholeHistory": False}) as wide:
             root2 = await wide.open_session()
             for i in range(1, 7):
                 await wide.append(root2, ctxlib.tool_exchange(
@@ -236,10 +237,13 @@ async def test_state_changed_only_when_the_state_changes(ctx):
 
 
 async def test_state_changed_after_a_restart_compares_with_the_record(store):
-    async with ctxlib.running(store) as ctx:
+    # Layered throughout: after a restart a whole-shaped session's next prompt is layered, and
+    # its tools (part of the state) change.
+    layered = {"wholeHistory": False}
+    async with ctxlib.running(store, layered) as ctx:
         root = await _root_with_exchanges(ctx, 1)
         await ctx.req("ctx/assemble", {"sessionId": root})
-    async with ctxlib.running(store) as ctx:
+    async with ctxlib.running(store, layered) as ctx:
         p2 = await ctx.req("ctx/assemble", {"sessionId": root})
         await ctx.wait_event(lambda e: e.get("kind") == "contextAssembled" and e.get("promptId") == p2["promptId"])
         assert p2["promptId"] == "p2"
@@ -277,7 +281,8 @@ async def test_the_recorded_recursive_session_replays_by_hand(ctx, tmp_path):
             assert f"Call: depth {depth[name]} of max 2" in a["text"], a["text"][-600:]
         await ctx.append(ids[name], line["messages"])
     assert depth == {"main": 0, "c1": 1, "c1a": 2, "c2": 1}
-    assert shapes == {"main": {"layered"}, "c1": {"layered"}, "c2": {"layered"}, "c1a": {"oneShot"}}
+    # main is six short iterations: its whole history costs less than the layers.
+    assert shapes == {"main": {"whole"}, "c1": {"layered"}, "c2": {"layered"}, "c1a": {"oneShot"}}
     s = await _sessions(ctx)
     assert s[ids["c1a"]]["parent"] == {"sessionId": ids["c1"], "atExchange": 1, "kind": "child"}
     assert s[ids["c2"]]["parent"] == {"sessionId": ids["main"], "atExchange": 2, "kind": "child"}

