@@ -29,6 +29,7 @@ export function serverConfig(read: SettingReader): Record<string, unknown> {
   if (Object.keys(layers).length > 0) config.layers = layers;
   const inlineMaxTokens = read("digest.inlineMaxTokens");
   if (inlineMaxTokens !== undefined) config.digest = { inlineMaxTokens };
+  copyDefined(config, "wholeHistory", read("wholeHistory"));
   copyDefined(config, "redactSecrets", read("redactSecrets"));
   copyDefined(config, "maxPayloadBytes", read("maxPayloadBytes"));
   return config;

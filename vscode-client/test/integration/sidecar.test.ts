@@ -27,7 +27,9 @@ function retrievedText(result: RetrieveResult): string {
 }
 
 before(async () => {
-  running = await startSidecar({ budget: 16000 });
+  // Layered from the first prompt: minimal.jsonl is short enough to be sent whole, without the
+  // context tools the chat loop's test drives.
+  running = await startSidecar({ budget: 16000, wholeHistory: false });
   replayed = await replaySession(running.sidecar, parseSessionJsonl(readFileSync(fixtureSessionPath(), "utf8")), { title: "minimal.jsonl", workspace: "/work/demo" });
 });
 

@@ -16,6 +16,7 @@ test("settings map onto the protocol's configuration; an empty store path is lef
     "layers.maxHeaders": 50,
     "layers.maxReferences": 10,
     "digest.inlineMaxTokens": 200,
+    wholeHistory: false,
     redactSecrets: false,
     maxPayloadBytes: 1024,
   };
@@ -25,6 +26,7 @@ test("settings map onto the protocol's configuration; an empty store path is lef
     order: "seed003",
     layers: { recentFull: 3, maxHeaders: 50, maxReferences: 10 },
     digest: { inlineMaxTokens: 200 },
+    wholeHistory: false,
     redactSecrets: false,
     maxPayloadBytes: 1024,
   });
