@@ -683,6 +683,23 @@ fn a_call_at_max_depth_without_exchanges_is_offered_no_context_tools() {
     assert_eq!(p.total, charged + REPLY_PRIMER);
 }
 
+/// A question and a short answer, no tool call: nothing to retrieve.
+fn talk() -> Spec {
+    Spec {
+        ask: 8,
+        calls: vec![],
+        answer: 10,
+    }
+}
+
+/// `whole_request` for a session whose previous prompt was layered.
+fn layered_request(budget: u32) -> PackRequest {
+    PackRequest {
+        whole_allowed: false,
+        ..whole_request(budget)
+    }
+}
+
 fn whole_request(budget: u32) -> PackRequest {
     let input = kept(4, vec![Message::new(Role::User, "and now?")], |_, _| {
         unreachable!("no tool output")
@@ -697,22 +714,9 @@ fn whole_request(budget: u32) -> PackRequest {
 #[test]
 fn a_short_history_with_nothing_to_retrieve_is_sent_whole() {
     let caps = LayerCaps::default();
-    let talk = Spec {
-        ask: 8,
-        calls: vec![],
-        answer: 10,
-    };
-    let s = session(&vec![talk; 3], &caps);
+    let s = session(&vec![talk(); 3], &caps);
     let view = s.view();
-    let layered = pack(
-        &view,
-        &PackRequest {
-            whole_allowed: false,
-            ..whole_request(16_000)
-        },
-        &caps,
-    )
-    .unwrap();
+    let layered = pack(&view, &layered_request(16_000), &caps).unwrap();
     let p = pack(&view, &whole_request(16_000), &caps).unwrap();
     assert_eq!(
         p.shape,
@@ -749,31 +753,18 @@ fn a_short_history_with_nothing_to_retrieve_is_sent_whole() {
 #[test]
 fn the_layers_stay_when_something_would_be_left_out() {
     let caps = LayerCaps::default();
-    let talk = Spec {
-        ask: 8,
-        calls: vec![],
-        answer: 10,
-    };
     let layered = |p: &PackedPrompt| assert_eq!(p.shape, Shape::Layered, "{:?}", p.shape);
     // Not allowed: the session's previous prompt was layered.
-    let s = session(&vec![talk.clone(); 3], &caps);
-    let p = pack(
-        &s.view(),
-        &PackRequest {
-            whole_allowed: false,
-            ..whole_request(16_000)
-        },
-        &caps,
-    )
-    .unwrap();
+    let s = session(&vec![talk(); 3], &caps);
+    let p = pack(&s.view(), &layered_request(16_000), &caps).unwrap();
     layered(&p);
     assert!(p.tools_tokens > 0);
     // A tool output that lives in its blob (a digest is shown).
     let with_output = Spec {
         calls: vec![(1, 40, false)],
-        ..talk.clone()
+        ..talk()
     };
-    let s = session(&[talk.clone(), with_output], &caps);
+    let s = session(&[talk(), with_output], &caps);
     layered(&pack(&s.view(), &whole_request(16_000), &caps).unwrap());
     // Over the budget.
     let long = Spec {
@@ -788,22 +779,9 @@ fn the_layers_stay_when_something_would_be_left_out() {
 #[test]
 fn the_whole_shape_is_kept_only_while_it_was_chosen() {
     let caps = LayerCaps::default();
-    let talk = Spec {
-        ask: 8,
-        calls: vec![],
-        answer: 10,
-    };
-    let s = session(&vec![talk; 2], &caps);
+    let s = session(&vec![talk(); 2], &caps);
     let whole = pack(&s.view(), &whole_request(16_000), &caps).unwrap();
-    let layered = pack(
-        &s.view(),
-        &PackRequest {
-            whole_allowed: false,
-            ..whole_request(16_000)
-        },
-        &caps,
-    )
-    .unwrap();
+    let layered = pack(&s.view(), &layered_request(16_000), &caps).unwrap();
     assert!(whole_allowed(None, true));
     assert!(!whole_allowed(None, false), "a forgotten previous prompt");
     assert!(whole_allowed(Some(&whole), false));

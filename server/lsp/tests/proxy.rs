@@ -260,6 +260,16 @@ fn client() -> reqwest::Client {
     reqwest::Client::new()
 }
 
+/// The names of the tools an OpenAI-shaped body offers.
+fn tool_names(body: &Value) -> Vec<&str> {
+    body["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["function"]["name"].as_str().unwrap())
+        .collect()
+}
+
 fn chat(messages: Value, stream: bool) -> Value {
     json!({"model": "m", "stream": stream, "messages": messages})
 }
@@ -390,13 +400,7 @@ async fn context_rounds_stay_inside_the_proxy() {
     for (i, (headers, body)) in seen.requests.iter().enumerate() {
         // Every request carries the client's key and the context tools.
         assert_eq!(headers["authorization"], format!("Bearer {KEY}"));
-        let tools: Vec<&str> = body["tools"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|t| t["function"]["name"].as_str().unwrap())
-            .collect();
-        assert_eq!(tools, ["context_retrieve", "context_search"]);
+        assert_eq!(tool_names(body), ["context_retrieve", "context_search"]);
         // The second of each pair is the internal round: it answers the call.
         let last = body["messages"].as_array().unwrap().last().unwrap();
         assert_eq!(last["role"] == "tool", i % 2 == 1, "{body}");
@@ -455,13 +459,7 @@ async fn a_short_history_is_forwarded_whole_until_it_needs_the_layers() {
     assert_eq!(contents, sent);
     // Once a tool output lives in its blob, the layers and the context tools.
     let (_, second) = second;
-    let tools: Vec<&str> = second["tools"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|t| t["function"]["name"].as_str().unwrap())
-        .collect();
-    assert_eq!(tools, ["context_retrieve", "context_search"]);
+    assert_eq!(tool_names(second), ["context_retrieve", "context_search"]);
     assert!(
         !second.to_string().contains("step 2999 finished"),
         "the log is digested"
