@@ -285,7 +285,7 @@ impl Sessions {
         service: &Service,
         key: &str,
         system: &str,
-        mut messages: Vec<Message>,
+        messages: &[Message],
     ) -> Result<Turn, ServiceError> {
         let system = system_print(system);
         let mut guard = self.lock(service, key).await?;
@@ -294,7 +294,7 @@ impl Sessions {
         let scores: Vec<(usize, usize)> = guard
             .list
             .iter_mut()
-            .map(|b| (b.matched(&messages, &sent, mask), b.prints.len()))
+            .map(|b| (b.matched(messages, &sent, mask), b.prints.len()))
             .collect();
         // The longest branch the request repeats whole; else the one it
         // repeats most of (forked); else one that holds nothing yet (a
@@ -370,7 +370,9 @@ impl Sessions {
         };
         // A branch read back after a restart learns its system prompt.
         guard.list[branch].system.get_or_insert(system);
-        let mut new = messages.split_off(from);
+        // Only the new messages are copied: the history a client resends
+        // is the request's, read once and kept for its next request.
+        let mut new = messages[from..].to_vec();
         // A tool result is a tool output like any other: stored first, so
         // the prompt shows it as the packer decides (whole when it fits,
         // else its digest and blob id), never raw as the input, which a
