@@ -37,7 +37,11 @@ fn history(n: u32) -> Vec<Value> {
 fn report(name: &str, mut times: Vec<Duration>) {
     times.sort();
     let at = |p: f64| times[((times.len() - 1) as f64 * p).round() as usize].as_secs_f64() * 1000.0;
-    println!("{name:<52} p50 {:>7.3} ms  p99 {:>7.3} ms", at(0.5), at(0.99));
+    println!(
+        "{name:<52} p50 {:>7.3} ms  p99 {:>7.3} ms",
+        at(0.5),
+        at(0.99)
+    );
 }
 
 fn time<T>(runs: usize, mut f: impl FnMut() -> T) -> Vec<Duration> {
@@ -62,14 +66,19 @@ async fn main() -> anyhow::Result<()> {
     let runs = 60;
     let body = json!({"model": "replay", "messages": history(n)}).to_string();
     let previous = body.clone();
-    println!("{n} exchanges, body {:.1} MiB, {runs} runs", body.len() as f64 / 1048576.0);
+    println!(
+        "{n} exchanges, body {:.1} MiB, {runs} runs",
+        body.len() as f64 / 1048576.0
+    );
 
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
     let url = format!("http://{}/", listener.local_addr()?);
     let app = Router::new().route(
         "/",
         post(|b: axum::body::Body| async move {
-            let bytes = axum::body::to_bytes(b, usize::MAX).await.unwrap_or_default();
+            let bytes = axum::body::to_bytes(b, usize::MAX)
+                .await
+                .unwrap_or_default();
             bytes.len().to_string()
         }),
     );
@@ -107,7 +116,10 @@ async fn main() -> anyhow::Result<()> {
         answer = resp.text().await?;
         drained.push(started.elapsed());
     }
-    report(&format!("send + drain chunks over loopback ({answer})"), drained);
+    report(
+        &format!("send + drain chunks over loopback ({answer})"),
+        drained,
+    );
 
     // The same bytes over a bare loopback socket: the kernel's share.
     let raw = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
@@ -138,14 +150,32 @@ async fn main() -> anyhow::Result<()> {
     report("send + read over a bare loopback socket", socket);
 
     let bytes = body.as_bytes();
-    report("RawValue scan of the messages", time(runs, || {
-        serde_json::from_slice::<Messages>(bytes).map(|m| m.messages.len())
-    }));
-    report("serde_json::Value parse", time(runs, || serde_json::from_slice::<Value>(bytes)));
-    report("byte comparison with the previous body", time(runs, || {
-        bytes.iter().zip(previous.as_bytes()).position(|(a, b)| a != b)
-    }));
-    report("memcmp with the previous body", time(runs, || bytes == previous.as_bytes()));
-    report("XXH3-128 of the body", time(runs, || xxhash_rust::xxh3::xxh3_128(bytes)));
+    report(
+        "RawValue scan of the messages",
+        time(runs, || {
+            serde_json::from_slice::<Messages>(bytes).map(|m| m.messages.len())
+        }),
+    );
+    report(
+        "serde_json::Value parse",
+        time(runs, || serde_json::from_slice::<Value>(bytes)),
+    );
+    report(
+        "byte comparison with the previous body",
+        time(runs, || {
+            bytes
+                .iter()
+                .zip(previous.as_bytes())
+                .position(|(a, b)| a != b)
+        }),
+    );
+    report(
+        "memcmp with the previous body",
+        time(runs, || bytes == previous.as_bytes()),
+    );
+    report(
+        "XXH3-128 of the body",
+        time(runs, || xxhash_rust::xxh3::xxh3_128(bytes)),
+    );
     Ok(())
 }

@@ -273,11 +273,10 @@ fn place_breakpoints(body: &mut Value, client_placed: bool) {
     };
     let len = messages.len();
     if len >= 2 {
-        if let Some(block) = messages[len - 2]["content"].as_array_mut().and_then(|b| {
-            b.iter_mut()
-                .rev()
-                .find(|b| !is_thinking(b))
-        }) {
+        if let Some(block) = messages[len - 2]["content"]
+            .as_array_mut()
+            .and_then(|b| b.iter_mut().rev().find(|b| !is_thinking(b)))
+        {
             block["cache_control"] = ephemeral();
         }
     }

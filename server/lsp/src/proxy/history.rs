@@ -16,9 +16,10 @@
 use ctxproxy_core::message::{Message, Role};
 use serde::Deserialize;
 use serde_json::value::RawValue;
-use serde_json::Value;
+use serde_json::{Map, Value};
 
 use super::api::{expected, stream_flag, Api, BadRequest, ClientBody};
+use super::session::{exact, Fingerprint, Sent};
 
 /// How deeply a message read on its own may nest: far below the parser's
 /// limit on the whole body (128), so a message accepted here would be
@@ -40,6 +41,8 @@ pub struct History {
     /// The client's messages as ctxproxy messages, leading system messages
     /// included.
     messages: Vec<Message>,
+    /// Of each of `messages`: what the session finder matches it by.
+    exacts: Vec<Fingerprint>,
     /// How many of `messages` lead the history and state the system prompt
     /// (an API without a `system` field).
     leading: usize,
@@ -77,6 +80,14 @@ impl History {
         &self.messages[self.leading..]
     }
 
+    /// The history with its fingerprints, for the session finder.
+    pub fn sent(&self) -> Sent<'_> {
+        Sent {
+            messages: self.messages(),
+            exacts: &self.exacts[self.leading..],
+        }
+    }
+
     /// The memory the history holds, roughly: what the cache counts.
     pub fn size(&self) -> usize {
         let texts: usize = self
@@ -99,7 +110,8 @@ impl History {
         self.body.capacity()
             + texts
             + kept
-            + self.messages.len() * std::mem::size_of::<Message>()
+            + self.messages.len()
+                * (std::mem::size_of::<Message>() + std::mem::size_of::<Fingerprint>())
             + self.ends.len() * std::mem::size_of::<(usize, usize)>()
     }
 
@@ -126,8 +138,9 @@ impl History {
     /// `end`.
     fn push<A: Api>(&mut self, m: Value, end: usize) -> Result<(), BadRequest> {
         let i = self.ends.len();
-        self.messages
-            .extend(A::read_message(&m, &format!("messages[{i}]"))?);
+        let read = A::read_message(&m, &format!("messages[{i}]"))?;
+        self.exacts.extend(read.iter().map(exact));
+        self.messages.extend(read);
         self.ends.push((end, self.messages.len()));
         if A::keeps(&m) {
             self.kept.push((i, m));
@@ -144,7 +157,6 @@ impl Read {
             kept: &self.history.kept,
         }
     }
-
 }
 
 /// The envelope checked, and the system prompt: the envelope's, or the
@@ -187,6 +199,7 @@ pub fn read_whole<A: Api>(body: Vec<u8>) -> Result<Read, BadRequest> {
         open,
         ends: Vec::with_capacity(messages.len()),
         messages: Vec::with_capacity(messages.len()),
+        exacts: Vec::with_capacity(messages.len()),
         leading: 0,
         kept: Vec::new(),
     };
@@ -257,6 +270,7 @@ pub fn read_resumed<A: Api>(
     let read = previous.ends.get(keep.wrapping_sub(1)).map_or(0, |e| e.1);
     previous.ends.truncate(keep);
     previous.messages.truncate(read);
+    previous.exacts.truncate(read);
     previous.kept.retain(|&(i, _)| i < keep);
     previous.leading = 0;
     let mut history = History { body, ..previous };
@@ -271,13 +285,12 @@ pub fn read_resumed<A: Api>(
     envelope_text.extend_from_slice(&history.body[..open]);
     envelope_text.extend_from_slice(b"[]");
     envelope_text.extend_from_slice(rest);
-    let envelope = serde_json::from_slice::<Value>(&envelope_text)
+    // The `[]` stands for the history; another `messages` would be the
+    // one a whole read keeps.
+    let envelope = serde_json::from_slice::<Fields>(&envelope_text)
         .ok()
-        .and_then(|mut envelope| {
-            // Another `messages` after this one would be the one a whole read keeps.
-            let messages = envelope.as_object_mut()?.remove("messages")?;
-            (messages == Value::Array(Vec::new())).then_some(envelope)
-        });
+        .filter(|f| f.messages == 1)
+        .map(|f| Value::Object(f.others));
     let Some(envelope) = envelope else {
         return Err(history.body);
     };
@@ -290,6 +303,45 @@ pub fn read_resumed<A: Api>(
             history,
         }),
         Err(_) => Err(history.body),
+    }
+}
+
+/// A body's fields but `messages`, and how many `messages` it has.
+struct Fields {
+    others: Map<String, Value>,
+    messages: usize,
+}
+
+impl<'de> Deserialize<'de> for Fields {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Fields, D::Error> {
+        struct Visitor;
+        impl<'de> serde::de::Visitor<'de> for Visitor {
+            type Value = Fields;
+
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("a JSON object")
+            }
+
+            fn visit_map<M: serde::de::MapAccess<'de>>(
+                self,
+                mut map: M,
+            ) -> Result<Fields, M::Error> {
+                let mut fields = Fields {
+                    others: Map::new(),
+                    messages: 0,
+                };
+                while let Some(key) = map.next_key::<String>()? {
+                    let value: Value = map.next_value()?;
+                    if key == "messages" {
+                        fields.messages += 1;
+                    } else {
+                        fields.others.insert(key, value);
+                    }
+                }
+                Ok(fields)
+            }
+        }
+        d.deserialize_map(Visitor)
     }
 }
 

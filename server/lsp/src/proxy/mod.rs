@@ -12,6 +12,8 @@ mod histories;
 mod history;
 mod openai;
 mod receive;
+#[cfg(test)]
+mod resumed_tests;
 mod rounds;
 mod session;
 mod sse;
@@ -152,6 +154,17 @@ fn error<A: Api>(
     param: Option<&str>,
 ) -> Response {
     (status, Json(A::error_body(kind, message, param))).into_response()
+}
+
+/// A body read once that does not read again: cannot happen (it is the
+/// same bytes), answered as a body that is not JSON.
+fn not_json<A: Api>(e: &serde_json::Error) -> Response {
+    error::<A>(
+        StatusCode::BAD_REQUEST,
+        ErrorKind::InvalidRequest,
+        &format!("body: not JSON: {e}"),
+        Some("body"),
+    )
 }
 
 fn service_error<A: Api>(e: ServiceError) -> Response {
@@ -325,16 +338,11 @@ impl Incoming {
         }
     }
 
-    /// The client's body as sent, for a request forwarded as it is.
-    fn whole_body<A: Api>(&self) -> Result<Value, Response> {
-        serde_json::from_slice(self.read.history.body()).map_err(|e| {
-            error::<A>(
-                StatusCode::BAD_REQUEST,
-                ErrorKind::InvalidRequest,
-                &format!("body: not JSON: {e}"),
-                Some("body"),
-            )
-        })
+    /// The client's body as sent, for a request forwarded as it is: read
+    /// whole again (a passthrough or an unknown history's `count_tokens`,
+    /// not the path a long session's requests take).
+    fn whole_body(&self) -> Result<Value, serde_json::Error> {
+        serde_json::from_slice(self.read.history.body())
     }
 
     /// Keeps the request's history for its conversation's next request.
@@ -387,7 +395,7 @@ async fn model<A: Api>(State(proxy): State<Arc<Proxy>>, request: Request) -> Res
             service,
             &incoming.key,
             &incoming.read.system,
-            incoming.read.history.messages(),
+            incoming.read.history.sent(),
         )
         .await
     {
@@ -401,9 +409,9 @@ async fn model<A: Api>(State(proxy): State<Arc<Proxy>>, request: Request) -> Res
     }
     timing.push(("ingest", started.elapsed()));
     let (upstream_body, prompt_id) = if incoming.passthrough {
-        match incoming.whole_body::<A>() {
+        match incoming.whole_body() {
             Ok(body) => (body, None),
-            Err(refusal) => return refusal,
+            Err(e) => return not_json::<A>(&e),
         }
     } else {
         let started = Instant::now();
@@ -457,7 +465,7 @@ async fn count_tokens(State(proxy): State<Arc<Proxy>>, request: Request) -> Resp
     } else {
         match proxy
             .sessions
-            .peek(service, &incoming.key, incoming.read.history.messages())
+            .peek(service, &incoming.key, incoming.read.history.sent())
             .await
         {
             Ok(found) => found,
@@ -465,9 +473,9 @@ async fn count_tokens(State(proxy): State<Arc<Proxy>>, request: Request) -> Resp
         }
     };
     let (body, ours) = match found {
-        None => match incoming.whole_body::<A>() {
+        None => match incoming.whole_body() {
             Ok(body) => (body, HeaderMap::new()),
-            Err(refusal) => return refusal,
+            Err(e) => return not_json::<A>(&e),
         },
         Some((session, input)) => {
             let request = incoming.assemble_request(&service.config(), A::FORMAT, Some(input));

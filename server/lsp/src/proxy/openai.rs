@@ -723,7 +723,10 @@ mod tests {
         // The recorded turn reads back as the client's next request will carry it.
         let next = json!({"messages": [{"role": "user", "content": "go"}, turn]});
         let parsed = parse::<OpenAi>(&next).unwrap();
-        assert_eq!(OpenAi::turn_message(&turn).as_ref(), parsed.history.messages().last());
+        assert_eq!(
+            OpenAi::turn_message(&turn).as_ref(),
+            parsed.history.messages().last()
+        );
         // Without include_usage the client gets no usage chunk.
         let (text, _) = splice_stream(&json!({"stream": true}), &[round1, round2]);
         assert!(!text.contains("\"usage\""));

@@ -49,7 +49,9 @@ pub async fn receive(
             }
         }
     }
-    let mut previous = histories.take(format, key, &head);
+    // Chunks may overshoot: the match is on the head alone, whatever the
+    // chunking.
+    let mut previous = histories.take(format, key, &head[..head.len().min(HEAD)]);
     let buffer = match &mut previous {
         Some(history) => history.take_body(),
         None => Vec::new(),
