@@ -267,7 +267,7 @@ pub fn read_resumed<A: Api>(
         return Err(body);
     };
     let keep = previous.ends.partition_point(|&(end, _)| end <= same);
-    let read = previous.ends.get(keep.wrapping_sub(1)).map_or(0, |e| e.1);
+    let read = keep.checked_sub(1).map_or(0, |last| previous.ends[last].1);
     previous.ends.truncate(keep);
     previous.messages.truncate(read);
     previous.exacts.truncate(read);
