@@ -276,12 +276,8 @@ async fn read_request<A: Api>(proxy: &Proxy, request: Request) -> Result<Incomin
     )
     .await
     .map_err(|e| bad(&format!("body: {e}"), "body"))?;
-    let read = match received.previous {
-        Some((previous, same)) => history::read_resumed::<A>(previous, received.body, same)
-            .or_else(history::read_whole::<A>),
-        None => history::read_whole::<A>(received.body),
-    }
-    .map_err(|b| bad(&b.message, &b.param))?;
+    let (read, _resumed) = received.read::<A>();
+    let read = read.map_err(|b| bad(&b.message, &b.param))?;
     let budget = match header_str(&headers, "x-ctxproxy-budget").map(str::parse::<u32>) {
         None => None,
         Some(Ok(b)) if b > 0 => Some(b),

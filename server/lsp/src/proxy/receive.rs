@@ -9,8 +9,9 @@
 use axum::body::Body;
 use futures_util::StreamExt;
 
+use super::api::{Api, BadRequest};
 use super::histories::{common_prefix, Histories};
-use super::history::History;
+use super::history::{read_resumed, read_whole, History, Read};
 use crate::format::Format;
 
 /// The first bytes a body is matched to a kept history by: enough to tell
@@ -26,6 +27,20 @@ pub struct Received {
     /// The history the body continues, and how many leading bytes of its
     /// body the new one repeats.
     pub previous: Option<(History, usize)>,
+}
+
+impl Received {
+    /// Reads the body: from the history it continues when that can be
+    /// vouched for, else whole. Also says which (`true`: resumed).
+    pub fn read<A: Api>(self) -> (Result<Read, BadRequest>, bool) {
+        match self.previous {
+            Some((previous, same)) => match read_resumed::<A>(previous, self.body, same) {
+                Ok(read) => (Ok(read), true),
+                Err(body) => (read_whole::<A>(body), false),
+            },
+            None => (read_whole::<A>(self.body), false),
+        }
+    }
 }
 
 /// Receives a body (`expected`: its `content-length`, when given) over

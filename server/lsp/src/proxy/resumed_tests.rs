@@ -11,7 +11,7 @@ use serde_json::{json, Value};
 use super::anthropic::Anthropic;
 use super::api::Api;
 use super::histories::Histories;
-use super::history::{read_resumed, read_whole, Read};
+use super::history::{read_whole, Read};
 use super::openai::OpenAi;
 use super::receive::receive;
 use crate::protocol::WireMessage;
@@ -72,13 +72,8 @@ impl Reader {
             ))
             .unwrap();
         assert_eq!(received.body, body, "the body as received");
-        let (read, path) = match received.previous {
-            Some((previous, same)) => match read_resumed::<A>(previous, received.body, same) {
-                Ok(read) => (Ok(read), Path::Resumed),
-                Err(body) => (read_whole::<A>(body), Path::Whole),
-            },
-            None => (read_whole::<A>(received.body), Path::Whole),
-        };
+        let (read, resumed) = received.read::<A>();
+        let path = if resumed { Path::Resumed } else { Path::Whole };
         match read {
             Ok(read) => {
                 let out = reading(&read);
