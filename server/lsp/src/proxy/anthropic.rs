@@ -9,8 +9,8 @@ use ctxproxy_core::message::{Message, Role, ToolCall};
 use serde_json::{json, Value};
 
 use super::api::{
-    add_usage, expected, is_context_tool, put_tools, stream_flag, without_messages, Api,
-    BadRequest, ClientRequest, ContextCall, ErrorKind, Splicer,
+    add_usage, expected, is_context_tool, put_tools, Api, BadRequest, ClientBody, ContextCall,
+    ErrorKind, Splicer,
 };
 use super::sse;
 use crate::format::Format;
@@ -163,55 +163,65 @@ pub fn to_messages(m: &Value, field: &str) -> Result<Vec<Message>, BadRequest> {
     }
 }
 
+fn is_thinking(block: &Value) -> bool {
+    matches!(
+        block["type"].as_str(),
+        Some("thinking" | "redacted_thinking")
+    )
+}
+
+/// An assistant message with thinking blocks.
+fn has_thinking(m: &Value) -> bool {
+    m["role"] == "assistant"
+        && m["content"]
+            .as_array()
+            .is_some_and(|blocks| blocks.iter().any(is_thinking))
+}
+
+/// A user message that carries more than text (images, documents) and no
+/// tool results.
+fn has_media(m: &Value) -> bool {
+    let Some(blocks) = m["content"].as_array().filter(|_| m["role"] == "user") else {
+        return false;
+    };
+    let kinds = || {
+        blocks
+            .iter()
+            .map(|b| b["type"].as_str().unwrap_or_default())
+    };
+    !(kinds().any(|k| k == "tool_result") || kinds().all(|k| k == "text"))
+}
+
 /// The thinking blocks of the client's assistant messages, by the first
 /// tool call they precede: the API wants them back, signatures intact, in
 /// the assistant turn of a tool loop.
-fn thinking_by_call(client: &Value) -> HashMap<String, Vec<Value>> {
+fn thinking_by_call(kept: &[(usize, Value)]) -> HashMap<String, Vec<Value>> {
     let mut out = HashMap::new();
-    for m in client["messages"].as_array().into_iter().flatten() {
-        let Some(blocks) = m["content"].as_array().filter(|_| m["role"] == "assistant") else {
-            continue;
-        };
-        let thinking: Vec<Value> = blocks
-            .iter()
-            .filter(|b| matches!(b["type"].as_str(), Some("thinking" | "redacted_thinking")))
-            .cloned()
-            .collect();
+    for (_, m) in kept.iter().filter(|(_, m)| has_thinking(m)) {
+        let blocks = m["content"].as_array().into_iter().flatten();
+        let thinking: Vec<Value> = blocks.clone().filter(|b| is_thinking(b)).cloned().collect();
         let first_call = blocks
-            .iter()
+            .clone()
             .find(|b| b["type"] == "tool_use")
             .and_then(|b| b["id"].as_str());
-        if let (false, Some(id)) = (thinking.is_empty(), first_call) {
+        if let Some(id) = first_call {
             out.insert(id.to_string(), thinking);
         }
     }
     out
 }
 
-/// The client's user messages that carry more than text (images,
-/// documents), by the text ctxproxy keeps of them (`[image]` in its
-/// place): where the assembled prompt shows that text, the model gets the
-/// original blocks back, verbatim.
-fn media_by_text(client: &Value) -> HashMap<String, Vec<Value>> {
+/// The client's user messages that carry more than text, by the text
+/// ctxproxy keeps of them (`[image]` in its place): where the assembled
+/// prompt shows that text, the model gets the original blocks back,
+/// verbatim.
+fn media_by_text(kept: &[(usize, Value)]) -> HashMap<String, Vec<Value>> {
     let mut out = HashMap::new();
-    for (i, m) in client["messages"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .enumerate()
-    {
-        let Some(blocks) = m["content"].as_array().filter(|_| m["role"] == "user") else {
-            continue;
-        };
-        let kinds = || {
-            blocks
-                .iter()
-                .map(|b| b["type"].as_str().unwrap_or_default())
-        };
-        if kinds().any(|k| k == "tool_result") || kinds().all(|k| k == "text") {
-            continue;
-        }
-        if let Ok([kept]) = to_messages(m, &format!("messages[{i}]")).as_deref() {
+    for (i, m) in kept.iter().filter(|(_, m)| has_media(m)) {
+        if let (Ok([kept]), Some(blocks)) = (
+            to_messages(m, &format!("messages[{i}]")).as_deref(),
+            m["content"].as_array(),
+        ) {
             out.insert(kept.content.trim().to_string(), blocks.clone());
         }
     }
@@ -263,11 +273,10 @@ fn place_breakpoints(body: &mut Value, client_placed: bool) {
     };
     let len = messages.len();
     if len >= 2 {
-        if let Some(block) = messages[len - 2]["content"].as_array_mut().and_then(|b| {
-            b.iter_mut()
-                .rev()
-                .find(|b| !matches!(b["type"].as_str(), Some("thinking" | "redacted_thinking")))
-        }) {
+        if let Some(block) = messages[len - 2]["content"]
+            .as_array_mut()
+            .and_then(|b| b.iter_mut().rev().find(|b| !is_thinking(b)))
+        {
             block["cache_control"] = ephemeral();
         }
     }
@@ -280,37 +289,22 @@ impl Api for Anthropic {
         to_messages(turn, "reply").ok()?.pop()
     }
 
-    fn parse(body: &Value) -> Result<ClientRequest, BadRequest> {
-        if !body.is_object() {
-            return Err(expected("body", "a JSON object", body));
-        }
-        let stream = stream_flag(body)?;
-        let system = blocks_text(body.get("system").unwrap_or(&Value::Null), "system")?;
-        let messages = body.get("messages").unwrap_or(&Value::Null);
-        let messages = messages
-            .as_array()
-            .ok_or_else(|| expected("messages", "an array", messages))?;
-        if messages.is_empty() {
-            return Err(BadRequest::new(
-                "messages",
-                "messages: expected at least one message",
-            ));
-        }
-        let mut history = Vec::new();
-        for (i, m) in messages.iter().enumerate() {
-            history.extend(to_messages(m, &format!("messages[{i}]"))?);
-        }
-        Ok(ClientRequest {
-            system,
-            messages: history,
-            stream,
-        })
+    fn envelope_system(body: &Value) -> Result<Option<String>, BadRequest> {
+        blocks_text(body.get("system").unwrap_or(&Value::Null), "system").map(Some)
     }
 
-    fn upstream_body(client: &Value, prompt: FormattedPrompt, _session: &str) -> Value {
-        let mut body = without_messages(client);
-        let thinking = thinking_by_call(client);
-        let media = media_by_text(client);
+    fn read_message(m: &Value, field: &str) -> Result<Vec<Message>, BadRequest> {
+        to_messages(m, field)
+    }
+
+    fn keeps(m: &Value) -> bool {
+        has_thinking(m) || has_media(m) || count_breakpoints(m) > 0
+    }
+
+    fn upstream_body(client: ClientBody, prompt: FormattedPrompt, _session: &str) -> Value {
+        let mut body = client.envelope.clone();
+        let thinking = thinking_by_call(client.kept);
+        let media = media_by_text(client.kept);
         let mut messages = prompt.messages;
         for m in &mut messages {
             if m["role"] == "user" {
@@ -343,8 +337,10 @@ impl Api for Anthropic {
             }
         }
         body["messages"] = Value::Array(messages);
-        put_tools(&mut body, client, prompt.tools);
-        place_breakpoints(&mut body, count_breakpoints(client) > 0);
+        put_tools(&mut body, client.envelope, prompt.tools);
+        let client_placed = count_breakpoints(client.envelope) > 0
+            || client.kept.iter().any(|(_, m)| count_breakpoints(m) > 0);
+        place_breakpoints(&mut body, client_placed);
         body
     }
 
@@ -612,7 +608,7 @@ mod tests {
     use super::*;
     use serde_json::json;
 
-    use crate::proxy::api::test_support::{pretty, request_as_text};
+    use crate::proxy::history::test_support::{forwarded, parse, pretty, request_as_text};
 
     fn thinking() -> Value {
         json!({"type": "thinking", "thinking": "The file first.", "signature": "EqQBCkYIARgCKkA+sig/=="})
@@ -652,10 +648,10 @@ mod tests {
 
     #[test]
     fn requests_become_ctxproxy_messages() {
-        let parsed = Anthropic::parse(&client_request()).unwrap();
+        let parsed = parse::<Anthropic>(&client_request()).unwrap();
         insta::assert_snapshot!(request_as_text(&parsed));
         let plain = json!({"system": "Plain.", "messages": [{"role": "user", "content": "hi"}]});
-        assert_eq!(Anthropic::parse(&plain).unwrap().system, "Plain.");
+        assert_eq!(parse::<Anthropic>(&plain).unwrap().system, "Plain.");
     }
 
     #[test]
@@ -665,10 +661,11 @@ mod tests {
             {"role": "user", "content": [{"type": "text", "text": "Say hello."}]},
             {"role": "system", "content": [{"type": "text", "text": notes}]},
         ]});
-        let parsed = Anthropic::parse(&body).unwrap();
+        let parsed = parse::<Anthropic>(&body).unwrap();
         assert_eq!(parsed.system, "Plain.");
         let texts: Vec<(Role, &str)> = parsed
-            .messages
+            .history
+            .messages()
             .iter()
             .map(|m| (m.role, m.content.as_str()))
             .collect();
@@ -691,7 +688,7 @@ mod tests {
         let errors: Vec<String> = cases
             .iter()
             .map(|c| {
-                let e = Anthropic::parse(c).unwrap_err();
+                let e = parse::<Anthropic>(c).unwrap_err();
                 format!("{} | {}", e.param, e.message)
             })
             .collect();
@@ -721,7 +718,7 @@ mod tests {
 
     #[test]
     fn the_assembled_prompt_keeps_system_blocks_thinking_and_gets_breakpoints() {
-        let body = Anthropic::upstream_body(&client_request(), prompt(), "s-abc");
+        let body = forwarded::<Anthropic>(&client_request(), prompt(), "s-abc");
         insta::assert_snapshot!(pretty(&body));
         // The thinking block comes back byte for byte, before the call it led to.
         assert_eq!(body["messages"][1]["content"][0], thinking());
@@ -735,7 +732,7 @@ mod tests {
             client["tools"][0]["cache_control"] = json!({"type": "ephemeral"});
             client["system"][i % 2]["cache_control"] = json!({"type": "ephemeral", "ttl": "1h"});
         }
-        let body = Anthropic::upstream_body(&client, prompt(), "s-abc");
+        let body = forwarded::<Anthropic>(&client, prompt(), "s-abc");
         assert_eq!(body["system"], client["system"]);
         assert!(body["tools"][2].get("cache_control").is_none());
         // Three of the client's, one on the stable part of the messages.
@@ -745,7 +742,7 @@ mod tests {
             .is_some());
         // A string system prompt is marked as one block.
         let plain = json!({"system": "Plain.", "messages": [{"role": "user", "content": "hi"}]});
-        let body = Anthropic::upstream_body(&plain, prompt(), "s-abc");
+        let body = forwarded::<Anthropic>(&plain, prompt(), "s-abc");
         assert_eq!(
             body["system"],
             json!([{"type": "text", "text": "Plain.", "cache_control": {"type": "ephemeral"}}])
@@ -861,10 +858,10 @@ mod tests {
             pretty(&client_turn)
         ));
         let next = json!({"messages": [{"role": "user", "content": "go"}, client_turn]});
-        let parsed = Anthropic::parse(&next).unwrap();
+        let parsed = parse::<Anthropic>(&next).unwrap();
         assert_eq!(
             Anthropic::turn_message(&client_turn).as_ref(),
-            parsed.messages.last()
+            parsed.history.messages().last()
         );
     }
 

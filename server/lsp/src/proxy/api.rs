@@ -16,15 +16,13 @@ pub fn is_context_tool(name: &str) -> bool {
     CONTEXT_TOOLS.contains(&name)
 }
 
-/// A client's request, as ctxproxy reads it.
-#[derive(Debug, Clone, PartialEq)]
-pub struct ClientRequest {
-    /// The system prompt's text: counted in the budget, and part of the
-    /// session a request without a session id is given.
-    pub system: String,
-    /// The whole history the client sent, as ctxproxy messages.
-    pub messages: Vec<Message>,
-    pub stream: bool,
+/// What the body to forward is built from: the client's body less its
+/// history, and the few history messages the API mapping reads back
+/// (`Api::keeps`), by their index in the client's `messages`.
+#[derive(Clone, Copy)]
+pub struct ClientBody<'a> {
+    pub envelope: &'a Value,
+    pub kept: &'a [(usize, Value)],
 }
 
 /// A request body the proxy cannot read: the field and why.
@@ -70,13 +68,25 @@ pub trait Api: Send + Sync + 'static {
     /// The shape `ctx/assemble` formats the prompt in.
     const FORMAT: Format;
 
-    /// Reads a request body; errors name the field.
-    fn parse(body: &Value) -> Result<ClientRequest, BadRequest>;
+    /// The system prompt a body states outside its messages (`system`),
+    /// checked; `None` for an API whose system prompt is its leading
+    /// system messages. Errors name the field.
+    fn envelope_system(body: &Value) -> Result<Option<String>, BadRequest>;
+
+    /// One message of a request's `messages` (at `field`) as ctxproxy
+    /// messages; errors name the field. A message reads the same wherever
+    /// it stands: what lets the proxy keep an unchanged history's reading.
+    fn read_message(m: &Value, field: &str) -> Result<Vec<Message>, BadRequest>;
+
+    /// Whether `upstream_body` reads this history message back (system
+    /// messages, media, thinking blocks, cache breakpoints): kept whole, as
+    /// the client sent it.
+    fn keeps(m: &Value) -> bool;
 
     /// The body to forward: the client's, with the history replaced by the
     /// assembled prompt (`ctx/assemble`'s messages and tools in this API's
     /// format) and the context tools added.
-    fn upstream_body(client: &Value, prompt: FormattedPrompt, session: &str) -> Value;
+    fn upstream_body(client: ClientBody, prompt: FormattedPrompt, session: &str) -> Value;
 
     /// The API's own error body.
     fn error_body(kind: ErrorKind, message: &str, param: Option<&str>) -> Value;
@@ -152,21 +162,6 @@ fn add_maps(t: &mut Map<String, Value>, m: &Map<String, Value>) {
     }
 }
 
-/// The client's body without its history: what every forwarded body
-/// starts from (cloning the history only to replace it costs a copy of
-/// the whole conversation on every request).
-pub fn without_messages(client: &Value) -> Value {
-    match client {
-        Value::Object(map) => Value::Object(
-            map.iter()
-                .filter(|(k, _)| *k != "messages")
-                .map(|(k, v)| (k.clone(), v.clone()))
-                .collect(),
-        ),
-        other => other.clone(),
-    }
-}
-
 /// Puts the client's tools followed by the assembled prompt's (the context
 /// tools) in `body`, so the list a client keeps sending stays a stable
 /// prefix. A prompt of the whole shape offers no tools of its own: a body
@@ -203,28 +198,6 @@ pub fn stream_flag(body: &Value) -> Result<bool, BadRequest> {
         None | Some(Value::Null) => Ok(false),
         Some(Value::Bool(b)) => Ok(*b),
         Some(other) => Err(expected("stream", "a boolean", other)),
-    }
-}
-
-/// What both API mappings' snapshot tests print: JSON, and a parsed
-/// request as ctxproxy's wire messages.
-#[cfg(test)]
-pub(crate) mod test_support {
-    use serde_json::{json, Value};
-
-    use super::ClientRequest;
-
-    pub fn pretty(v: &Value) -> String {
-        serde_json::to_string_pretty(v).unwrap()
-    }
-
-    pub fn request_as_text(r: &ClientRequest) -> String {
-        let messages: Vec<Value> = r
-            .messages
-            .iter()
-            .map(|m| serde_json::to_value(crate::protocol::WireMessage::from_core(m)).unwrap())
-            .collect();
-        pretty(&json!({"system": r.system, "stream": r.stream, "messages": messages}))
     }
 }
 

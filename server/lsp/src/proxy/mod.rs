@@ -8,7 +8,12 @@
 mod anthropic;
 mod api;
 mod context_tools;
+mod histories;
+mod history;
 mod openai;
+mod receive;
+#[cfg(test)]
+mod resumed_tests;
 mod rounds;
 mod session;
 mod sse;
@@ -63,6 +68,7 @@ pub struct Proxy {
     upstreams: Upstreams,
     client: upstream::Client,
     sessions: session::Sessions,
+    histories: histories::Histories,
     token: Option<String>,
 }
 
@@ -98,6 +104,7 @@ pub async fn serve(args: Args) -> anyhow::Result<()> {
         },
         client: upstream::Client::new().context("building the HTTP client")?,
         sessions: session::Sessions::default(),
+        histories: histories::Histories::default(),
         token: args.token,
     });
     let listener = tokio::net::TcpListener::bind(args.listen)
@@ -149,6 +156,17 @@ fn error<A: Api>(
     (status, Json(A::error_body(kind, message, param))).into_response()
 }
 
+/// A body read once that does not read again: cannot happen (it is the
+/// same bytes), answered as a body that is not JSON.
+fn not_json<A: Api>(e: &serde_json::Error) -> Response {
+    error::<A>(
+        StatusCode::BAD_REQUEST,
+        ErrorKind::InvalidRequest,
+        &format!("body: not JSON: {e}"),
+        Some("body"),
+    )
+}
+
 fn service_error<A: Api>(e: ServiceError) -> Response {
     match e {
         ServiceError::BudgetTooSmall(_) => error::<A>(
@@ -195,11 +213,29 @@ fn header_str<'a>(headers: &'a HeaderMap, name: &str) -> Option<&'a str> {
 struct Incoming {
     url: String,
     headers: HeaderMap,
-    client_body: Value,
-    request: api::ClientRequest,
+    read: history::Read,
     budget: Option<u32>,
     passthrough: bool,
     key: String,
+    /// The session headers its history is kept under.
+    history_key: Option<String>,
+}
+
+/// The headers that name a conversation: a kept history is resumed only
+/// by a request with the same.
+const SESSION_HEADERS: [&str; 4] = [
+    "x-ctxproxy-session",
+    "x-claude-code-session-id",
+    "session-id",
+    "session_id",
+];
+
+fn history_key(headers: &HeaderMap) -> Option<String> {
+    let named: Vec<String> = SESSION_HEADERS
+        .iter()
+        .filter_map(|name| header_str(headers, name).map(|v| format!("{name}={v}")))
+        .collect();
+    (!named.is_empty()).then(|| named.join("\n"))
 }
 
 /// Reads a model request: the token, the body in the API's shape, and
@@ -227,12 +263,21 @@ async fn read_request<A: Api>(proxy: &Proxy, request: Request) -> Result<Incomin
         .uri
         .path_and_query()
         .map_or_else(|| parts.uri.path().to_string(), |p| p.as_str().to_string());
-    let bytes = axum::body::to_bytes(body, usize::MAX)
-        .await
-        .map_err(|e| bad(&format!("body: {e}"), "body"))?;
-    let client_body: Value =
-        serde_json::from_slice(&bytes).map_err(|e| bad(&format!("body: not JSON: {e}"), "body"))?;
-    let request = A::parse(&client_body).map_err(|b| bad(&b.message, &b.param))?;
+    let history_key = history_key(&headers);
+    let expected = header_str(&headers, "content-length")
+        .and_then(|n| n.parse().ok())
+        .unwrap_or(0);
+    let received = receive::receive(
+        body,
+        &proxy.histories,
+        A::FORMAT,
+        history_key.as_deref(),
+        expected,
+    )
+    .await
+    .map_err(|e| bad(&format!("body: {e}"), "body"))?;
+    let (read, _resumed) = received.read::<A>();
+    let read = read.map_err(|b| bad(&b.message, &b.param))?;
     let budget = match header_str(&headers, "x-ctxproxy-budget").map(str::parse::<u32>) {
         None => None,
         Some(Ok(b)) if b > 0 => Some(b),
@@ -253,20 +298,21 @@ async fn read_request<A: Api>(proxy: &Proxy, request: Request) -> Result<Incomin
             ))
         }
     };
-    let first_user = request
-        .messages
+    let first_user = read
+        .history
+        .messages()
         .iter()
         .find(|m| m.role == Role::User)
         .map_or("", |m| m.content.as_str());
-    let key = session::session_key(&headers, &client_body, &request.system, first_user);
+    let key = session::session_key(&headers, &read.envelope, &read.system, first_user);
     Ok(Incoming {
         url: proxy.upstreams.url_for(&path),
         headers,
-        client_body,
-        request,
+        read,
         budget,
         passthrough,
         key,
+        history_key,
     })
 }
 
@@ -282,11 +328,30 @@ impl Incoming {
             encoding: config.encoding,
             order: config.order,
             format,
-            system: Some(self.request.system.clone()).filter(|s| !s.is_empty()),
+            system: Some(self.read.system.clone()).filter(|s| !s.is_empty()),
             input,
             calls: config.calls.clone(),
             whole_history: config.whole_history,
         }
+    }
+
+    /// The client's body as sent, for a request forwarded as it is: read
+    /// whole again (a passthrough or an unknown history's `count_tokens`,
+    /// not the path a long session's requests take).
+    fn whole_body(&self) -> Result<Value, serde_json::Error> {
+        serde_json::from_slice(self.read.history.body())
+    }
+
+    /// Keeps the request's history for its conversation's next request.
+    fn keep_history<A: Api>(self, proxy: &Proxy) -> Value {
+        let evicted = proxy
+            .histories
+            .put(A::FORMAT, self.history_key, self.read.history);
+        if !evicted.is_empty() {
+            // Thousands of allocations: freed off the request's path.
+            tokio::task::spawn_blocking(move || drop(evicted));
+        }
+        self.read.envelope
     }
 }
 
@@ -315,17 +380,20 @@ fn our_headers(session: &str, prompt: Option<&str>) -> HeaderMap {
 
 /// `POST /v1/chat/completions` and `POST /v1/messages`.
 async fn model<A: Api>(State(proxy): State<Arc<Proxy>>, request: Request) -> Response {
-    let mut incoming = match read_request::<A>(&proxy, request).await {
+    let incoming = match read_request::<A>(&proxy, request).await {
         Ok(i) => i,
         Err(refusal) => return refusal,
     };
     let service = &proxy.service;
-    let messages = std::mem::take(&mut incoming.request.messages);
     let started = Instant::now();
-    let system = incoming.request.system.clone();
     let mut turn = match proxy
         .sessions
-        .begin(service, &incoming.key, &system, messages)
+        .begin(
+            service,
+            &incoming.key,
+            &incoming.read.system,
+            incoming.read.history.sent(),
+        )
         .await
     {
         Ok(t) => t,
@@ -337,13 +405,11 @@ async fn model<A: Api>(State(proxy): State<Arc<Proxy>>, request: Request) -> Res
         return service_error::<A>(e);
     }
     timing.push(("ingest", started.elapsed()));
-    // From here on only the body's other fields are needed (the stream
-    // splicer's options): the history, megabytes in a long session, is
-    // freed on a blocking thread, its thousands of allocations off the
-    // path to the upstream.
-    let client_options = api::without_messages(&incoming.client_body);
     let (upstream_body, prompt_id) = if incoming.passthrough {
-        (std::mem::take(&mut incoming.client_body), None)
+        match incoming.whole_body() {
+            Ok(body) => (body, None),
+            Err(e) => return not_json::<A>(&e),
+        }
     } else {
         let started = Instant::now();
         let request = incoming.assemble_request(&service.config(), A::FORMAT, turn.input.clone());
@@ -353,23 +419,27 @@ async fn model<A: Api>(State(proxy): State<Arc<Proxy>>, request: Request) -> Res
         };
         timing.push(("assemble", started.elapsed()));
         (
-            A::upstream_body(&incoming.client_body, prompt.prompt, &turn.session),
+            A::upstream_body(incoming.read.client_body(), prompt.prompt, &turn.session),
             Some(prompt.prompt_id),
         )
     };
-    let history = std::mem::take(&mut incoming.client_body);
-    tokio::task::spawn_blocking(move || drop(history));
+    let stream = incoming.read.stream;
+    let url = incoming.url.clone();
+    let headers = upstream::request_headers(&incoming.headers, true);
+    // From here on only the body's other fields are needed (the stream
+    // splicer's options); the history is kept for the next request.
+    let client_options = incoming.keep_history::<A>(&proxy);
     let exchange = rounds::Exchange {
         proxy: proxy.clone(),
-        url: incoming.url,
-        headers: upstream::request_headers(&incoming.headers, true),
+        url,
+        headers,
         ours: our_headers(&turn.session, prompt_id.as_deref()),
         timing,
         client_options,
         body: upstream_body,
         turn,
     };
-    if incoming.request.stream {
+    if stream {
         rounds::streamed::<A>(exchange).await
     } else {
         rounds::whole::<A>(exchange).await
@@ -392,7 +462,7 @@ async fn count_tokens(State(proxy): State<Arc<Proxy>>, request: Request) -> Resp
     } else {
         match proxy
             .sessions
-            .peek(service, &incoming.key, &incoming.request.messages)
+            .peek(service, &incoming.key, incoming.read.history.sent())
             .await
         {
             Ok(found) => found,
@@ -400,12 +470,15 @@ async fn count_tokens(State(proxy): State<Arc<Proxy>>, request: Request) -> Resp
         }
     };
     let (body, ours) = match found {
-        None => (incoming.client_body.clone(), HeaderMap::new()),
+        None => match incoming.whole_body() {
+            Ok(body) => (body, HeaderMap::new()),
+            Err(e) => return not_json::<A>(&e),
+        },
         Some((session, input)) => {
             let request = incoming.assemble_request(&service.config(), A::FORMAT, Some(input));
             match service.preview_request(&session, request).await {
                 Ok(prompt) => (
-                    A::upstream_body(&incoming.client_body, prompt.prompt, &session),
+                    A::upstream_body(incoming.read.client_body(), prompt.prompt, &session),
                     our_headers(&session, None),
                 ),
                 Err(e) => return service_error::<A>(e),
@@ -413,10 +486,12 @@ async fn count_tokens(State(proxy): State<Arc<Proxy>>, request: Request) -> Resp
         }
     };
     let headers = upstream::request_headers(&incoming.headers, true);
+    let url = incoming.url.clone();
+    incoming.keep_history::<A>(&proxy);
     let bytes = Bytes::from(body.to_string());
     match proxy
         .client
-        .send(axum::http::Method::POST, &incoming.url, headers, bytes)
+        .send(axum::http::Method::POST, &url, headers, bytes)
         .await
     {
         Ok(resp) => rounds::relay(resp, false, ours),

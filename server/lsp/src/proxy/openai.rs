@@ -8,8 +8,8 @@ use std::collections::HashMap;
 use serde_json::{json, Value};
 
 use super::api::{
-    add_usage, expected, is_context_tool, put_tools, stream_flag, without_messages, Api,
-    BadRequest, ClientRequest, ContextCall, ErrorKind, Splicer,
+    add_usage, expected, is_context_tool, put_tools, Api, BadRequest, ClientBody, ContextCall,
+    ErrorKind, Splicer,
 };
 use super::sse;
 use crate::format::Format;
@@ -22,22 +22,23 @@ fn is_system_role(role: &str) -> bool {
     role == "system" || role == "developer"
 }
 
-/// The client's user messages whose parts carry more than text (images,
-/// audio, files), by the text ctxproxy keeps of them (`[image_url]` in
-/// their place): where the assembled prompt shows that text, the model gets
-/// the original parts back, verbatim.
-fn media_by_text(messages: &[Value]) -> HashMap<String, Value> {
+/// A user message whose parts carry more than text (images, audio, files).
+fn has_media(m: &Value) -> bool {
+    m["role"] == "user"
+        && m["content"].as_array().is_some_and(|parts| {
+            !parts
+                .iter()
+                .all(|p| matches!(p["type"].as_str(), Some("text" | "input_text")))
+        })
+}
+
+/// The client's user messages whose parts carry more than text, by the
+/// text ctxproxy keeps of them (`[image_url]` in their place): where the
+/// assembled prompt shows that text, the model gets the original parts
+/// back, verbatim.
+fn media_by_text(kept: &[(usize, Value)]) -> HashMap<String, Value> {
     let mut out = HashMap::new();
-    for (i, m) in messages.iter().enumerate() {
-        let Some(parts) = m["content"].as_array().filter(|_| m["role"] == "user") else {
-            continue;
-        };
-        if parts
-            .iter()
-            .all(|p| matches!(p["type"].as_str(), Some("text" | "input_text")))
-        {
-            continue;
-        }
+    for (i, m) in kept.iter().filter(|(_, m)| has_media(m)) {
         if let Ok(text) = content_text(&m["content"], &format!("messages[{i}].content")) {
             out.insert(text.trim().to_string(), m["content"].clone());
         }
@@ -155,11 +156,13 @@ pub fn to_message(m: &Value, field: &str) -> Result<Message, BadRequest> {
     Ok(message)
 }
 
-fn leading_system(messages: &[Value]) -> usize {
-    messages
-        .iter()
-        .take_while(|m| m["role"].as_str().is_some_and(is_system_role))
-        .count()
+/// The kept messages that lead the client's history and state the system
+/// prompt: forwarded as they are.
+fn leading_system(kept: &[(usize, Value)]) -> impl Iterator<Item = &Value> {
+    kept.iter()
+        .enumerate()
+        .take_while(|(at, (i, m))| at == i && m["role"].as_str().is_some_and(is_system_role))
+        .map(|(_, (_, m))| m)
 }
 
 impl Api for OpenAi {
@@ -169,46 +172,22 @@ impl Api for OpenAi {
         to_message(turn, "reply").ok()
     }
 
-    fn parse(body: &Value) -> Result<ClientRequest, BadRequest> {
-        if !body.is_object() {
-            return Err(expected("body", "a JSON object", body));
-        }
-        let stream = stream_flag(body)?;
-        let messages = body.get("messages").unwrap_or(&Value::Null);
-        let messages = messages
-            .as_array()
-            .ok_or_else(|| expected("messages", "an array", messages))?;
-        if messages.is_empty() {
-            return Err(BadRequest::new(
-                "messages",
-                "messages: expected at least one message",
-            ));
-        }
-        let lead = leading_system(messages);
-        let mut system = Vec::new();
-        for (i, m) in messages[..lead].iter().enumerate() {
-            system.push(to_message(m, &format!("messages[{i}]"))?.content);
-        }
-        let history = messages[lead..]
-            .iter()
-            .enumerate()
-            .map(|(i, m)| to_message(m, &format!("messages[{}]", i + lead)))
-            .collect::<Result<Vec<_>, _>>()?;
-        Ok(ClientRequest {
-            system: system.join("\n\n"),
-            messages: history,
-            stream,
-        })
+    fn envelope_system(_body: &Value) -> Result<Option<String>, BadRequest> {
+        Ok(None)
     }
 
-    fn upstream_body(client: &Value, prompt: FormattedPrompt, session: &str) -> Value {
-        let mut body = without_messages(client);
-        let client_messages = client["messages"]
-            .as_array()
-            .map(Vec::as_slice)
-            .unwrap_or(&[]);
-        let mut messages: Vec<Value> = client_messages[..leading_system(client_messages)].to_vec();
-        let media = media_by_text(client_messages);
+    fn read_message(m: &Value, field: &str) -> Result<Vec<Message>, BadRequest> {
+        to_message(m, field).map(|m| vec![m])
+    }
+
+    fn keeps(m: &Value) -> bool {
+        m["role"].as_str().is_some_and(is_system_role) || has_media(m)
+    }
+
+    fn upstream_body(client: ClientBody, prompt: FormattedPrompt, session: &str) -> Value {
+        let mut body = client.envelope.clone();
+        let mut messages: Vec<Value> = leading_system(client.kept).cloned().collect();
+        let media = media_by_text(client.kept);
         messages.extend(
             prompt
                 .messages
@@ -226,7 +205,7 @@ impl Api for OpenAi {
                 }),
         );
         body["messages"] = Value::Array(messages);
-        put_tools(&mut body, client, prompt.tools);
+        put_tools(&mut body, client.envelope, prompt.tools);
         if body.get("prompt_cache_key").is_none_or(Value::is_null) {
             body["prompt_cache_key"] = json!(format!("ctxproxy-{session}"));
         }
@@ -552,7 +531,7 @@ mod tests {
     use super::*;
     use serde_json::json;
 
-    use crate::proxy::api::test_support::{pretty, request_as_text};
+    use crate::proxy::history::test_support::{forwarded, parse, pretty, request_as_text};
 
     fn client_request() -> Value {
         json!({
@@ -581,7 +560,7 @@ mod tests {
 
     #[test]
     fn requests_become_ctxproxy_messages() {
-        let parsed = OpenAi::parse(&client_request()).unwrap();
+        let parsed = parse::<OpenAi>(&client_request()).unwrap();
         insta::assert_snapshot!(request_as_text(&parsed));
     }
 
@@ -602,7 +581,7 @@ mod tests {
         let errors: Vec<String> = cases
             .iter()
             .map(|c| {
-                let e = OpenAi::parse(c).unwrap_err();
+                let e = parse::<OpenAi>(c).unwrap_err();
                 format!("{} | {}", e.param, e.message)
             })
             .collect();
@@ -621,13 +600,13 @@ mod tests {
             "tools": ctxproxy_core::render::tool_definitions(),
         }))
         .expect("a formatted prompt");
-        let body = OpenAi::upstream_body(&client_request(), prompt.clone(), "s-abc");
+        let body = forwarded::<OpenAi>(&client_request(), prompt.clone(), "s-abc");
         insta::assert_snapshot!(pretty(&body));
         // A client's own cache key is kept.
         let mut own = client_request();
         own["prompt_cache_key"] = json!("mine");
         assert_eq!(
-            OpenAi::upstream_body(&own, prompt, "s-abc")["prompt_cache_key"],
+            forwarded::<OpenAi>(&own, prompt, "s-abc")["prompt_cache_key"],
             "mine"
         );
     }
@@ -743,8 +722,11 @@ mod tests {
         insta::assert_snapshot!(format!("{text}\nrecorded: {}", pretty(&turn)));
         // The recorded turn reads back as the client's next request will carry it.
         let next = json!({"messages": [{"role": "user", "content": "go"}, turn]});
-        let parsed = OpenAi::parse(&next).unwrap();
-        assert_eq!(OpenAi::turn_message(&turn).as_ref(), parsed.messages.last());
+        let parsed = parse::<OpenAi>(&next).unwrap();
+        assert_eq!(
+            OpenAi::turn_message(&turn).as_ref(),
+            parsed.history.messages().last()
+        );
         // Without include_usage the client gets no usage chunk.
         let (text, _) = splice_stream(&json!({"stream": true}), &[round1, round2]);
         assert!(!text.contains("\"usage\""));

@@ -37,7 +37,16 @@ pub const WORKSPACE: &str = "proxy";
 /// Branches read back from the store for a key, newest first.
 const BRANCHES_LOADED: usize = 8;
 
-type Fingerprint = [u8; 16];
+pub type Fingerprint = [u8; 16];
+
+/// A request's history as the session finder reads it: the messages and
+/// their exact fingerprints (`exact`), computed once per message read
+/// (a kept history's are kept with it).
+#[derive(Clone, Copy)]
+pub struct Sent<'a> {
+    pub messages: &'a [Message],
+    pub exacts: &'a [Fingerprint],
+}
 
 /// What a request says its conversation is.
 pub fn session_key(headers: &HeaderMap, body: &Value, system: &str, first_user: &str) -> String {
@@ -90,7 +99,7 @@ fn user_id_session(user_id: &str) -> Option<String> {
 /// only tells the proxy that a client repeated its own history, which the
 /// client itself could forge anyway by sending it, so a cryptographic
 /// hash buys nothing here.
-fn exact(m: &Message) -> Fingerprint {
+pub fn exact(m: &Message) -> Fingerprint {
     let mut h = Xxh3::new();
     let mut field = |text: &str| {
         h.update(&(text.len() as u64).to_le_bytes());
@@ -263,16 +272,17 @@ impl Sessions {
         &self,
         service: &Service,
         key: &str,
-        messages: &[Message],
+        sent: Sent<'_>,
     ) -> Result<Option<(String, Message)>, ServiceError> {
         let mut guard = self.lock(service, key).await?;
         let mask = service.config().redact_secrets;
-        let sent: Vec<Fingerprint> = messages.iter().map(exact).collect();
-        let Some((newest, history)) = messages.split_last() else {
+        let Some((newest, history)) = sent.messages.split_last() else {
             return Ok(None);
         };
         for b in guard.list.iter_mut() {
-            if b.prints.len() == history.len() && b.matched(history, &sent, mask) == history.len() {
+            if b.prints.len() == history.len()
+                && b.matched(history, sent.exacts, mask) == history.len()
+            {
                 return Ok(Some((b.session.clone(), newest.clone())));
             }
         }
@@ -285,16 +295,16 @@ impl Sessions {
         service: &Service,
         key: &str,
         system: &str,
-        mut messages: Vec<Message>,
+        sent: Sent<'_>,
     ) -> Result<Turn, ServiceError> {
         let system = system_print(system);
         let mut guard = self.lock(service, key).await?;
         let mask = service.config().redact_secrets;
-        let sent: Vec<Fingerprint> = messages.iter().map(exact).collect();
+        let messages = sent.messages;
         let scores: Vec<(usize, usize)> = guard
             .list
             .iter_mut()
-            .map(|b| (b.matched(&messages, &sent, mask), b.prints.len()))
+            .map(|b| (b.matched(messages, sent.exacts, mask), b.prints.len()))
             .collect();
         // The longest branch the request repeats whole; else the one it
         // repeats most of (forked); else one that holds nothing yet (a
@@ -370,7 +380,9 @@ impl Sessions {
         };
         // A branch read back after a restart learns its system prompt.
         guard.list[branch].system.get_or_insert(system);
-        let mut new = messages.split_off(from);
+        // Only the new messages are copied: the history a client resends
+        // is the request's, read once and kept for its next request.
+        let mut new = messages[from..].to_vec();
         // A tool result is a tool output like any other: stored first, so
         // the prompt shows it as the packer decides (whole when it fits,
         // else its digest and blob id), never raw as the input, which a

@@ -17,7 +17,7 @@ use axum::{Json, Router};
 use ctxproxy_core::tokens::{self, Encoding};
 use serde_json::{json, Value};
 
-use super::{router, session::Sessions, upstream, Proxy};
+use super::{histories::Histories, router, session::Sessions, upstream, Proxy};
 use crate::service::Service;
 use crate::timing::percentile;
 use ctxproxy_core::message::{Message, Role};
@@ -180,6 +180,7 @@ pub async fn run(session: &[RecordedExchange], service: Service) -> anyhow::Resu
         },
         client: upstream::Client::new()?,
         sessions: Sessions::default(),
+        histories: Histories::default(),
         token: None,
     });
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
