@@ -8,11 +8,12 @@ use ctxproxy_core::context;
 use ctxproxy_core::digest::{OutputKind, PriorRead};
 use ctxproxy_core::exchange::{self, KeptMessage, ToolResult};
 use ctxproxy_core::ids::{BlobHash, ExchangeId, MessageId};
-use ctxproxy_core::message::{Message, Role};
+use ctxproxy_core::message::Message;
 use ctxproxy_core::record::{self, CountedText, ModelTexts};
 use ctxproxy_core::supersede::ExchangeRange;
 use ctxproxy_core::tokens;
 use ctxproxy_core::{secrets, summary};
+use rayon::prelude::*;
 use rusqlite::{params, OptionalExtension};
 
 use crate::cached::{execute_cached, query_row_cached};
@@ -22,6 +23,10 @@ use crate::time::now_rfc3339;
 use crate::writer::Writer;
 use crate::Result;
 use crate::{blobs, exchange_row};
+
+mod prepare;
+
+use prepare::{Entry, PreparedResult};
 
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct BlobOutcome {
@@ -83,7 +88,10 @@ impl Writer {
         let (count, base, current) = self.session_state(session)?;
         let stored_before = count;
         let messages = if self.settings.redact_secrets {
-            messages.into_iter().map(secrets::mask_message).collect()
+            messages
+                .into_par_iter()
+                .map(secrets::mask_message)
+                .collect()
         } else {
             messages
         };
@@ -133,28 +141,32 @@ impl Writer {
             count += 1;
             batches.push((count, group));
         }
-        for (seq, new_messages) in batches {
+        for batch in self.prepare(session, batches, stored_before)? {
+            let seq = batch.seq;
             let is_new = seq > stored_before;
             if is_new && seq > 1 {
                 // The previous exchange is closed: its context becomes the base.
                 base = current.clone();
             }
-            let mut kept = if is_new {
-                Vec::new()
-            } else {
-                read::load_messages(&self.conn, session, seq)?
-            };
+            let mut kept = batch.stored;
             // This append's tool outputs are in hand; earlier ones are read
             // back from their blobs for the full-text row.
             let mut outputs: Vec<Option<String>> = vec![None; kept.len()];
-            let at = new_messages.iter().find_map(|m| m.at.clone());
-            for m in new_messages {
-                let index = kept.len() as u32 + 1;
-                let id = MessageId {
-                    exchange: ExchangeId(seq),
-                    index,
+            let at = batch.at;
+            for entry in batch.entries {
+                let (km, output) = match entry {
+                    Entry::Message(m) => {
+                        let id = MessageId {
+                            exchange: ExchangeId(seq),
+                            index: kept.len() as u32 + 1,
+                        };
+                        (self.keep_message(session, id, m)?, None)
+                    }
+                    Entry::ToolResult(prepared) => {
+                        let (km, output) = self.keep_tool_result(session, prepared, &mut out)?;
+                        (km, Some(output))
+                    }
                 };
-                let (km, output) = self.keep_message(session, id, m, &kept, &mut out)?;
                 kept.push(km);
                 outputs.push(output);
             }
@@ -190,44 +202,36 @@ impl Writer {
         Ok(out)
     }
 
-    /// Stores one message; a tool result's bytes become a blob and the
-    /// message keeps its digest (`record::keep_tool_result`). Returns the
-    /// kept message and, for a tool result, its output's text as the
-    /// full-text row takes it.
-    fn keep_message(
+    /// Stores a message that is not a tool result.
+    fn keep_message(&mut self, session: &str, id: MessageId, m: Message) -> Result<KeptMessage> {
+        let tokens = tokens::count(self.settings.encoding, &m.content);
+        self.insert_message(session, id, &m, tokens, None, None)?;
+        Ok(KeptMessage {
+            id,
+            message: m,
+            result: None,
+        })
+    }
+
+    /// Stores a tool result prepared for this append: its bytes as a blob,
+    /// the message with its digest, the read of its path. Returns the kept
+    /// message and its output's text as the full-text row takes it.
+    fn keep_tool_result(
         &mut self,
         session: &str,
-        id: MessageId,
-        m: Message,
-        earlier: &[KeptMessage],
+        prepared: PreparedResult,
         out: &mut AppendOutcome,
-    ) -> Result<(KeptMessage, Option<String>)> {
-        let enc = self.settings.encoding;
-        if m.role != Role::Tool {
-            let tokens = tokens::count(enc, &m.content);
-            self.insert_message(session, id, &m, tokens, None, None)?;
-            let kept = KeptMessage {
-                id,
-                message: m,
-                result: None,
-            };
-            return Ok((kept, None));
-        }
-        let limits = self.settings.digest.clone();
-        let mut duplicate_of = None;
-        let mut output = None;
-        let kept = record::keep_tool_result(id, m, earlier, &limits, enc, |hash, raw, path| {
-            output = Some(indexed_output(raw));
-            let (tokens, first) = self.put_blob(session, id, &hash, raw)?;
-            duplicate_of = first;
-            let prior = match path {
-                Some(p) => self.prior_read(session, p, &hash)?,
-                None => None,
-            };
-            Ok::<_, StoreError>(record::Stored { tokens, prior })
-        })?;
+    ) -> Result<(KeptMessage, String)> {
+        let PreparedResult {
+            kept,
+            encoded,
+            output,
+            digest_tokens,
+        } = prepared;
+        let id = kept.id;
         let result = kept.result.as_ref().expect("a kept tool result has one");
         let (hash, tokens) = (result.blob, result.tokens);
+        let duplicate_of = self.put_blob(session, id, &hash, result.bytes, tokens, encoded)?;
         if let Some(p) = &result.path {
             execute_cached(
                 &self.conn,
@@ -241,7 +245,7 @@ impl Writer {
             message: id,
             bytes: result.bytes,
             tokens,
-            digest_tokens: tokens::count(enc, &result.digest),
+            digest_tokens,
             duplicate_of: duplicate_of.clone(),
         });
         out.events.push(Event::BlobStored {
@@ -250,7 +254,7 @@ impl Writer {
             bytes: result.bytes,
             duplicate: duplicate_of.is_some(),
         });
-        let reference = record::reference(&kept, enc);
+        let reference = record::reference(&kept, self.settings.encoding);
         self.insert_message(
             session,
             id,
@@ -302,23 +306,26 @@ impl Writer {
         Ok(())
     }
 
-    /// Stores the bytes once; returns their token count and, when they were
-    /// stored before, the message that first stored them.
+    /// Stores a blob's bytes (`encoded`, `bytes` long, counting `tokens`)
+    /// once; returns, when they were stored before, the message that first
+    /// stored them.
     fn put_blob(
         &mut self,
         session: &str,
         id: MessageId,
         hash: &BlobHash,
-        raw: &[u8],
-    ) -> Result<(u32, Option<String>)> {
-        let existing: Option<(u32, String, String)> = query_row_cached(
+        bytes: u64,
+        tokens: u32,
+        encoded: Vec<u8>,
+    ) -> Result<Option<String>> {
+        let existing: Option<(String, String)> = query_row_cached(
             &self.conn,
-            "SELECT tokens, first_session, first_message FROM blobs WHERE hash = ?1",
+            "SELECT first_session, first_message FROM blobs WHERE hash = ?1",
             [&hash.0[..]],
-            |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)),
+            |r| Ok((r.get(0)?, r.get(1)?)),
         )
         .optional()?;
-        if let Some((tokens, first_session, first_message)) = existing {
+        if let Some((first_session, first_message)) = existing {
             execute_cached(
                 &self.conn,
                 "UPDATE blobs SET duplicate_hits = duplicate_hits + 1 WHERE hash = ?1",
@@ -329,11 +336,8 @@ impl Writer {
             } else {
                 format!("{first_session}/{first_message}")
             };
-            return Ok((tokens, Some(first)));
+            return Ok(Some(first));
         }
-        let text = String::from_utf8_lossy(raw);
-        let tokens = tokens::count(self.settings.encoding, &text);
-        let encoded = blobs::encode(raw);
         let inline = encoded.len() <= blobs::INLINE_MAX_BYTES;
         if !inline {
             blobs::write_file(&self.blob_dir, hash, &encoded)?;
@@ -345,7 +349,7 @@ impl Writer {
             params![
                 &hash.0[..],
                 hash.to_hex(),
-                raw.len() as i64,
+                bytes as i64,
                 encoded.len() as i64,
                 inline.then_some(encoded),
                 tokens,
@@ -353,7 +357,7 @@ impl Writer {
                 id.to_string()
             ],
         )?;
-        Ok((tokens, None))
+        Ok(None)
     }
 
     fn prior_read(&self, session: &str, path: &str, hash: &BlobHash) -> Result<Option<PriorRead>> {
