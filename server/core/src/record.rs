@@ -254,19 +254,20 @@ pub struct ExchangeRecord {
     pub levels: PerEncoding<Option<LevelTokens>>,
 }
 
-/// Records exchange `id` from its kept messages, counted in `encoding`
-/// and the other encodings ingest counts in; `seen` holds the terms of the
-/// exchanges before it.
+/// Records exchange `id` from its kept messages and what they say
+/// (`ExchangeFacts::of(kept)`, which `context::advance` takes too), counted
+/// in `encoding` and the other encodings ingest counts in; `seen` holds the
+/// terms of the exchanges before it.
 pub fn record_exchange(
     id: ExchangeId,
     kept: &[KeptMessage],
+    facts: &ExchangeFacts,
     seen: &SeenTerms,
     model: &ModelTexts,
     caps: &LayerCaps,
     encoding: Encoding,
 ) -> ExchangeRecord {
-    let facts = ExchangeFacts::of(kept);
-    let mut trio = summary::summarise(&facts, seen, caps, encoding);
+    let mut trio = summary::summarise(facts, seen, caps, encoding);
     let counted = |text: &String| Counted {
         tokens: tokens::count(encoding, text),
         text: text.clone(),

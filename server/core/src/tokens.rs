@@ -83,6 +83,10 @@ fn count_pieces(encoding: Encoding, text: &str) -> u32 {
         split::split(encoding, tokenizer, text)
             .map(|piece| {
                 let bytes = piece.as_bytes();
+                // Every byte is a token of its own in both encodings.
+                if bytes.len() == 1 {
+                    return 1;
+                }
                 if bytes.len() >= PIECE_KEY_BYTES {
                     return tokenizer.bpe.count(bytes) as u32;
                 }

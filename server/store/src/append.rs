@@ -10,9 +10,10 @@ use ctxproxy_core::exchange::{self, KeptMessage, ToolResult};
 use ctxproxy_core::ids::{BlobHash, ExchangeId, MessageId};
 use ctxproxy_core::message::Message;
 use ctxproxy_core::record::{self, CountedText, ModelTexts};
+use ctxproxy_core::secrets;
+use ctxproxy_core::summary::{self, ExchangeFacts};
 use ctxproxy_core::supersede::ExchangeRange;
 use ctxproxy_core::tokens;
-use ctxproxy_core::{secrets, summary};
 use rayon::prelude::*;
 use rusqlite::{params, OptionalExtension};
 
@@ -176,8 +177,10 @@ impl Writer {
                 Some(r) => r,
                 None => recent.insert(self.recent_terms(session, seq)?),
             };
-            let trio = self.store_exchange(session, seq, at, &kept, &outputs, is_new, recent)?;
-            current = context::advance(&base, ExchangeId(seq), &kept, &trio);
+            let facts = ExchangeFacts::of(&kept);
+            let trio =
+                self.store_exchange(session, seq, at, &kept, &facts, &outputs, is_new, recent)?;
+            current = context::advance(&base, ExchangeId(seq), &facts, &trio);
             out.exchanges.push(ExchangeId(seq));
             out.events.push(Event::ExchangeStored {
                 session: session.to_string(),
@@ -399,6 +402,7 @@ impl Writer {
         seq: u32,
         at: Option<String>,
         kept: &[KeptMessage],
+        facts: &ExchangeFacts,
         outputs: &[Option<String>],
         is_new: bool,
         recent: &mut RecentTerms,
@@ -420,6 +424,7 @@ impl Writer {
         let recorded = record::record_exchange(
             ExchangeId(seq),
             kept,
+            facts,
             &recent.seen(),
             &model,
             &self.settings.caps,
