@@ -13,7 +13,6 @@ use ctxproxy_core::record::{self, CountedText, ModelTexts};
 use ctxproxy_core::secrets;
 use ctxproxy_core::summary::{self, ExchangeFacts};
 use ctxproxy_core::supersede::ExchangeRange;
-use ctxproxy_core::tokens;
 use rayon::prelude::*;
 use rusqlite::{params, OptionalExtension};
 
@@ -27,7 +26,7 @@ use crate::{blobs, exchange_row};
 
 mod prepare;
 
-use prepare::{Entry, PreparedResult};
+use prepare::{Batch, NewMessage};
 
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct BlobOutcome {
@@ -143,33 +142,24 @@ impl Writer {
             batches.push((count, group));
         }
         for batch in self.prepare(session, batches, stored_before)? {
-            let seq = batch.seq;
+            let Batch {
+                seq,
+                at,
+                kept,
+                new,
+                facts,
+            } = batch;
             let is_new = seq > stored_before;
             if is_new && seq > 1 {
                 // The previous exchange is closed: its context becomes the base.
                 base = current.clone();
             }
-            let mut kept = batch.stored;
             // This append's tool outputs are in hand; earlier ones are read
             // back from their blobs for the full-text row.
-            let mut outputs: Vec<Option<String>> = vec![None; kept.len()];
-            let at = batch.at;
-            for entry in batch.entries {
-                let (km, output) = match entry {
-                    Entry::Message(m) => {
-                        let id = MessageId {
-                            exchange: ExchangeId(seq),
-                            index: kept.len() as u32 + 1,
-                        };
-                        (self.keep_message(session, id, m)?, None)
-                    }
-                    Entry::ToolResult(prepared) => {
-                        let (km, output) = self.keep_tool_result(session, prepared, &mut out)?;
-                        (km, Some(output))
-                    }
-                };
-                kept.push(km);
-                outputs.push(output);
+            let first_new = kept.len() - new.len();
+            let mut outputs: Vec<Option<String>> = vec![None; first_new];
+            for (k, n) in kept[first_new..].iter().zip(new) {
+                outputs.push(self.store_message(session, k, n, &mut out)?);
             }
             // The terms before the first exchange are read once; each
             // stored exchange's own are carried to the next.
@@ -177,7 +167,6 @@ impl Writer {
                 Some(r) => r,
                 None => recent.insert(self.recent_terms(session, seq)?),
             };
-            let facts = ExchangeFacts::of(&kept);
             let trio =
                 self.store_exchange(session, seq, at, &kept, &facts, &outputs, is_new, recent)?;
             current = context::advance(&base, ExchangeId(seq), &facts, &trio);
@@ -205,36 +194,24 @@ impl Writer {
         Ok(out)
     }
 
-    /// Stores a message that is not a tool result.
-    fn keep_message(&mut self, session: &str, id: MessageId, m: Message) -> Result<KeptMessage> {
-        let tokens = tokens::count(self.settings.encoding, &m.content);
-        self.insert_message(session, id, &m, tokens, None, None)?;
-        Ok(KeptMessage {
-            id,
-            message: m,
-            result: None,
-        })
-    }
-
-    /// Stores a tool result prepared for this append: its bytes as a blob,
-    /// the message with its digest, the read of its path. Returns the kept
-    /// message and its output's text as the full-text row takes it.
-    fn keep_tool_result(
+    /// Stores a message of this append, prepared: a tool result's bytes as
+    /// a blob and the read of its path too. Returns a tool result's output
+    /// as the full-text row takes it.
+    fn store_message(
         &mut self,
         session: &str,
-        prepared: PreparedResult,
+        kept: &KeptMessage,
+        new: NewMessage,
         out: &mut AppendOutcome,
-    ) -> Result<(KeptMessage, String)> {
-        let PreparedResult {
-            kept,
-            encoded,
-            output,
-            digest_tokens,
-        } = prepared;
+    ) -> Result<Option<String>> {
         let id = kept.id;
-        let result = kept.result.as_ref().expect("a kept tool result has one");
-        let (hash, tokens) = (result.blob, result.tokens);
-        let duplicate_of = self.put_blob(session, id, &hash, result.bytes, tokens, encoded)?;
+        let (Some(blob), Some(result)) = (new.blob, &kept.result) else {
+            self.insert_message(session, id, &kept.message, new.tokens, None, None)?;
+            return Ok(None);
+        };
+        let hash = result.blob;
+        let duplicate_of =
+            self.put_blob(session, id, &hash, result.bytes, new.tokens, blob.encoded)?;
         if let Some(p) = &result.path {
             execute_cached(
                 &self.conn,
@@ -247,8 +224,8 @@ impl Writer {
             hash,
             message: id,
             bytes: result.bytes,
-            tokens,
-            digest_tokens,
+            tokens: new.tokens,
+            digest_tokens: blob.digest_tokens,
             duplicate_of: duplicate_of.clone(),
         });
         out.events.push(Event::BlobStored {
@@ -257,16 +234,15 @@ impl Writer {
             bytes: result.bytes,
             duplicate: duplicate_of.is_some(),
         });
-        let reference = record::reference(&kept, self.settings.encoding);
         self.insert_message(
             session,
             id,
             &kept.message,
-            tokens,
+            new.tokens,
             Some(result),
-            reference.as_ref(),
+            blob.reference.as_ref(),
         )?;
-        Ok((kept, output))
+        Ok(Some(blob.output))
     }
 
     fn insert_message(

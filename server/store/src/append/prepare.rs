@@ -2,18 +2,22 @@
 //! result's blob and digest need from the store (the blob's count when the
 //! same bytes were stored before, the prior read of the same path) is
 //! looked up first, in order, against the store and the append's earlier
-//! outputs; then the work that needs nothing more (counting, digesting,
-//! compressing) runs for all of them at once on rayon's pool, one thread
-//! per core. The writer then stores them in order, as if kept one by one.
+//! outputs; then the work that needs nothing more runs for all of the
+//! append's exchanges at once on rayon's pool, one thread per core: each
+//! message kept and counted (a tool result digested, its blob compressed),
+//! and what the exchange says (`ExchangeFacts`). The writer then stores
+//! them in order, as if kept one by one.
 
 use std::collections::HashMap;
 
+use ctxproxy_core::config::DigestLimits;
 use ctxproxy_core::digest::PriorRead;
 use ctxproxy_core::exchange::KeptMessage;
 use ctxproxy_core::ids::{BlobHash, ExchangeId, MessageId};
 use ctxproxy_core::message::{Message, Role, ToolCall};
-use ctxproxy_core::record::{self, PendingResult, Stored};
-use ctxproxy_core::tokens;
+use ctxproxy_core::record::{self, CountedText, PendingResult, Stored};
+use ctxproxy_core::summary::ExchangeFacts;
+use ctxproxy_core::tokens::{self, Encoding};
 use rayon::prelude::*;
 use rusqlite::OptionalExtension;
 
@@ -24,36 +28,41 @@ use crate::read;
 use crate::writer::Writer;
 use crate::Result;
 
-/// One exchange's share of an append, its tool results prepared.
+/// One exchange's share of an append, prepared.
 pub(super) struct Batch {
     pub seq: u32,
     /// When its messages say they were sent (the first that does).
     pub at: Option<String>,
-    /// Its messages stored before this append.
-    pub stored: Vec<KeptMessage>,
-    pub entries: Vec<Entry>,
+    /// Its messages, kept: those stored before this append, then `new`'s.
+    pub kept: Vec<KeptMessage>,
+    /// What storing each of this append's messages takes, in order.
+    pub new: Vec<NewMessage>,
+    pub facts: ExchangeFacts,
 }
 
-pub(super) enum Entry {
-    Message(Message),
-    ToolResult(PreparedResult),
+pub(super) struct NewMessage {
+    /// Its tokens as sent in the ingest encoding (a tool result: its blob's).
+    pub tokens: u32,
+    /// A tool result's blob and output.
+    pub blob: Option<PreparedBlob>,
 }
 
-/// A tool result kept (`PendingResult::keep`), with what storing it takes.
-pub(super) struct PreparedResult {
-    pub kept: KeptMessage,
-    /// The blob's bytes as `blobs::encode` stores them.
+pub(super) struct PreparedBlob {
+    /// The bytes as `blobs::encode` stores them.
     pub encoded: Vec<u8>,
     /// The output as the full-text row takes it.
     pub output: String,
     /// The digest's tokens in the ingest encoding.
     pub digest_tokens: u32,
+    /// Its L4 line (`record::reference`).
+    pub reference: Option<CountedText>,
 }
 
-/// A message of a batch, a tool result by its place among the planned.
-enum Slot {
+/// A message of a batch; a tool result by its place among the planned
+/// (`T = usize`) until the lookups are done, then `Planned`.
+enum Slot<T> {
     Message(Message),
-    ToolResult(usize),
+    ToolResult(T),
 }
 
 /// A tool result whose lookups are done.
@@ -127,46 +136,49 @@ impl Writer {
             }
             shapes.push((seq, at, stored, slots));
         }
-        let limits = self.settings.digest.clone();
-        let encoding = self.settings.encoding;
-        let mut prepared: Vec<Option<PreparedResult>> = planned
-            .into_par_iter()
-            .map(|p| {
-                let bytes = p.pending.bytes();
-                let tokens = p
-                    .stored_tokens
-                    .unwrap_or_else(|| record::blob_tokens(encoding, bytes));
-                let encoded = blobs::encode(bytes);
-                let output = indexed_output(bytes);
-                let stored = Stored {
-                    tokens,
-                    prior: p.prior,
-                };
-                let kept = p.pending.keep(&stored, &limits, encoding);
-                let digest_tokens = tokens::count(encoding, &kept.message.content);
-                Some(PreparedResult {
-                    kept,
-                    encoded,
-                    output,
-                    digest_tokens,
-                })
-            })
-            .collect();
-        Ok(shapes
+        // Each batch takes its planned results, in the order they were planned.
+        let mut planned = planned.into_iter();
+        let shapes: Vec<_> = shapes
             .into_iter()
-            .map(|(seq, at, stored, slots)| Batch {
-                seq,
-                at,
-                stored,
-                entries: slots
+            .map(|(seq, at, stored, slots)| {
+                let slots: Vec<Slot<Planned>> = slots
                     .into_iter()
                     .map(|slot| match slot {
-                        Slot::Message(m) => Entry::Message(m),
-                        Slot::ToolResult(i) => {
-                            Entry::ToolResult(prepared[i].take().expect("prepared once"))
+                        Slot::Message(m) => Slot::Message(m),
+                        Slot::ToolResult(_) => {
+                            Slot::ToolResult(planned.next().expect("planned in order"))
                         }
                     })
-                    .collect(),
+                    .collect();
+                (seq, at, stored, slots)
+            })
+            .collect();
+        let limits = self.settings.digest.clone();
+        let encoding = self.settings.encoding;
+        Ok(shapes
+            .into_par_iter()
+            .map(|(seq, at, stored, slots)| {
+                let mut kept = stored;
+                let mut new = Vec::with_capacity(slots.len());
+                for slot in slots {
+                    let id = MessageId {
+                        exchange: ExchangeId(seq),
+                        index: kept.len() as u32 + 1,
+                    };
+                    let (k, n) = match slot {
+                        Slot::Message(m) => prepare_message(id, m, encoding),
+                        Slot::ToolResult(p) => prepare_tool_result(p, &limits, encoding),
+                    };
+                    kept.push(k);
+                    new.push(n);
+                }
+                Batch {
+                    seq,
+                    at,
+                    facts: ExchangeFacts::of(&kept),
+                    kept,
+                    new,
+                }
             })
             .collect())
     }
@@ -181,4 +193,48 @@ impl Writer {
         )
         .optional()?)
     }
+}
+
+/// A message that is not a tool result, kept as sent.
+fn prepare_message(id: MessageId, m: Message, encoding: Encoding) -> (KeptMessage, NewMessage) {
+    let new = NewMessage {
+        tokens: tokens::count(encoding, &m.content),
+        blob: None,
+    };
+    let kept = KeptMessage {
+        id,
+        message: m,
+        result: None,
+    };
+    (kept, new)
+}
+
+/// A tool result kept (`PendingResult::keep`), its blob prepared.
+fn prepare_tool_result(
+    p: Planned,
+    limits: &DigestLimits,
+    encoding: Encoding,
+) -> (KeptMessage, NewMessage) {
+    let bytes = p.pending.bytes();
+    let tokens = p
+        .stored_tokens
+        .unwrap_or_else(|| record::blob_tokens(encoding, bytes));
+    let encoded = blobs::encode(bytes);
+    let output = indexed_output(bytes);
+    let stored = Stored {
+        tokens,
+        prior: p.prior,
+    };
+    let kept = p.pending.keep(&stored, limits, encoding);
+    let blob = PreparedBlob {
+        encoded,
+        output,
+        digest_tokens: tokens::count(encoding, &kept.message.content),
+        reference: record::reference(&kept, encoding),
+    };
+    let new = NewMessage {
+        tokens,
+        blob: Some(blob),
+    };
+    (kept, new)
 }
