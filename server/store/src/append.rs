@@ -401,7 +401,7 @@ impl Writer {
             ExchangeId(seq),
             kept,
             facts,
-            &recent.seen(),
+            recent.seen(),
             &model,
             &self.settings.caps,
             self.settings.encoding,
@@ -444,7 +444,7 @@ impl Writer {
                 Ok(r.get::<_, String>(0)?.lines().map(str::to_string).collect())
             })?
             .collect::<std::result::Result<_, _>>()?;
-        Ok(RecentTerms(newest_first.into_iter().rev().collect()))
+        Ok(RecentTerms::new(newest_first.into_iter().rev().collect()))
     }
 
     /// (Re)writes the exchange's full-text row: header, summary, and every
@@ -506,12 +506,25 @@ fn indexed_output(raw: &[u8]) -> String {
 }
 
 /// The terms (`ExchangeFacts::terms`) of the newest `TERM_WINDOW`
-/// exchanges before the one being stored that have any, oldest first.
-struct RecentTerms(VecDeque<Vec<String>>);
+/// exchanges before the one being stored that have any, oldest first, and
+/// their counts (`SeenTerms::of` of them), kept up to date as exchanges
+/// join and leave the window instead of recounted for every exchange.
+struct RecentTerms {
+    window: VecDeque<Vec<String>>,
+    seen: summary::SeenTerms,
+}
 
 impl RecentTerms {
-    fn seen(&self) -> summary::SeenTerms {
-        summary::SeenTerms::of(self.0.iter().map(Vec::as_slice))
+    fn new(oldest_first: VecDeque<Vec<String>>) -> RecentTerms {
+        let seen = summary::SeenTerms::of(oldest_first.iter().map(Vec::as_slice));
+        RecentTerms {
+            window: oldest_first,
+            seen,
+        }
+    }
+
+    fn seen(&self) -> &summary::SeenTerms {
+        &self.seen
     }
 
     /// Adds the terms of the exchange just stored, the newest.
@@ -519,9 +532,44 @@ impl RecentTerms {
         if terms.is_empty() {
             return;
         }
-        self.0.push_back(terms);
-        if self.0.len() > summary::TERM_WINDOW as usize {
-            self.0.pop_front();
+        for t in &terms {
+            *self.seen.counts.entry(t.clone()).or_default() += 1;
+        }
+        self.seen.exchanges += 1;
+        self.window.push_back(terms);
+        if self.window.len() > summary::TERM_WINDOW as usize {
+            let oldest = self.window.pop_front().expect("a full window");
+            for t in &oldest {
+                if let Some(n) = self.seen.counts.get_mut(t) {
+                    *n -= 1;
+                    if *n == 0 {
+                        self.seen.counts.remove(t);
+                    }
+                }
+            }
+            self.seen.exchanges -= 1;
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The counts kept up to date equal the window counted afresh, as
+    /// exchanges (some without terms, some repeating a term) pass through.
+    #[test]
+    fn recent_terms_count_as_the_window_counted_afresh() {
+        let words = ["parser", "cache", "x12", "Token", "parser", "blob"];
+        let mut recent = RecentTerms::new(VecDeque::new());
+        for i in 0..200usize {
+            let terms: Vec<String> = (0..i % 4)
+                .map(|j| words[(i * 7 + j * 3) % words.len()].to_string())
+                .collect();
+            recent.push(terms);
+            let afresh = summary::SeenTerms::of(recent.window.iter().map(Vec::as_slice));
+            assert_eq!(recent.seen(), &afresh, "after exchange {i}");
+            assert!(recent.window.len() <= summary::TERM_WINDOW as usize);
         }
     }
 }
