@@ -192,18 +192,18 @@ fn phase_of(facts: &ExchangeFacts, prev: Phase) -> Phase {
     prev
 }
 
-/// The context after exchange `id`, from the context before it.
+/// The context after exchange `id` (what it says: `facts`, as recorded:
+/// `trio`), from the context before it.
 pub fn advance(
     prev: &CurrentContext,
     id: ExchangeId,
-    messages: &[KeptMessage],
+    facts: &ExchangeFacts,
     trio: &Trio,
 ) -> CurrentContext {
-    let facts = ExchangeFacts::of(messages);
     let mut next = prev.clone();
     next.turn = prev.turn + 1;
     next.last = Some(id);
-    next.phase = phase_of(&facts, prev.phase);
+    next.phase = phase_of(facts, prev.phase);
     if !facts.feedback && !facts.ask.is_empty() || prev.objective.is_empty() {
         next.objective = clip_chars(&facts.ask, 200);
         next.objective_from = Some(id);

@@ -90,11 +90,14 @@ impl CountedText {
 }
 
 /// The tool call a tool result answers, among its exchange's earlier messages.
-fn answered_call<'a>(result: &Message, earlier: &'a [KeptMessage]) -> Option<&'a ToolCall> {
+pub fn answered_call<'a>(
+    result: &Message,
+    earlier: impl IntoIterator<Item = &'a Message>,
+) -> Option<&'a ToolCall> {
     let id = result.tool_call_id.as_deref()?;
     earlier
-        .iter()
-        .flat_map(|k| k.message.tool_calls.iter())
+        .into_iter()
+        .flat_map(|m| m.tool_calls.iter())
         .find(|c| c.id == id)
 }
 
@@ -107,10 +110,102 @@ pub struct Stored {
     pub prior: Option<PriorRead>,
 }
 
-/// A tool result as kept: its blob's facts and its digest in place of the
-/// output. `store` stores the bytes as sent (`raw` when they are not
-/// UTF-8) under their hash and looks up the prior read of the path the
-/// call read, if any; the store does it in SQLite, `MemorySession` in memory.
+/// The tokens a blob's bytes count for (`Stored::tokens`): in `encoding`,
+/// bytes that are not UTF-8 replaced as text.
+pub fn blob_tokens(encoding: Encoding, bytes: &[u8]) -> u32 {
+    tokens::count(encoding, &String::from_utf8_lossy(bytes))
+}
+
+/// A tool result on its way to being kept: the call it answers, its
+/// bytes' hash and the path the call read, all it takes to look up what
+/// its keeper knows (`Stored`); `keep` digests it. Nothing here depends on
+/// what is stored, so a keeper may prepare many at once and keep them in
+/// their order.
+pub struct PendingResult {
+    id: MessageId,
+    message: Message,
+    tool: Option<String>,
+    arguments: Option<String>,
+    pub hash: BlobHash,
+    pub path: Option<String>,
+}
+
+impl PendingResult {
+    /// Tool result `m`, stored as message `id`, answering `call`.
+    pub fn new(id: MessageId, m: Message, call: Option<&ToolCall>) -> PendingResult {
+        let tool = m.name.clone().or(call.map(|c| c.name.clone()));
+        let arguments = call.map(|c| c.arguments.clone());
+        let hash = BlobHash::of(m.raw.as_deref().unwrap_or(m.content.as_bytes()));
+        let mut pending = PendingResult {
+            id,
+            message: m,
+            tool,
+            arguments,
+            hash,
+            path: None,
+        };
+        pending.path = digest::read_path(&pending.output());
+        pending
+    }
+
+    pub fn id(&self) -> MessageId {
+        self.id
+    }
+
+    /// The bytes as sent: stored under `hash` (`raw` when they are not UTF-8).
+    pub fn bytes(&self) -> &[u8] {
+        let m = &self.message;
+        m.raw.as_deref().unwrap_or(m.content.as_bytes())
+    }
+
+    fn output(&self) -> ToolOutput<'_> {
+        ToolOutput {
+            tool: self.tool.as_deref(),
+            arguments: self.arguments.as_deref(),
+            content: &self.message.content,
+        }
+    }
+
+    /// The tool result as kept: its blob's facts and its digest in place of
+    /// the output.
+    pub fn keep(self, stored: &Stored, limits: &DigestLimits, encoding: Encoding) -> KeptMessage {
+        let bytes = self.bytes();
+        let facts = BlobFacts {
+            id: self.hash.short_id(),
+            bytes: bytes.len() as u64,
+            tokens: stored.tokens,
+        };
+        let output = self.output();
+        let d = match &self.message.raw {
+            Some(raw) => digest::digest_binary(&output, raw, &facts, limits, encoding),
+            None => digest::digest(&output, &facts, stored.prior.as_ref(), limits, encoding),
+        };
+        let result = ToolResult {
+            blob: self.hash,
+            kind: d.kind,
+            path: self.path,
+            bytes: facts.bytes,
+            tokens: facts.tokens,
+            headline: d.headline,
+            digest: d.text.clone(),
+            whole: d.whole,
+        };
+        KeptMessage {
+            id: self.id,
+            message: Message {
+                content: d.text,
+                raw: None,
+                ..self.message
+            },
+            result: Some(result),
+        }
+    }
+}
+
+/// A tool result as kept (`PendingResult::keep`) by a keeper that stores
+/// one at a time: `store` stores the bytes as sent under their hash and
+/// looks up the prior read of the path the call read, if any
+/// (`MemorySession` does it in memory).
 pub fn keep_tool_result<E>(
     id: MessageId,
     m: Message,
@@ -119,44 +214,10 @@ pub fn keep_tool_result<E>(
     encoding: Encoding,
     store: impl FnOnce(BlobHash, &[u8], Option<&str>) -> Result<Stored, E>,
 ) -> Result<KeptMessage, E> {
-    let call = answered_call(&m, earlier);
-    let bytes = m.raw.as_deref().unwrap_or(m.content.as_bytes());
-    let hash = BlobHash::of(bytes);
-    let output = ToolOutput {
-        tool: m.name.as_deref().or(call.map(|c| c.name.as_str())),
-        arguments: call.map(|c| c.arguments.as_str()),
-        content: &m.content,
-    };
-    let path = digest::read_path(&output);
-    let stored = store(hash, bytes, path.as_deref())?;
-    let facts = BlobFacts {
-        id: hash.short_id(),
-        bytes: bytes.len() as u64,
-        tokens: stored.tokens,
-    };
-    let d = match &m.raw {
-        Some(raw) => digest::digest_binary(&output, raw, &facts, limits, encoding),
-        None => digest::digest(&output, &facts, stored.prior.as_ref(), limits, encoding),
-    };
-    let result = ToolResult {
-        blob: hash,
-        kind: d.kind,
-        path,
-        bytes: facts.bytes,
-        tokens: facts.tokens,
-        headline: d.headline,
-        digest: d.text.clone(),
-        whole: d.whole,
-    };
-    Ok(KeptMessage {
-        id,
-        message: Message {
-            content: d.text,
-            raw: None,
-            ..m
-        },
-        result: Some(result),
-    })
+    let call = answered_call(&m, earlier.iter().map(|k| &k.message));
+    let pending = PendingResult::new(id, m, call);
+    let stored = store(pending.hash, pending.bytes(), pending.path.as_deref())?;
+    Ok(pending.keep(&stored, limits, encoding))
 }
 
 /// The L4 line of a kept tool result, counted as ingest in `ingest`
@@ -193,19 +254,20 @@ pub struct ExchangeRecord {
     pub levels: PerEncoding<Option<LevelTokens>>,
 }
 
-/// Records exchange `id` from its kept messages, counted in `encoding`
-/// and the other encodings ingest counts in; `seen` holds the terms of the
-/// exchanges before it.
+/// Records exchange `id` from its kept messages and what they say
+/// (`ExchangeFacts::of(kept)`, which `context::advance` takes too), counted
+/// in `encoding` and the other encodings ingest counts in; `seen` holds the
+/// terms of the exchanges before it.
 pub fn record_exchange(
     id: ExchangeId,
     kept: &[KeptMessage],
+    facts: &ExchangeFacts,
     seen: &SeenTerms,
     model: &ModelTexts,
     caps: &LayerCaps,
     encoding: Encoding,
 ) -> ExchangeRecord {
-    let facts = ExchangeFacts::of(kept);
-    let mut trio = summary::summarise(&facts, seen, caps, encoding);
+    let mut trio = summary::summarise(facts, seen, caps, encoding);
     let counted = |text: &String| Counted {
         tokens: tokens::count(encoding, text),
         text: text.clone(),

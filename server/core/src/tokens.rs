@@ -9,6 +9,8 @@
 //! work cheap without changing a count: the counts of short pieces, and the
 //! last few counts of large texts (docs/PERFORMANCE.md has the figures).
 
+mod split;
+
 use bpe_openai::Tokenizer;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Default)]
@@ -78,10 +80,13 @@ fn count_pieces(encoding: Encoding, text: &str) -> u32 {
     PIECES.with_borrow_mut(|caches| {
         let slots = caches[encoding as usize]
             .get_or_insert_with(|| vec![([0; PIECE_KEY_BYTES], 0); PIECE_SLOTS].into_boxed_slice());
-        tokenizer
-            .split(text)
+        split::split(encoding, tokenizer, text)
             .map(|piece| {
                 let bytes = piece.as_bytes();
+                // Every byte is a token of its own in both encodings.
+                if bytes.len() == 1 {
+                    return 1;
+                }
                 if bytes.len() >= PIECE_KEY_BYTES {
                     return tokenizer.bpe.count(bytes) as u32;
                 }

@@ -20,7 +20,7 @@ fn run(exchanges: &[&str]) -> CurrentContext {
             let messages = parse_exchange(id.0, fixture);
             let facts = ExchangeFacts::of(&messages);
             let trio = summarise(&facts, &SeenTerms::default(), &caps, Encoding::O200kBase);
-            advance(&ctx, id, &messages, &trio)
+            advance(&ctx, id, &facts, &trio)
         })
 }
 

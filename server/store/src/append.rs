@@ -8,11 +8,12 @@ use ctxproxy_core::context;
 use ctxproxy_core::digest::{OutputKind, PriorRead};
 use ctxproxy_core::exchange::{self, KeptMessage, ToolResult};
 use ctxproxy_core::ids::{BlobHash, ExchangeId, MessageId};
-use ctxproxy_core::message::{Message, Role};
+use ctxproxy_core::message::Message;
 use ctxproxy_core::record::{self, CountedText, ModelTexts};
+use ctxproxy_core::secrets;
+use ctxproxy_core::summary::{self, ExchangeFacts};
 use ctxproxy_core::supersede::ExchangeRange;
-use ctxproxy_core::tokens;
-use ctxproxy_core::{secrets, summary};
+use rayon::prelude::*;
 use rusqlite::{params, OptionalExtension};
 
 use crate::cached::{execute_cached, query_row_cached};
@@ -22,6 +23,10 @@ use crate::time::now_rfc3339;
 use crate::writer::Writer;
 use crate::Result;
 use crate::{blobs, exchange_row};
+
+mod prepare;
+
+use prepare::{Batch, NewMessage};
 
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct BlobOutcome {
@@ -83,7 +88,10 @@ impl Writer {
         let (count, base, current) = self.session_state(session)?;
         let stored_before = count;
         let messages = if self.settings.redact_secrets {
-            messages.into_iter().map(secrets::mask_message).collect()
+            messages
+                .into_par_iter()
+                .map(secrets::mask_message)
+                .collect()
         } else {
             messages
         };
@@ -133,30 +141,25 @@ impl Writer {
             count += 1;
             batches.push((count, group));
         }
-        for (seq, new_messages) in batches {
+        for batch in self.prepare(session, batches, stored_before)? {
+            let Batch {
+                seq,
+                at,
+                kept,
+                new,
+                facts,
+            } = batch;
             let is_new = seq > stored_before;
             if is_new && seq > 1 {
                 // The previous exchange is closed: its context becomes the base.
                 base = current.clone();
             }
-            let mut kept = if is_new {
-                Vec::new()
-            } else {
-                read::load_messages(&self.conn, session, seq)?
-            };
             // This append's tool outputs are in hand; earlier ones are read
             // back from their blobs for the full-text row.
-            let mut outputs: Vec<Option<String>> = vec![None; kept.len()];
-            let at = new_messages.iter().find_map(|m| m.at.clone());
-            for m in new_messages {
-                let index = kept.len() as u32 + 1;
-                let id = MessageId {
-                    exchange: ExchangeId(seq),
-                    index,
-                };
-                let (km, output) = self.keep_message(session, id, m, &kept, &mut out)?;
-                kept.push(km);
-                outputs.push(output);
+            let first_new = kept.len() - new.len();
+            let mut outputs: Vec<Option<String>> = vec![None; first_new];
+            for (k, n) in kept[first_new..].iter().zip(new) {
+                outputs.push(self.store_message(session, k, n, &mut out)?);
             }
             // The terms before the first exchange are read once; each
             // stored exchange's own are carried to the next.
@@ -164,8 +167,9 @@ impl Writer {
                 Some(r) => r,
                 None => recent.insert(self.recent_terms(session, seq)?),
             };
-            let trio = self.store_exchange(session, seq, at, &kept, &outputs, is_new, recent)?;
-            current = context::advance(&base, ExchangeId(seq), &kept, &trio);
+            let trio =
+                self.store_exchange(session, seq, at, &kept, &facts, &outputs, is_new, recent)?;
+            current = context::advance(&base, ExchangeId(seq), &facts, &trio);
             out.exchanges.push(ExchangeId(seq));
             out.events.push(Event::ExchangeStored {
                 session: session.to_string(),
@@ -190,44 +194,24 @@ impl Writer {
         Ok(out)
     }
 
-    /// Stores one message; a tool result's bytes become a blob and the
-    /// message keeps its digest (`record::keep_tool_result`). Returns the
-    /// kept message and, for a tool result, its output's text as the
-    /// full-text row takes it.
-    fn keep_message(
+    /// Stores a message of this append, prepared: a tool result's bytes as
+    /// a blob and the read of its path too. Returns a tool result's output
+    /// as the full-text row takes it.
+    fn store_message(
         &mut self,
         session: &str,
-        id: MessageId,
-        m: Message,
-        earlier: &[KeptMessage],
+        kept: &KeptMessage,
+        new: NewMessage,
         out: &mut AppendOutcome,
-    ) -> Result<(KeptMessage, Option<String>)> {
-        let enc = self.settings.encoding;
-        if m.role != Role::Tool {
-            let tokens = tokens::count(enc, &m.content);
-            self.insert_message(session, id, &m, tokens, None, None)?;
-            let kept = KeptMessage {
-                id,
-                message: m,
-                result: None,
-            };
-            return Ok((kept, None));
-        }
-        let limits = self.settings.digest.clone();
-        let mut duplicate_of = None;
-        let mut output = None;
-        let kept = record::keep_tool_result(id, m, earlier, &limits, enc, |hash, raw, path| {
-            output = Some(indexed_output(raw));
-            let (tokens, first) = self.put_blob(session, id, &hash, raw)?;
-            duplicate_of = first;
-            let prior = match path {
-                Some(p) => self.prior_read(session, p, &hash)?,
-                None => None,
-            };
-            Ok::<_, StoreError>(record::Stored { tokens, prior })
-        })?;
-        let result = kept.result.as_ref().expect("a kept tool result has one");
-        let (hash, tokens) = (result.blob, result.tokens);
+    ) -> Result<Option<String>> {
+        let id = kept.id;
+        let (Some(blob), Some(result)) = (new.blob, &kept.result) else {
+            self.insert_message(session, id, &kept.message, new.tokens, None, None)?;
+            return Ok(None);
+        };
+        let hash = result.blob;
+        let duplicate_of =
+            self.put_blob(session, id, &hash, result.bytes, new.tokens, blob.encoded)?;
         if let Some(p) = &result.path {
             execute_cached(
                 &self.conn,
@@ -240,8 +224,8 @@ impl Writer {
             hash,
             message: id,
             bytes: result.bytes,
-            tokens,
-            digest_tokens: tokens::count(enc, &result.digest),
+            tokens: new.tokens,
+            digest_tokens: blob.digest_tokens,
             duplicate_of: duplicate_of.clone(),
         });
         out.events.push(Event::BlobStored {
@@ -250,16 +234,15 @@ impl Writer {
             bytes: result.bytes,
             duplicate: duplicate_of.is_some(),
         });
-        let reference = record::reference(&kept, enc);
         self.insert_message(
             session,
             id,
             &kept.message,
-            tokens,
+            new.tokens,
             Some(result),
-            reference.as_ref(),
+            blob.reference.as_ref(),
         )?;
-        Ok((kept, output))
+        Ok(Some(blob.output))
     }
 
     fn insert_message(
@@ -302,23 +285,26 @@ impl Writer {
         Ok(())
     }
 
-    /// Stores the bytes once; returns their token count and, when they were
-    /// stored before, the message that first stored them.
+    /// Stores a blob's bytes (`encoded`, `bytes` long, counting `tokens`)
+    /// once; returns, when they were stored before, the message that first
+    /// stored them.
     fn put_blob(
         &mut self,
         session: &str,
         id: MessageId,
         hash: &BlobHash,
-        raw: &[u8],
-    ) -> Result<(u32, Option<String>)> {
-        let existing: Option<(u32, String, String)> = query_row_cached(
+        bytes: u64,
+        tokens: u32,
+        encoded: Vec<u8>,
+    ) -> Result<Option<String>> {
+        let existing: Option<(String, String)> = query_row_cached(
             &self.conn,
-            "SELECT tokens, first_session, first_message FROM blobs WHERE hash = ?1",
+            "SELECT first_session, first_message FROM blobs WHERE hash = ?1",
             [&hash.0[..]],
-            |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)),
+            |r| Ok((r.get(0)?, r.get(1)?)),
         )
         .optional()?;
-        if let Some((tokens, first_session, first_message)) = existing {
+        if let Some((first_session, first_message)) = existing {
             execute_cached(
                 &self.conn,
                 "UPDATE blobs SET duplicate_hits = duplicate_hits + 1 WHERE hash = ?1",
@@ -329,11 +315,8 @@ impl Writer {
             } else {
                 format!("{first_session}/{first_message}")
             };
-            return Ok((tokens, Some(first)));
+            return Ok(Some(first));
         }
-        let text = String::from_utf8_lossy(raw);
-        let tokens = tokens::count(self.settings.encoding, &text);
-        let encoded = blobs::encode(raw);
         let inline = encoded.len() <= blobs::INLINE_MAX_BYTES;
         if !inline {
             blobs::write_file(&self.blob_dir, hash, &encoded)?;
@@ -345,7 +328,7 @@ impl Writer {
             params![
                 &hash.0[..],
                 hash.to_hex(),
-                raw.len() as i64,
+                bytes as i64,
                 encoded.len() as i64,
                 inline.then_some(encoded),
                 tokens,
@@ -353,7 +336,7 @@ impl Writer {
                 id.to_string()
             ],
         )?;
-        Ok((tokens, None))
+        Ok(None)
     }
 
     fn prior_read(&self, session: &str, path: &str, hash: &BlobHash) -> Result<Option<PriorRead>> {
@@ -395,6 +378,7 @@ impl Writer {
         seq: u32,
         at: Option<String>,
         kept: &[KeptMessage],
+        facts: &ExchangeFacts,
         outputs: &[Option<String>],
         is_new: bool,
         recent: &mut RecentTerms,
@@ -416,7 +400,8 @@ impl Writer {
         let recorded = record::record_exchange(
             ExchangeId(seq),
             kept,
-            &recent.seen(),
+            facts,
+            recent.seen(),
             &model,
             &self.settings.caps,
             self.settings.encoding,
@@ -459,7 +444,7 @@ impl Writer {
                 Ok(r.get::<_, String>(0)?.lines().map(str::to_string).collect())
             })?
             .collect::<std::result::Result<_, _>>()?;
-        Ok(RecentTerms(newest_first.into_iter().rev().collect()))
+        Ok(RecentTerms::new(newest_first.into_iter().rev().collect()))
     }
 
     /// (Re)writes the exchange's full-text row: header, summary, and every
@@ -521,12 +506,25 @@ fn indexed_output(raw: &[u8]) -> String {
 }
 
 /// The terms (`ExchangeFacts::terms`) of the newest `TERM_WINDOW`
-/// exchanges before the one being stored that have any, oldest first.
-struct RecentTerms(VecDeque<Vec<String>>);
+/// exchanges before the one being stored that have any, oldest first, and
+/// their counts (`SeenTerms::of` of them), kept up to date as exchanges
+/// join and leave the window instead of recounted for every exchange.
+struct RecentTerms {
+    window: VecDeque<Vec<String>>,
+    seen: summary::SeenTerms,
+}
 
 impl RecentTerms {
-    fn seen(&self) -> summary::SeenTerms {
-        summary::SeenTerms::of(self.0.iter().map(Vec::as_slice))
+    fn new(oldest_first: VecDeque<Vec<String>>) -> RecentTerms {
+        let seen = summary::SeenTerms::of(oldest_first.iter().map(Vec::as_slice));
+        RecentTerms {
+            window: oldest_first,
+            seen,
+        }
+    }
+
+    fn seen(&self) -> &summary::SeenTerms {
+        &self.seen
     }
 
     /// Adds the terms of the exchange just stored, the newest.
@@ -534,9 +532,44 @@ impl RecentTerms {
         if terms.is_empty() {
             return;
         }
-        self.0.push_back(terms);
-        if self.0.len() > summary::TERM_WINDOW as usize {
-            self.0.pop_front();
+        for t in &terms {
+            *self.seen.counts.entry(t.clone()).or_default() += 1;
+        }
+        self.seen.exchanges += 1;
+        self.window.push_back(terms);
+        if self.window.len() > summary::TERM_WINDOW as usize {
+            let oldest = self.window.pop_front().expect("a full window");
+            for t in &oldest {
+                if let Some(n) = self.seen.counts.get_mut(t) {
+                    *n -= 1;
+                    if *n == 0 {
+                        self.seen.counts.remove(t);
+                    }
+                }
+            }
+            self.seen.exchanges -= 1;
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The counts kept up to date equal the window counted afresh, as
+    /// exchanges (some without terms, some repeating a term) pass through.
+    #[test]
+    fn recent_terms_count_as_the_window_counted_afresh() {
+        let words = ["parser", "cache", "x12", "Token", "parser", "blob"];
+        let mut recent = RecentTerms::new(VecDeque::new());
+        for i in 0..200usize {
+            let terms: Vec<String> = (0..i % 4)
+                .map(|j| words[(i * 7 + j * 3) % words.len()].to_string())
+                .collect();
+            recent.push(terms);
+            let afresh = summary::SeenTerms::of(recent.window.iter().map(Vec::as_slice));
+            assert_eq!(recent.seen(), &afresh, "after exchange {i}");
+            assert!(recent.window.len() <= summary::TERM_WINDOW as usize);
         }
     }
 }

@@ -7,6 +7,7 @@ use std::path::PathBuf;
 use ctxproxy_core::context::{self, CurrentContext};
 use ctxproxy_core::ids::{BlobHash, ExchangeId};
 use ctxproxy_core::secrets::{self, Source};
+use ctxproxy_core::summary::ExchangeFacts;
 use rusqlite::{params, OptionalExtension};
 
 use crate::cached::{execute_cached, query_row_cached};
@@ -192,7 +193,7 @@ impl Writer {
             base = current;
             let msgs = read::load_messages(c, child, seq)?;
             let trio = read::stored_trio(c, child, seq)?;
-            current = context::advance(&base, ExchangeId(seq), &msgs, &trio);
+            current = context::advance(&base, ExchangeId(seq), &ExchangeFacts::of(&msgs), &trio);
         }
         c.execute(
             "UPDATE sessions SET exchange_count = ?2 WHERE id = ?1",

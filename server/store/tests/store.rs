@@ -636,3 +636,91 @@ fn a_search_hit_carries_the_words_around_its_match_in_the_raw_output() {
         .unwrap();
     assert_eq!(stemmed.len(), 1);
 }
+
+/// An append's tool results are prepared together before they are stored
+/// in order; what is kept must be what appending one exchange at a time
+/// keeps: re-reads of a path within the append (changed, then unchanged),
+/// the same bytes twice (a duplicate), and an exchange continued later.
+#[test]
+fn one_append_keeps_tool_results_as_appends_one_by_one_do() {
+    let source = |n: usize| {
+        (0..n)
+            .map(|i| format!("pub fn f{i}(x: u32) -> u32 {{ x + {i} }}\n"))
+            .collect::<String>()
+    };
+    let read = |id: &str, path: &str, text: &str| {
+        vec![
+            msg(Role::User, &format!("read {path}")),
+            call(id, "read_file", &format!(r#"{{"path":"{path}"}}"#)),
+            result(id, "read_file", text),
+        ]
+    };
+    let exchanges = [
+        read("c1", "src/a.rs", &source(300)),
+        read("c2", "src/a.rs", &source(310)),
+        read("c3", "src/a.rs", &source(310)),
+        read("c4", "src/b.rs", &source(300)),
+    ];
+    let later = vec![
+        call("c5", "read_file", r#"{"path":"src/b.rs"}"#),
+        result("c5", "read_file", &source(5)),
+    ];
+    let together = common::open();
+    let one_by_one = common::open();
+    let (s1, s2) = (
+        common::session(&together.store),
+        common::session(&one_by_one.store),
+    );
+    let mut outcomes = (Vec::new(), Vec::new());
+    outcomes
+        .0
+        .push(common::append(&together.store, &s1, exchanges.concat()).unwrap());
+    for e in &exchanges {
+        outcomes
+            .1
+            .push(common::append(&one_by_one.store, &s2, e.clone()).unwrap());
+    }
+    outcomes
+        .0
+        .push(common::append(&together.store, &s1, later.clone()).unwrap());
+    outcomes
+        .1
+        .push(common::append(&one_by_one.store, &s2, later).unwrap());
+    let blobs = |o: &[ctxproxy_store::AppendOutcome]| -> Vec<_> {
+        o.iter().flat_map(|o| o.blobs.clone()).collect()
+    };
+    assert_eq!(blobs(&outcomes.0), blobs(&outcomes.1));
+    assert_eq!(
+        blobs(&outcomes.0)[3].duplicate_of.as_deref(),
+        Some("x1.3"),
+        "x4 read x1's bytes"
+    );
+    for n in 1..=4 {
+        let kept = |t: &common::TempStore, s: &str| {
+            t.store.read_now(|r| r.kept_messages(s, x(n))).unwrap()
+        };
+        assert_eq!(kept(&together, &s1), kept(&one_by_one, &s2), "x{n}");
+    }
+    let headline = |n: u32, i: usize| {
+        let kept = together
+            .store
+            .read_now(|r| r.kept_messages(&s1, x(n)))
+            .unwrap();
+        kept[i].result.as_ref().unwrap().headline.clone()
+    };
+    assert!(
+        headline(2, 2).contains("changed since x1: +10 -0 lines"),
+        "{}",
+        headline(2, 2)
+    );
+    assert!(
+        headline(3, 2).contains("unchanged since x2"),
+        "{}",
+        headline(3, 2)
+    );
+    assert!(
+        headline(4, 4).contains("changed since x4"),
+        "{}",
+        headline(4, 4)
+    );
+}

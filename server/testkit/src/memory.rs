@@ -15,7 +15,7 @@ use ctxproxy_core::message::{Message, Role};
 use ctxproxy_core::packer;
 use ctxproxy_core::record::{self, ModelTexts, Stored};
 use ctxproxy_core::secrets;
-use ctxproxy_core::summary::SeenTerms;
+use ctxproxy_core::summary::{ExchangeFacts, SeenTerms};
 use ctxproxy_core::supersede::{ExchangeRange, SupersededBy};
 use ctxproxy_core::tokens::{self, Encoding};
 use ctxproxy_core::view::{self, BlobRef, ExchangeView, HeaderItem, SessionView};
@@ -146,16 +146,18 @@ impl MemorySession {
         let id = ExchangeId(self.len() + 1);
         let enc = self.encoding;
         let seen = SeenTerms::of(self.terms.iter().map(Vec::as_slice));
+        let facts = ExchangeFacts::of(&messages);
         let recorded = record::record_exchange(
             id,
             &messages,
+            &facts,
             &seen,
             &ModelTexts::default(),
             &self.caps,
             enc,
         );
         self.terms.push(recorded.terms.clone());
-        self.context = context::advance(&self.context, id, &messages, &recorded.trio);
+        self.context = context::advance(&self.context, id, &facts, &recorded.trio);
         self.headers.push(HeaderItem {
             id,
             at: at.clone(),
