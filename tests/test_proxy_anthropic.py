@@ -155,6 +155,46 @@ def test_streamed_text_and_client_tool_use(proxy, upstream, thinking_first):
     assert (final.usage.input_tokens, final.usage.output_tokens) == (30, 4)
 
 
+def test_a_short_session_is_sent_whole_until_an_output_lives_in_its_blob(store, upstream):
+    """The default settings, streamed: a short history is forwarded as the client sent it (system,
+    tool_use and tool_result blocks) without the context tools; once a tool output is too long to
+    show whole, the prompt is layered and the context tools come, and stay."""
+    upstream.push(Turn(text="It says: buy milk."), Turn(text="3,000 steps."), Turn(text="Step 2999."))
+    history = [{"role": "user", "content": "What is in notes.txt?"},
+               {"role": "assistant", "content": [
+                   {"type": "tool_use", "id": "toolu_n", "name": "read_file", "input": {"path": "notes.txt"}}]},
+               {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "toolu_n", "content": "buy milk"}]}]
+    log = "".join(f"2026-11-24 step {i} finished in {i % 97} ms\n" for i in range(3000))
+
+    def ask(an) -> str:
+        with an.messages.stream(model=MODEL, max_tokens=50, system=SYSTEM, messages=history) as s:
+            return s.get_final_message().content[0].text
+
+    with proxylib.Proxy(store, upstream.url, upstream.url, config=None) as p:
+        an = client(p)
+        history.append({"role": "assistant", "content": [{"type": "text", "text": ask(an)}]})
+        history += [{"role": "user", "content": "And run.log?"},
+                    {"role": "assistant", "content": [
+                        {"type": "tool_use", "id": "toolu_l", "name": "read_file", "input": {"path": "run.log"}}]},
+                    {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "toolu_l", "content": log}]}]
+        history.append({"role": "assistant", "content": [{"type": "text", "text": ask(an)}]})
+        history.append({"role": "user", "content": "The slowest step?"})
+        assert ask(an) == "Step 2999."
+    first, second, third = upstream.model_calls()
+    # Whole: the system prompt, the call and its result as blocks, no tools at all.
+    assert "tools" not in first.json, first.json.get("tools")
+    assert system_text(first.json) == SYSTEM
+    assert [m["role"] for m in first.json["messages"]] == ["user", "assistant", "user"]
+    assert [b["type"] for b in first.json["messages"][1]["content"]] == ["tool_use"]
+    assert first.json["messages"][2]["content"][0]["type"] == "tool_result"
+    assert "buy milk" in json.dumps(first.json["messages"][2])
+    # Layered once the log lives in its blob: its digest, and the context tools from then on.
+    for call in (second, third):
+        assert proxylib.tool_names(call.json) == list(proxylib.CONTEXT_TOOLS), call.json.get("tools")
+        assert "step 2999 finished" not in json.dumps(call.json["messages"])
+    assert second.json["tools"] == third.json["tools"]
+
+
 def test_stream_is_forwarded_as_it_arrives(proxy, upstream):
     """See the OpenAI test: the upstream holds the rest of its answer until
     the client has seen the first piece."""

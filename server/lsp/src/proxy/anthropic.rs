@@ -250,15 +250,25 @@ fn ephemeral() -> Value {
 fn place_breakpoints(body: &mut Value, client_placed: bool) {
     let mut placed = count_breakpoints(&body["system"]) + count_breakpoints(&body["tools"]);
     if !client_placed {
-        if let Some(s) = body["system"].as_str().filter(|s| !s.is_empty()) {
-            body["system"] = json!([{"type": "text", "text": s, "cache_control": ephemeral()}]);
-            placed += 1;
-        } else if let Some(last) = body["system"].as_array_mut().and_then(|b| b.last_mut()) {
-            last["cache_control"] = ephemeral();
-            placed += 1;
+        // `get_mut`, not indexing: indexing a missing key inserts `null`,
+        // which the API refuses for `system` and `tools`.
+        match body.get_mut("system") {
+            Some(system) if system.as_str().is_some_and(|s| !s.is_empty()) => {
+                let text = system.as_str().unwrap_or_default().to_string();
+                *system = json!([{"type": "text", "text": text, "cache_control": ephemeral()}]);
+                placed += 1;
+            }
+            Some(system) => {
+                if let Some(last) = system.as_array_mut().and_then(|b| b.last_mut()) {
+                    last["cache_control"] = ephemeral();
+                    placed += 1;
+                }
+            }
+            None => {}
         }
-        if let Some(tool) = body["tools"]
-            .as_array_mut()
+        if let Some(tool) = body
+            .get_mut("tools")
+            .and_then(Value::as_array_mut)
             .and_then(|t| t.iter_mut().rev().find(|t| t["defer_loading"] != true))
         {
             tool["cache_control"] = ephemeral();
@@ -723,6 +733,25 @@ mod tests {
         // The thinking block comes back byte for byte, before the call it led to.
         assert_eq!(body["messages"][1]["content"][0], thinking());
         assert!(count_breakpoints(&body) <= MAX_BREAKPOINTS);
+    }
+
+    #[test]
+    fn breakpoints_add_no_system_or_tools_a_body_lacks() {
+        let mut body = json!({"messages": [
+            {"role": "user", "content": [{"type": "text", "text": "hi"}]},
+            {"role": "assistant", "content": [{"type": "text", "text": "hello"}]},
+            {"role": "user", "content": [{"type": "text", "text": "and?"}]}
+        ]});
+        place_breakpoints(&mut body, false);
+        assert!(
+            body.get("system").is_none() && body.get("tools").is_none(),
+            "{body}"
+        );
+        assert_eq!(
+            count_breakpoints(&body),
+            1,
+            "on the stable part of the messages"
+        );
     }
 
     #[test]
