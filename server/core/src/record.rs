@@ -202,24 +202,6 @@ impl PendingResult {
     }
 }
 
-/// A tool result as kept (`PendingResult::keep`) by a keeper that stores
-/// one at a time: `store` stores the bytes as sent under their hash and
-/// looks up the prior read of the path the call read, if any
-/// (`MemorySession` does it in memory).
-pub fn keep_tool_result<E>(
-    id: MessageId,
-    m: Message,
-    earlier: &[KeptMessage],
-    limits: &DigestLimits,
-    encoding: Encoding,
-    store: impl FnOnce(BlobHash, &[u8], Option<&str>) -> Result<Stored, E>,
-) -> Result<KeptMessage, E> {
-    let call = answered_call(&m, earlier.iter().map(|k| &k.message));
-    let pending = PendingResult::new(id, m, call);
-    let stored = store(pending.hash, pending.bytes(), pending.path.as_deref())?;
-    Ok(pending.keep(&stored, limits, encoding))
-}
-
 /// The L4 line of a kept tool result, counted as ingest in `ingest`
 /// counts; none for a whole output (nothing more to retrieve) or a message
 /// that is not a tool result.

@@ -120,9 +120,10 @@ pub fn run(
     let packed = packer::pack(view, &pack_request, caps).map_err(|e| match e {
         PackError::BudgetTooSmall { .. } => ServiceError::BudgetTooSmall(e.to_string()),
     })?;
-    let (tools, tool_names) = match packed.tools_tokens {
-        0 => (serde_json::Value::Array(Vec::new()), &[][..]),
-        _ => (render::tool_definitions(), &render::TOOL_NAMES[..]),
+    let tool_names = packer::offered_tools(packed.tools_tokens);
+    let tools = match tool_names {
+        [] => serde_json::Value::Array(Vec::new()),
+        _ => render::tool_definitions(),
     };
     let prefix_reused = earlier.map_or(0, |prev| packer::shared_prefix_tokens(prev, &packed));
     let result = AssembleResult {

@@ -4,7 +4,6 @@
 //! store would give without SQLite.
 
 use std::collections::HashMap;
-use std::convert::Infallible;
 
 use ctxproxy_core::config::{DigestLimits, LayerCaps};
 use ctxproxy_core::context::{self, CurrentContext};
@@ -107,26 +106,24 @@ impl MemorySession {
         m: Message,
         earlier: &[KeptMessage],
     ) -> KeptMessage {
-        let mut text = String::new();
-        let kept = record::keep_tool_result(
-            id,
-            m,
-            earlier,
-            &self.digest,
-            self.encoding,
-            |hash, bytes, path| {
-                text = String::from_utf8_lossy(bytes).into_owned();
-                let prior = path
-                    .and_then(|p| self.file_reads.get(p))
-                    .map(|r| PriorRead {
-                        exchange: r.exchange,
-                        changed_from: (r.hash != hash).then(|| r.text.clone()),
-                    });
-                let tokens = tokens::count(self.encoding, &text);
-                Ok::<_, Infallible>(Stored { tokens, prior })
-            },
-        )
-        .unwrap_or_else(|never| match never {});
+        // As the store's append does, one output at a time: the call it
+        // answers, the prior read of the path it read, then the digest.
+        let call = record::answered_call(&m, earlier.iter().map(|k| &k.message));
+        let pending = record::PendingResult::new(id, m, call);
+        let text = String::from_utf8_lossy(pending.bytes()).into_owned();
+        let prior = pending
+            .path
+            .as_deref()
+            .and_then(|p| self.file_reads.get(p))
+            .map(|r| PriorRead {
+                exchange: r.exchange,
+                changed_from: (r.hash != pending.hash).then(|| r.text.clone()),
+            });
+        let stored = Stored {
+            tokens: tokens::count(self.encoding, &text),
+            prior,
+        };
+        let kept = pending.keep(&stored, &self.digest, self.encoding);
         if let Some(r) = &kept.result {
             if let Some(p) = &r.path {
                 let read = FileRead {

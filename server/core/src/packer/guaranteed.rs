@@ -54,7 +54,7 @@ pub(super) fn reserve(
             depth: view.depth,
             max_depth: req.calls.max_depth,
             iteration: req.iteration,
-            tools: offered_tools(req),
+            tools: offered_tools(req.tools_tokens),
             budget: req.budget,
             lineage,
         })

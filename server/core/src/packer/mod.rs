@@ -88,9 +88,12 @@ fn layered(
     ))
 }
 
-/// The names of the tools a prompt offers: none when it sends no tools.
-pub(crate) fn offered_tools(req: &PackRequest) -> &'static [&'static str] {
-    match req.tools_tokens {
+/// The names of the tools a prompt offers, from the tokens it spends on
+/// them (`PackRequest::tools_tokens`, `PackedPrompt::tools_tokens`): none
+/// when it sends no tools (the whole shape, a one-shot call without
+/// exchanges).
+pub fn offered_tools(tools_tokens: u32) -> &'static [&'static str] {
+    match tools_tokens {
         0 => &[],
         _ => &TOOL_NAMES,
     }

@@ -19,15 +19,20 @@ use crate::view::SessionView;
 /// (its lineage is in L0) and a session with superseded exchanges (their
 /// state was replaced on purpose) keep the layers.
 pub(super) fn pack(view: &SessionView, req: &PackRequest, layered: u32) -> Option<PackedPrompt> {
-    let all_shown = view.window.len() as u32 == view.exchange_count
-        && view.call.is_none()
-        && view.superseded.is_empty();
-    let nothing_hidden = view
-        .window
-        .iter()
-        .flat_map(|e| &e.messages)
-        .all(|m| m.result.as_ref().is_none_or(|r| r.whole));
-    if !req.whole_allowed || !all_shown || !nothing_hidden {
+    // Checked cheapest first: most prompts of a session are past the first
+    // test (`whole_allowed` is false once a prompt was layered).
+    let all_shown = || {
+        view.window.len() as u32 == view.exchange_count
+            && view.call.is_none()
+            && view.superseded.is_empty()
+    };
+    let nothing_hidden = || {
+        view.window
+            .iter()
+            .flat_map(|e| &e.messages)
+            .all(|m| m.result.as_ref().is_none_or(|r| r.whole))
+    };
+    if !(req.whole_allowed && all_shown() && nothing_hidden()) {
         return None;
     }
     let system = req
