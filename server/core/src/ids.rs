@@ -32,11 +32,7 @@ impl BlobHash {
     }
 
     pub fn to_hex(&self) -> String {
-        let mut s = String::with_capacity(64);
-        for b in self.0 {
-            s.push_str(&format!("{b:02x}"));
-        }
-        s
+        blake3::Hash::from_bytes(self.0).to_hex().to_string()
     }
 
     /// The short id shown to models: `b3:` and the first 12 hex characters.

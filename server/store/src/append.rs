@@ -141,7 +141,7 @@ impl Writer {
             count += 1;
             batches.push((count, group));
         }
-        for batch in self.prepare(session, batches, stored_before)? {
+        self.prepare_each(session, batches, stored_before, |w, batch| {
             let Batch {
                 seq,
                 at,
@@ -159,16 +159,16 @@ impl Writer {
             let first_new = kept.len() - new.len();
             let mut outputs: Vec<Option<String>> = vec![None; first_new];
             for (k, n) in kept[first_new..].iter().zip(new) {
-                outputs.push(self.store_message(session, k, n, &mut out)?);
+                outputs.push(w.store_message(session, k, n, &mut out)?);
             }
             // The terms before the first exchange are read once; each
             // stored exchange's own are carried to the next.
             let recent = match &mut recent {
                 Some(r) => r,
-                None => recent.insert(self.recent_terms(session, seq)?),
+                None => recent.insert(w.recent_terms(session, seq)?),
             };
             let trio =
-                self.store_exchange(session, seq, at, &kept, &facts, &outputs, is_new, recent)?;
+                w.store_exchange(session, seq, at, &kept, &facts, &outputs, is_new, recent)?;
             current = context::advance(&base, ExchangeId(seq), &facts, &trio);
             out.exchanges.push(ExchangeId(seq));
             out.events.push(Event::ExchangeStored {
@@ -181,7 +181,8 @@ impl Writer {
                 exchange: ExchangeId(seq),
                 source: "extractive",
             });
-        }
+            Ok(())
+        })?;
         if let (Some(by), false) = (target, supersedes.is_empty()) {
             self.supersede(session, by, supersedes)?;
         }

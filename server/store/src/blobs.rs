@@ -17,11 +17,38 @@ const ZSTD_LEVEL: i32 = 3;
 /// Encoded blobs up to this size stay inline in SQLite.
 pub const INLINE_MAX_BYTES: usize = 64 * 1024;
 
+// zstd's contexts cost more to make (hundreds of KB, zeroed) than a few KB
+// of text costs to compress: each thread keeps one of each.
+thread_local! {
+    static COMPRESSOR: std::cell::RefCell<Option<zstd::bulk::Compressor<'static>>> =
+        const { std::cell::RefCell::new(None) };
+    static DECOMPRESSOR: std::cell::RefCell<Option<zstd::bulk::Decompressor<'static>>> =
+        const { std::cell::RefCell::new(None) };
+}
+
+fn compress(raw: &[u8]) -> std::io::Result<Vec<u8>> {
+    COMPRESSOR.with_borrow_mut(|c| match c {
+        Some(c) => c.compress(raw),
+        None => c
+            .insert(zstd::bulk::Compressor::new(ZSTD_LEVEL)?)
+            .compress(raw),
+    })
+}
+
+fn decompress(payload: &[u8], max_len: usize) -> std::io::Result<Vec<u8>> {
+    DECOMPRESSOR.with_borrow_mut(|d| match d {
+        Some(d) => d.decompress(payload, max_len),
+        None => d
+            .insert(zstd::bulk::Decompressor::new()?)
+            .decompress(payload, max_len),
+    })
+}
+
 /// Encodes raw bytes with zstd when that saves space.
 pub fn encode(raw: &[u8]) -> Vec<u8> {
     let mut out = Vec::with_capacity(raw.len() / 3 + 1);
     if raw.len() > 64 {
-        if let Ok(z) = zstd::bulk::compress(raw, ZSTD_LEVEL) {
+        if let Ok(z) = compress(raw) {
             if z.len() < raw.len() {
                 out.push(CODEC_ZSTD);
                 out.extend_from_slice(&z);
@@ -52,7 +79,7 @@ pub fn unpack(stored: &[u8], max_len: usize) -> Result<Vec<u8>, String> {
     let (&tag, payload) = stored.split_first().ok_or("empty record")?;
     match tag {
         CODEC_RAW => Ok(payload.to_vec()),
-        CODEC_ZSTD => zstd::bulk::decompress(payload, max_len).map_err(|e| e.to_string()),
+        CODEC_ZSTD => decompress(payload, max_len).map_err(|e| e.to_string()),
         other => Err(format!("unknown codec tag {other}")),
     }
 }

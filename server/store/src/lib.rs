@@ -10,6 +10,7 @@ mod append;
 mod assemble;
 mod blobs;
 mod cached;
+mod checkpointer;
 mod error;
 mod exchange_row;
 mod housekeeping;
@@ -82,6 +83,11 @@ impl Store {
         };
         let (tx, rx) = mpsc::channel::<Job>();
         let mut writer = Writer::new(conn, db_path.to_path_buf(), blob_dir.clone(), settings);
+        if refusal.is_none() {
+            let checkpointer = checkpointer::Checkpointer::start(db_path)
+                .map_err(StoreError::io("start the checkpoint thread for", db_path))?;
+            writer.checkpoint_aside(checkpointer);
+        }
         writer.refuse_writes(refusal);
         thread::Builder::new()
             .name("ctxproxy-store-writer".into())
@@ -89,9 +95,8 @@ impl Store {
                 for job in rx {
                     job(&mut writer);
                 }
-                // Every handle is gone: a clean close. Move the WAL into the
-                // database file, so that the file alone holds the store.
-                writer.checkpoint();
+                // Every handle is gone: a clean close.
+                writer.close();
             })
             .map_err(StoreError::io("start the writer thread for", db_path))?;
         Ok(Store {

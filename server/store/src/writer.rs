@@ -9,6 +9,7 @@ use ctxproxy_core::config::{DigestLimits, LayerCaps};
 use ctxproxy_core::tokens::Encoding;
 use rusqlite::Connection;
 
+use crate::checkpointer::{self, AfterCommit, Checkpointer};
 use crate::error::StoreError;
 use crate::read::Reader;
 use crate::Result;
@@ -50,6 +51,9 @@ pub struct Writer {
     /// Whether SQLite's page check ran: before the first write, so that
     /// reads (and the CLI, which only reads) never pay for it.
     pages_checked: bool,
+    /// Checkpoints the log while the writer goes on (none when writes are
+    /// refused from the start).
+    checkpointer: Option<Checkpointer>,
 }
 
 impl Writer {
@@ -66,6 +70,7 @@ impl Writer {
             settings,
             refusal: None,
             pages_checked: false,
+            checkpointer: None,
         }
     }
 
@@ -75,6 +80,19 @@ impl Writer {
             damaged: false,
             why,
         });
+    }
+
+    /// Moves checkpoints off the writer's path (`checkpointer`).
+    pub(crate) fn checkpoint_aside(&mut self, checkpointer: Checkpointer) {
+        checkpointer::watch(&self.conn);
+        self.checkpointer = Some(checkpointer);
+    }
+
+    /// A clean close: once the checkpointer has stopped, moves the whole
+    /// log into the database file, so that the file alone holds the store.
+    pub(crate) fn close(mut self) {
+        self.checkpointer = None;
+        self.checkpoint();
     }
 
     /// Names the store in an error that says it is damaged, and refuses
@@ -135,11 +153,28 @@ impl Writer {
         match f(self) {
             Ok(v) => {
                 self.conn.execute_batch("COMMIT")?;
+                self.after_commit();
                 Ok(v)
             }
             Err(e) => {
                 let _ = self.conn.execute_batch("ROLLBACK");
                 Err(e)
+            }
+        }
+    }
+
+    /// Checkpoints as the log's size asks (`checkpointer::after_commit`).
+    fn after_commit(&mut self) {
+        let Some(checkpointer) = &self.checkpointer else {
+            return;
+        };
+        match checkpointer::after_commit() {
+            AfterCommit::Nothing => {}
+            AfterCommit::Wake => checkpointer.wake(),
+            AfterCommit::Inline => {
+                let _ = self
+                    .conn
+                    .query_row("PRAGMA wal_checkpoint(PASSIVE)", [], |_| Ok(()));
             }
         }
     }

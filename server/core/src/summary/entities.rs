@@ -23,8 +23,12 @@ pub(super) static SYMBOL: LazyLock<Regex> = LazyLock::new(|| {
     ))
     .unwrap()
 });
-pub(super) static CODE: LazyLock<Regex> =
-    LazyLock::new(|| Regex::new(r"\b(?:E\d{4}|TS\d{4,5}|[A-Z]{1,4}\d{3,5})\b").unwrap());
+/// Error codes (`E0308`, `TS2345`, `HTTP404`). ASCII word boundaries:
+/// codes are ASCII, and a Unicode `\b` makes the regex engine fall back to
+/// its slowest search on a line with any non-ASCII byte.
+pub(super) static CODE: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r"(?-u:\b)(?:E[0-9]{4}|TS[0-9]{4,5}|[A-Z]{1,4}[0-9]{3,5})(?-u:\b)").unwrap()
+});
 pub(super) static TICKED: LazyLock<Regex> =
     LazyLock::new(|| Regex::new(r"`([^`\n]{2,60})`").unwrap());
 /// Abbreviations that look like file names.

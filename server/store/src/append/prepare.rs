@@ -2,13 +2,16 @@
 //! result's blob and digest need from the store (the blob's count when the
 //! same bytes were stored before, the prior read of the same path) is
 //! looked up first, in order, against the store and the append's earlier
-//! outputs; then the work that needs nothing more runs for all of the
-//! append's exchanges at once on rayon's pool, one thread per core: each
-//! message kept and counted (a tool result digested, its blob compressed),
-//! and what the exchange says (`ExchangeFacts`). The writer then stores
-//! them in order, as if kept one by one.
+//! outputs; then the work that needs nothing more runs on rayon's pool, one
+//! thread per core, an exchange at a time, oldest first: each message kept
+//! and counted (a tool result digested, its blob compressed), and what the
+//! exchange says (`ExchangeFacts`). The writer stores each exchange as soon
+//! as it and those before it are prepared, as if kept one by one, while the
+//! pool prepares the next: SQLite's work overlaps the digesting instead of
+//! following it.
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
+use std::sync::mpsc;
 
 use ctxproxy_core::config::DigestLimits;
 use ctxproxy_core::digest::PriorRead;
@@ -18,7 +21,6 @@ use ctxproxy_core::message::{Message, Role, ToolCall};
 use ctxproxy_core::record::{self, CountedText, PendingResult, Stored};
 use ctxproxy_core::summary::ExchangeFacts;
 use ctxproxy_core::tokens::{self, Encoding};
-use rayon::prelude::*;
 use rusqlite::OptionalExtension;
 
 use super::indexed_output;
@@ -73,16 +75,25 @@ struct Planned {
     prior: Option<PriorRead>,
 }
 
+/// A batch whose lookups are done: what `prepare_batch` needs.
+struct Shape {
+    seq: u32,
+    at: Option<String>,
+    stored: Vec<KeptMessage>,
+    slots: Vec<Slot<Planned>>,
+}
+
 impl Writer {
-    /// `batches` (exchange number, new messages) with every tool result
-    /// prepared; `stored_before` is the session's exchange count before
-    /// this append.
-    pub(super) fn prepare(
-        &self,
+    /// Prepares `batches` (exchange number, new messages) and hands each to
+    /// `store`, in order; `stored_before` is the session's exchange count
+    /// before this append. The first error `store` returns ends the append.
+    pub(super) fn prepare_each(
+        &mut self,
         session: &str,
         batches: Vec<(u32, Vec<Message>)>,
         stored_before: u32,
-    ) -> Result<Vec<Batch>> {
+        mut store: impl FnMut(&mut Writer, Batch) -> Result<()>,
+    ) -> Result<()> {
         // The reads of this append so far, by path: the exchange, the hash
         // and where the output is, for a later read of the same path.
         let mut reads: HashMap<String, (ExchangeId, BlobHash, usize)> = HashMap::new();
@@ -138,10 +149,13 @@ impl Writer {
         }
         // Each batch takes its planned results, in the order they were planned.
         let mut planned = planned.into_iter();
-        let shapes: Vec<_> = shapes
+        let shapes: Vec<Shape> = shapes
             .into_iter()
-            .map(|(seq, at, stored, slots)| {
-                let slots: Vec<Slot<Planned>> = slots
+            .map(|(seq, at, stored, slots)| Shape {
+                seq,
+                at,
+                stored,
+                slots: slots
                     .into_iter()
                     .map(|slot| match slot {
                         Slot::Message(m) => Slot::Message(m),
@@ -149,38 +163,44 @@ impl Writer {
                             Slot::ToolResult(planned.next().expect("planned in order"))
                         }
                     })
-                    .collect();
-                (seq, at, stored, slots)
+                    .collect(),
             })
             .collect();
         let limits = self.settings.digest.clone();
         let encoding = self.settings.encoding;
-        Ok(shapes
-            .into_par_iter()
-            .map(|(seq, at, stored, slots)| {
-                let mut kept = stored;
-                let mut new = Vec::with_capacity(slots.len());
-                for slot in slots {
-                    let id = MessageId {
-                        exchange: ExchangeId(seq),
-                        index: kept.len() as u32 + 1,
-                    };
-                    let (k, n) = match slot {
-                        Slot::Message(m) => prepare_message(id, m, encoding),
-                        Slot::ToolResult(p) => prepare_tool_result(p, &limits, encoding),
-                    };
-                    kept.push(k);
-                    new.push(n);
+        if shapes.len() == 1 {
+            // One exchange (an editor's usual append): prepared here, with
+            // no hand-off to the pool and back.
+            for shape in shapes {
+                store(self, prepare_batch(shape, &limits, encoding))?;
+            }
+            return Ok(());
+        }
+        // The pool prepares the batches, oldest first, while this thread
+        // stores each as soon as it and those before it are ready.
+        rayon::in_place_scope_fifo(|scope| {
+            let (tx, rx) = mpsc::channel();
+            for (i, shape) in shapes.into_iter().enumerate() {
+                let tx = tx.clone();
+                let limits = &limits;
+                scope.spawn_fifo(move |_| {
+                    // A closed channel: storing failed, the append is over.
+                    let _ = tx.send((i, prepare_batch(shape, limits, encoding)));
+                });
+            }
+            drop(tx);
+            // Batches that came ready before an earlier one, by place.
+            let mut early = BTreeMap::new();
+            let mut next = 0;
+            for (i, batch) in rx {
+                early.insert(i, batch);
+                while let Some(batch) = early.remove(&next) {
+                    store(self, batch)?;
+                    next += 1;
                 }
-                Batch {
-                    seq,
-                    at,
-                    facts: ExchangeFacts::of(&kept),
-                    kept,
-                    new,
-                }
-            })
-            .collect())
+            }
+            Ok(())
+        })
     }
 
     /// The count of a blob stored before, if it was.
@@ -192,6 +212,38 @@ impl Writer {
             |r| r.get(0),
         )
         .optional()?)
+    }
+}
+
+/// A batch prepared: each message kept and counted (a tool result
+/// digested, its blob compressed), and what the exchange says.
+fn prepare_batch(shape: Shape, limits: &DigestLimits, encoding: Encoding) -> Batch {
+    let Shape {
+        seq,
+        at,
+        stored,
+        slots,
+    } = shape;
+    let mut kept = stored;
+    let mut new = Vec::with_capacity(slots.len());
+    for slot in slots {
+        let id = MessageId {
+            exchange: ExchangeId(seq),
+            index: kept.len() as u32 + 1,
+        };
+        let (k, n) = match slot {
+            Slot::Message(m) => prepare_message(id, m, encoding),
+            Slot::ToolResult(p) => prepare_tool_result(p, limits, encoding),
+        };
+        kept.push(k);
+        new.push(n);
+    }
+    Batch {
+        seq,
+        at,
+        facts: ExchangeFacts::of(&kept),
+        kept,
+        new,
     }
 }
 
