@@ -64,7 +64,7 @@ impl FactStatus {
 }
 
 static RECORD_START: LazyLock<Regex> =
-    LazyLock::new(|| Regex::new(r"^(?:x\d+\b|b3:[0-9a-f]{8}|#)").unwrap());
+    LazyLock::new(|| Regex::new(r"^(?:x\d+(?-u:\b)|b3:[0-9a-f]{8}|#)").unwrap());
 
 /// Lower-case words of `text` as the pointer check compares them; joined
 /// words (`set_budget_limit`, `first-class`) and paths (`src/parser.rs`)
@@ -140,7 +140,7 @@ pub fn fact_status(
         .flat_map(|e| words(e).collect::<Vec<_>>())
         .chain(fact.split_whitespace().filter(identifier).flat_map(words))
         .collect();
-    let id = Regex::new(&format!(r"\b{from}(?:\.\d+)?\b")).unwrap();
+    let id = Regex::new(&format!(r"(?-u:\b){from}(?:\.\d+)?(?-u:\b)")).unwrap();
     let blob_hexes: Vec<String> = blobs
         .iter()
         .filter_map(|b| b.strip_prefix("b3:"))

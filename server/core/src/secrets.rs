@@ -82,41 +82,44 @@ static RULES: LazyLock<Vec<Rule>> = LazyLock::new(|| {
         ),
         (
             AwsAccessKey,
-            r"\b(?P<s>(?:AKIA|ASIA|AGPA|AIDA|AROA|ANPA|ANVA|AIPA)[A-Z0-9]{16})\b",
+            r"(?-u:\b)(?P<s>(?:AKIA|ASIA|AGPA|AIDA|AROA|ANPA|ANVA|AIPA)[A-Z0-9]{16})(?-u:\b)",
         ),
         (
             AwsSecretKey,
-            r#"(?i)(?:aws_?secret_?(?:access_?)?key|secret_?access_?key)["']?\s*[:=]\s*["']?(?P<s>[A-Za-z0-9/+]{40})\b"#,
+            r#"(?i)(?:aws_?secret_?(?:access_?)?key|secret_?access_?key)["']?\s*[:=]\s*["']?(?P<s>[A-Za-z0-9/+]{40})(?-u:\b)"#,
         ),
-        (GcpApiKey, r"\b(?P<s>AIza[0-9A-Za-z_\-]{35})"),
+        (GcpApiKey, r"(?-u:\b)(?P<s>AIza[0-9A-Za-z_\-]{35})"),
         (
             AzureKey,
             r"(?:AccountKey|SharedAccessKey|SharedAccessSignature|sig)=(?P<s>[A-Za-z0-9+/%]{20,}={0,2})",
         ),
         (
             GithubToken,
-            r"\b(?P<s>(?:gh[pousr]_[A-Za-z0-9]{36,}|github_pat_[A-Za-z0-9_]{50,}))",
+            r"(?-u:\b)(?P<s>(?:gh[pousr]_[A-Za-z0-9]{36,}|github_pat_[A-Za-z0-9_]{50,}))",
         ),
-        (GitlabToken, r"\b(?P<s>glpat-[A-Za-z0-9_\-]{20,})"),
-        (SlackToken, r"\b(?P<s>xox[abposr]-[A-Za-z0-9\-]{10,})"),
-        (AnthropicKey, r"\b(?P<s>sk-ant-[A-Za-z0-9_\-]{20,})"),
+        (GitlabToken, r"(?-u:\b)(?P<s>glpat-[A-Za-z0-9_\-]{20,})"),
+        (SlackToken, r"(?-u:\b)(?P<s>xox[abposr]-[A-Za-z0-9\-]{10,})"),
+        (AnthropicKey, r"(?-u:\b)(?P<s>sk-ant-[A-Za-z0-9_\-]{20,})"),
         (
             OpenaiKey,
-            r"\b(?P<s>sk-(?:proj-|svcacct-|admin-)?[A-Za-z0-9_\-]{20,})",
+            r"(?-u:\b)(?P<s>sk-(?:proj-|svcacct-|admin-)?[A-Za-z0-9_\-]{20,})",
         ),
-        (StripeKey, r"\b(?P<s>[rs]k_(?:live|test)_[A-Za-z0-9]{16,})"),
-        (NpmToken, r"\b(?P<s>npm_[A-Za-z0-9]{36})\b"),
+        (
+            StripeKey,
+            r"(?-u:\b)(?P<s>[rs]k_(?:live|test)_[A-Za-z0-9]{16,})",
+        ),
+        (NpmToken, r"(?-u:\b)(?P<s>npm_[A-Za-z0-9]{36})(?-u:\b)"),
         (
             SendgridKey,
-            r"\b(?P<s>SG\.[A-Za-z0-9_\-]{16,}\.[A-Za-z0-9_\-]{16,})",
+            r"(?-u:\b)(?P<s>SG\.[A-Za-z0-9_\-]{16,}\.[A-Za-z0-9_\-]{16,})",
         ),
         (
             Jwt,
-            r"\b(?P<s>eyJ[A-Za-z0-9_\-]{5,}\.eyJ[A-Za-z0-9_\-]{5,}\.[A-Za-z0-9_\-]{10,})",
+            r"(?-u:\b)(?P<s>eyJ[A-Za-z0-9_\-]{5,}\.eyJ[A-Za-z0-9_\-]{5,}\.[A-Za-z0-9_\-]{10,})",
         ),
         (
             UrlPassword,
-            r"\b[a-zA-Z][a-zA-Z0-9+.\-]*://[^/\s:@]*:(?P<s>[^/\s@]+)@",
+            r"(?-u:\b)[a-zA-Z][a-zA-Z0-9+.\-]*://[^/\s:@]*:(?P<s>[^/\s@]+)@",
         ),
     ];
     let shaped = table.into_iter().map(|(kind, p)| Rule {
@@ -143,7 +146,7 @@ static RULES: LazyLock<Vec<Rule>> = LazyLock::new(|| {
         ),
         (
             format!(
-                r#"(?i)(?P<pre>[^\sA-Za-z0-9_.\-])?(?P<name>[A-Za-z0-9_.\-]*{SECRET_WORD})\b["'`]?(?P<op>[ \t]*(?::=|=>|=|:)?[ \t]*(?:(?:is|was|of)[ \t]+)?)(?P<s>"[^"\n]*"|'[^'\n]*'|`[^`\n]*`|[^\s"'`,;)\]}}]+)"#
+                r#"(?i)(?P<pre>[^\sA-Za-z0-9_.\-])?(?P<name>[A-Za-z0-9_.\-]*{SECRET_WORD})(?-u:\b)["'`]?(?P<op>[ \t]*(?::=|=>|=|:)?[ \t]*(?:(?:is|was|of)[ \t]+)?)(?P<s>"[^"\n]*"|'[^'\n]*'|`[^`\n]*`|[^\s"'`,;)\]}}]+)"#
             ),
             strict_value,
         ),

@@ -88,7 +88,7 @@ static CARGO_TEST_SUMMARY: LazyLock<Regex> = LazyLock::new(|| {
 });
 static PYTEST_SUMMARY: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(
-        r"(?m)\b\d+ (?:passed|failed|errors?|skipped|xfailed|xpassed|deselected)\b.* in [\d.]+s|no tests ran in [\d.]+s|short test summary info|^ERROR collecting ",
+        r"(?m)(?-u:\b)\d+ (?:passed|failed|errors?|skipped|xfailed|xpassed|deselected)(?-u:\b).* in [\d.]+s|no tests ran in [\d.]+s|short test summary info|^ERROR collecting ",
     )
     .unwrap()
 });
@@ -142,29 +142,32 @@ static COMMANDS: LazyLock<Vec<(Regex, OutputKind)>> = LazyLock::new(|| {
     // Matched against each `&&`, `;` or `|` part of the command; first wins.
     let table = [
         (
-            r"\bcargo\s+(?:\+\S+\s+)?(?:test|t|nextest)\b",
+            r"(?-u:\b)cargo\s+(?:\+\S+\s+)?(?:test|t|nextest)(?-u:\b)",
             OutputKind::CargoTest,
         ),
         (
-            r"\bcargo\s+(?:\+\S+\s+)?(?:build|b|check|c|clippy|rustc)\b|^\s*rustc\b",
+            r"(?-u:\b)cargo\s+(?:\+\S+\s+)?(?:build|b|check|c|clippy|rustc)(?-u:\b)|^\s*rustc(?-u:\b)",
             OutputKind::RustBuild,
         ),
-        (r"\b(?:py\.test|pytest)\b", OutputKind::Pytest),
+        (r"(?-u:\b)(?:py\.test|pytest)(?-u:\b)", OutputKind::Pytest),
         (
-            r"\b(?:jest|vitest)\b|\b(?:npm|yarn|pnpm)\s+(?:run\s+)?test\b",
+            r"(?-u:\b)(?:jest|vitest)(?-u:\b)|(?-u:\b)(?:npm|yarn|pnpm)\s+(?:run\s+)?test(?-u:\b)",
             OutputKind::JsTest,
         ),
-        (r"\btsc\b", OutputKind::Tsc),
-        (r"\beslint\b", OutputKind::Eslint),
-        (r"\bgo\s+test\b", OutputKind::GoTest),
-        (r"\bgit\s+(?:diff|show)\b", OutputKind::GitDiff),
-        (r"\bgit\s+status\b", OutputKind::GitStatus),
-        (r"\bgit\s+log\b", OutputKind::GitLog),
+        (r"(?-u:\b)tsc(?-u:\b)", OutputKind::Tsc),
+        (r"(?-u:\b)eslint(?-u:\b)", OutputKind::Eslint),
+        (r"(?-u:\b)go\s+test(?-u:\b)", OutputKind::GoTest),
+        (r"(?-u:\b)git\s+(?:diff|show)(?-u:\b)", OutputKind::GitDiff),
+        (r"(?-u:\b)git\s+status(?-u:\b)", OutputKind::GitStatus),
+        (r"(?-u:\b)git\s+log(?-u:\b)", OutputKind::GitLog),
         (
-            r"^\s*(?:rg|grep|egrep|ag|ack)\b|\bgit\s+grep\b",
+            r"^\s*(?:rg|grep|egrep|ag|ack)(?-u:\b)|(?-u:\b)git\s+grep(?-u:\b)",
             OutputKind::Search,
         ),
-        (r"^\s*(?:ls|tree|find|fd|exa|eza)\b", OutputKind::Listing),
+        (
+            r"^\s*(?:ls|tree|find|fd|exa|eza)(?-u:\b)",
+            OutputKind::Listing,
+        ),
     ];
     table
         .into_iter()

@@ -14,7 +14,7 @@ use std::sync::LazyLock;
 /// levels), or `***` (make, compileall).
 static ERROR_LINE: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(
-        r"(?i:^\W*(?:error|fatal|failed|failure|panic|traceback)\b)|\b\w*(?:Error|Exception):(?:\s|$)|\b(?:ERROR|FATAL|FAILED|ERR!)\b|^npm error\b|\*\*\* ",
+        r"(?i:^\W*(?:error|fatal|failed|failure|panic|traceback)(?-u:\b))|(?-u:\b)\w*(?:Error|Exception):(?:\s|$)|(?-u:\b)(?:ERROR|FATAL|FAILED|ERR!)(?-u:\b)|^npm error(?-u:\b)|\*\*\* ",
     )
     .unwrap()
 });

@@ -66,7 +66,7 @@ fn compile(patterns: &[&str]) -> Vec<Regex> {
 
 static RUST: LazyLock<Vec<Regex>> = LazyLock::new(|| {
     compile(&[
-        r#"^\s*(?:pub(?:\([^)]*\))?\s+)?(?:(?:default|const|async|unsafe|extern\s+"[^"]*")\s+)*(?:fn|struct|enum|trait|impl|mod|type|union)\b"#,
+        r#"^\s*(?:pub(?:\([^)]*\))?\s+)?(?:(?:default|const|async|unsafe|extern\s+"[^"]*")\s+)*(?:fn|struct|enum|trait|impl|mod|type|union)(?-u:\b)"#,
         r"^\s*macro_rules!\s*\w+",
         r"^\s*(?:pub(?:\([^)]*\))?\s+)?(?:const|static)\s+[A-Z_][A-Z0-9_]*\s*:",
     ])
@@ -74,7 +74,7 @@ static RUST: LazyLock<Vec<Regex>> = LazyLock::new(|| {
 static JS: LazyLock<Vec<Regex>> = LazyLock::new(|| {
     compile(&[
         r"^\s*(?:export\s+)?(?:default\s+)?(?:declare\s+)?(?:abstract\s+)?(?:async\s+)?(?:function\s*\*?\s*[\w$]+|class\s+[\w$]+|interface\s+\w+|type\s+\w+\s*[=<]|enum\s+\w+|namespace\s+\w+)",
-        r"^(?:export\s+)?(?:const|let|var)\s+[\w$]+\s*(?::[^=]+)?=\s*(?:async\s*)?(?:function\b|\([^)]*\)\s*(?::[^=]+)?=>|[\w$]+\s*=>)",
+        r"^(?:export\s+)?(?:const|let|var)\s+[\w$]+\s*(?::[^=]+)?=\s*(?:async\s*)?(?:function(?-u:\b)|\([^)]*\)\s*(?::[^=]+)?=>|[\w$]+\s*=>)",
         r"^\s+(?:(?:public|private|protected|static|readonly|async|get|set|override)\s+)*\*?\s*[A-Za-z_$][\w$]*\s*(?:<[^>]*>)?\([^;]*\)\s*(?::\s*[^={;]+)?\{\s*$",
     ])
 });
@@ -148,7 +148,7 @@ pub(crate) fn name(signature: &str) -> &str {
     static CALLED: LazyLock<Regex> =
         LazyLock::new(|| Regex::new(r"[A-Za-z_$][\w$]*(?:<[^()]*>)?\(").unwrap());
     static KEYWORD: LazyLock<Regex> = LazyLock::new(|| {
-        Regex::new(r"\b(?:class|struct|enum|trait|interface|type|mod|union|namespace|record|const|static|macro_rules!)\s*(?:mut\s+)?([A-Za-z_$][\w$]*)").unwrap()
+        Regex::new(r"(?-u:\b)(?:class|struct|enum|trait|interface|type|mod|union|namespace|record|const|static|macro_rules!)\s*(?:mut\s+)?([A-Za-z_$][\w$]*)").unwrap()
     });
     // The name is a match up to its generics or its parameters (neither
     // `<` nor `(` is a name's character): found without the captures

@@ -95,7 +95,8 @@ fn parse_cargo(text: &str) -> (Vec<Failure>, Counts) {
 
 static PYTEST_FAILED: LazyLock<Regex> =
     LazyLock::new(|| re(r"^(?:FAILED|ERROR) (\S+?)(?: - (.*))?$"));
-static PYTEST_VERBOSE: LazyLock<Regex> = LazyLock::new(|| re(r"^(\S+::\S+) (?:FAILED|ERROR)\b"));
+static PYTEST_VERBOSE: LazyLock<Regex> =
+    LazyLock::new(|| re(r"^(\S+::\S+) (?:FAILED|ERROR)(?-u:\b)"));
 static PYTEST_SECTION: LazyLock<Regex> =
     LazyLock::new(|| re(r"^_{3,} (?:ERROR (?:at \w+ of )?)?(.+?) _{3,}$"));
 /// `==== FAILURES ====`, `==== warnings summary ====`: the blocks of a

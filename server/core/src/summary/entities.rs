@@ -8,18 +8,18 @@ use regex::Regex;
 use crate::arguments::PATTERN_KEYS;
 
 pub(super) static PATH: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(r"(?:\.{0,2}/)?(?:[\w.-]+/)*[\w-][\w.-]*\.[A-Za-z][A-Za-z0-9]{0,5}\b").unwrap()
+    Regex::new(r"(?:\.{0,2}/)?(?:[\w.-]+/)*[\w-][\w.-]*\.[A-Za-z][A-Za-z0-9]{0,5}(?-u:\b)").unwrap()
 });
 pub(super) static LOCATION: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(r"(?:[\w.-]+/)*[\w.-]+\.[A-Za-z][A-Za-z0-9]{0,5}:\d+(?::\d+)?").unwrap()
 });
 pub(super) static SYMBOL: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(concat!(
-        r"\b[A-Za-z_]\w*(?:::[A-Za-z_]\w*)+(?:\(\))?", // Foo::bar, a::b::c
-        r"|\b[A-Za-z_][A-Za-z0-9]*_\w*\(",             // snake_case(
-        r"|\b[a-z]+[A-Z]\w*\(",                        // camelCase(
-        r"|\b[A-Z][a-z0-9]+(?:[A-Z][a-z0-9]*)+\b",     // CamelCase
-        r"|\btest_\w+"                                 // test names
+        r"(?-u:\b)[A-Za-z_]\w*(?:::[A-Za-z_]\w*)+(?:\(\))?", // Foo::bar, a::b::c
+        r"|(?-u:\b)[A-Za-z_][A-Za-z0-9]*_\w*\(",             // snake_case(
+        r"|(?-u:\b)[a-z]+[A-Z]\w*\(",                        // camelCase(
+        r"|(?-u:\b)[A-Z][a-z0-9]+(?:[A-Z][a-z0-9]*)+(?-u:\b)", // CamelCase
+        r"|(?-u:\b)test_\w+"                                 // test names
     ))
     .unwrap()
 });

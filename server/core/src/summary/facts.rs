@@ -71,11 +71,13 @@ pub(super) static JSON_ERROR: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(r#"(?i)"(error|errors|exception)"\s*:\s*("[^"]|\{|\[\s*[^\]\s]|true|\d)"#).unwrap()
 });
 pub(super) static FAILURE: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(r#"(?i)\b(error|errors|failed|failure|failing|panicked|exception|traceback|denied|not found|no such|invalid|cannot|unable)\b|"error"\s*:"#)
+    Regex::new(r#"(?i)(?-u:\b)(error|errors|failed|failure|failing|panicked|exception|traceback|denied|not found|no such|invalid|cannot|unable)(?-u:\b)|"error"\s*:"#)
         .unwrap()
 });
-pub(super) static NO_FAILURE: LazyLock<Regex> =
-    LazyLock::new(|| Regex::new(r"(?i)\b0 (errors|failed)\b|\bno errors\b|\bsuccess").unwrap());
+pub(super) static NO_FAILURE: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r"(?i)(?-u:\b)0 (errors|failed)(?-u:\b)|(?-u:\b)no errors(?-u:\b)|(?-u:\b)success")
+        .unwrap()
+});
 
 impl ExchangeFacts {
     pub fn of(messages: &[KeptMessage]) -> ExchangeFacts {
