@@ -10,10 +10,8 @@ use ctxproxy_core::exchange::{self, KeptMessage, ToolResult};
 use ctxproxy_core::ids::{BlobHash, ExchangeId, MessageId};
 use ctxproxy_core::message::Message;
 use ctxproxy_core::record::{self, CountedText, ModelTexts};
-use ctxproxy_core::secrets;
 use ctxproxy_core::summary::{self, ExchangeFacts};
 use ctxproxy_core::supersede::ExchangeRange;
-use rayon::prelude::*;
 use rusqlite::{params, OptionalExtension};
 
 use crate::cached::{execute_cached, query_row_cached};
@@ -87,14 +85,7 @@ impl Writer {
     ) -> Result<AppendOutcome> {
         let (count, base, current) = self.session_state(session)?;
         let stored_before = count;
-        let messages = if self.settings.redact_secrets {
-            messages
-                .into_par_iter()
-                .map(secrets::mask_message)
-                .collect()
-        } else {
-            messages
-        };
+        // Grouped as sent (by role); `prepare_each` masks each exchange.
         let (continuing, opened) = exchange::group(messages);
         // The one exchange an append that names it, or supersedes, goes to.
         let target = match (continuing.is_empty(), opened.len()) {

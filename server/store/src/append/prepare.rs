@@ -1,14 +1,13 @@
-//! An append's tool results prepared before its ordered part. What a tool
-//! result's blob and digest need from the store (the blob's count when the
-//! same bytes were stored before, the prior read of the same path) is
-//! looked up first, in order, against the store and the append's earlier
-//! outputs; then the work that needs nothing more runs on rayon's pool, one
-//! thread per core, an exchange at a time, oldest first: each message kept
-//! and counted (a tool result digested, its blob compressed), and what the
-//! exchange says (`ExchangeFacts`). The writer stores each exchange as soon
-//! as it and those before it are prepared, as if kept one by one, while the
-//! pool prepares the next: SQLite's work overlaps the digesting instead of
-//! following it.
+//! An append's exchanges prepared, then stored in order. Each exchange's
+//! messages are masked on rayon's pool; the writer then looks up what its
+//! tool results need from the store (the blob's count when the same bytes
+//! were stored before, the prior read of the same path, from the store or
+//! from this append's earlier outputs) and hands it back to the pool to be
+//! kept and counted (a tool result digested, its blob compressed) with what
+//! the exchange says (`ExchangeFacts`). The writer stores each exchange as
+//! soon as it and those before it are prepared, as if kept one by one, and
+//! plans the next ones in between: SQLite's work overlaps the masking and
+//! digesting instead of following them.
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::mpsc;
@@ -19,6 +18,7 @@ use ctxproxy_core::exchange::KeptMessage;
 use ctxproxy_core::ids::{BlobHash, ExchangeId, MessageId};
 use ctxproxy_core::message::{Message, Role, ToolCall};
 use ctxproxy_core::record::{self, CountedText, PendingResult, Stored};
+use ctxproxy_core::secrets;
 use ctxproxy_core::summary::ExchangeFacts;
 use ctxproxy_core::tokens::{self, Encoding};
 use rusqlite::OptionalExtension;
@@ -60,17 +60,16 @@ pub(super) struct PreparedBlob {
     pub reference: Option<CountedText>,
 }
 
-/// A message of a batch; a tool result by its place among the planned
-/// (`T = usize`) until the lookups are done, then `Planned`.
-enum Slot<T> {
+/// A message of a batch, a tool result with its lookups done.
+enum Slot {
     Message(Message),
-    ToolResult(T),
+    ToolResult(Planned),
 }
 
 /// A tool result whose lookups are done.
 struct Planned {
     pending: PendingResult,
-    /// The blob's count when its bytes were stored before this append.
+    /// The blob's count when its bytes were stored before.
     stored_tokens: Option<u32>,
     prior: Option<PriorRead>,
 }
@@ -80,13 +79,24 @@ struct Shape {
     seq: u32,
     at: Option<String>,
     stored: Vec<KeptMessage>,
-    slots: Vec<Slot<Planned>>,
+    slots: Vec<Slot>,
+}
+
+/// The reads of an append so far, by path: the exchange, the hash and the
+/// output, for a later read of the same path in the same append.
+type Reads = HashMap<String, (ExchangeId, BlobHash, Vec<u8>)>;
+
+/// What the pool hands back to the writer during an append.
+enum Ready {
+    Masked(usize, Vec<Message>),
+    Prepared(usize, Batch),
 }
 
 impl Writer {
-    /// Prepares `batches` (exchange number, new messages) and hands each to
-    /// `store`, in order; `stored_before` is the session's exchange count
-    /// before this append. The first error `store` returns ends the append.
+    /// Prepares `batches` (exchange number, new messages as sent) and hands
+    /// each to `store`, in order; `stored_before` is the session's exchange
+    /// count before this append. The first error `store` returns ends the
+    /// append.
     pub(super) fn prepare_each(
         &mut self,
         session: &str,
@@ -94,112 +104,130 @@ impl Writer {
         stored_before: u32,
         mut store: impl FnMut(&mut Writer, Batch) -> Result<()>,
     ) -> Result<()> {
-        // The reads of this append so far, by path: the exchange, the hash
-        // and where the output is, for a later read of the same path.
-        let mut reads: HashMap<String, (ExchangeId, BlobHash, usize)> = HashMap::new();
-        let mut planned: Vec<Planned> = Vec::new();
-        let mut shapes = Vec::with_capacity(batches.len());
-        for (seq, messages) in batches {
-            let stored = match seq <= stored_before {
-                true => read::load_messages(&self.conn, session, seq)?,
-                false => Vec::new(),
-            };
-            let at = messages.iter().find_map(|m| m.at.clone());
-            let calls: Vec<Option<ToolCall>> = (0..messages.len())
-                .map(|i| {
-                    let earlier = stored.iter().map(|k| &k.message).chain(&messages[..i]);
-                    record::answered_call(&messages[i], earlier).cloned()
-                })
-                .collect();
-            let mut slots = Vec::with_capacity(messages.len());
-            for (i, (m, call)) in messages.into_iter().zip(calls).enumerate() {
-                if m.role != Role::Tool {
-                    slots.push(Slot::Message(m));
-                    continue;
-                }
-                let id = MessageId {
-                    exchange: ExchangeId(seq),
-                    index: (stored.len() + i + 1) as u32,
-                };
-                let pending = PendingResult::new(id, m, call.as_ref());
-                let stored_tokens = self.blob_tokens(&pending.hash)?;
-                let prior = match &pending.path {
-                    None => None,
-                    Some(path) => match reads.get(path) {
-                        Some(&(exchange, hash, at)) => Some(PriorRead {
-                            exchange,
-                            changed_from: (hash != pending.hash).then(|| {
-                                String::from_utf8_lossy(planned[at].pending.bytes()).into_owned()
-                            }),
-                        }),
-                        None => self.prior_read(session, path, &pending.hash)?,
-                    },
-                };
-                if let Some(path) = &pending.path {
-                    reads.insert(path.clone(), (id.exchange, pending.hash, planned.len()));
-                }
-                slots.push(Slot::ToolResult(planned.len()));
-                planned.push(Planned {
-                    pending,
-                    stored_tokens,
-                    prior,
-                });
-            }
-            shapes.push((seq, at, stored, slots));
-        }
-        // Each batch takes its planned results, in the order they were planned.
-        let mut planned = planned.into_iter();
-        let shapes: Vec<Shape> = shapes
-            .into_iter()
-            .map(|(seq, at, stored, slots)| Shape {
-                seq,
-                at,
-                stored,
-                slots: slots
-                    .into_iter()
-                    .map(|slot| match slot {
-                        Slot::Message(m) => Slot::Message(m),
-                        Slot::ToolResult(_) => {
-                            Slot::ToolResult(planned.next().expect("planned in order"))
-                        }
-                    })
-                    .collect(),
-            })
-            .collect();
+        let redact = self.settings.redact_secrets;
         let limits = self.settings.digest.clone();
         let encoding = self.settings.encoding;
-        if shapes.len() == 1 {
+        let mut reads = Reads::new();
+        if let [(seq, _)] = batches[..] {
             // One exchange (an editor's usual append): prepared here, with
             // no hand-off to the pool and back.
-            for shape in shapes {
-                store(self, prepare_batch(shape, &limits, encoding))?;
-            }
-            return Ok(());
+            let messages = masked(batches.into_iter().flat_map(|b| b.1).collect(), redact);
+            let shape = self.plan(session, seq, messages, stored_before, &mut reads)?;
+            return store(self, prepare_batch(shape, &limits, encoding));
         }
-        // The pool prepares the batches, oldest first, while this thread
-        // stores each as soon as it and those before it are ready.
+        // The pool masks every batch, then prepares each as this thread
+        // has planned it (its lookups need the connection), oldest first;
+        // this thread plans and stores each batch as soon as it and those
+        // before it are ready, while the pool works on the next ones.
+        let seqs: Vec<u32> = batches.iter().map(|b| b.0).collect();
         rayon::in_place_scope_fifo(|scope| {
             let (tx, rx) = mpsc::channel();
-            for (i, shape) in shapes.into_iter().enumerate() {
+            for (i, (_, messages)) in batches.into_iter().enumerate() {
                 let tx = tx.clone();
-                let limits = &limits;
                 scope.spawn_fifo(move |_| {
                     // A closed channel: storing failed, the append is over.
-                    let _ = tx.send((i, prepare_batch(shape, limits, encoding)));
+                    let _ = tx.send(run_caught(|| Ready::Masked(i, masked(messages, redact))));
                 });
             }
-            drop(tx);
             // Batches that came ready before an earlier one, by place.
-            let mut early = BTreeMap::new();
-            let mut next = 0;
-            for (i, batch) in rx {
-                early.insert(i, batch);
-                while let Some(batch) = early.remove(&next) {
+            let mut masked_early = BTreeMap::new();
+            let mut prepared_early = BTreeMap::new();
+            let (mut next_plan, mut next_store) = (0, 0);
+            while next_store < seqs.len() {
+                // Every job sends once, and this thread holds a sender.
+                match rx.recv().expect("a sender is held") {
+                    Ok(Ready::Masked(i, messages)) => {
+                        masked_early.insert(i, messages);
+                    }
+                    Ok(Ready::Prepared(i, batch)) => {
+                        prepared_early.insert(i, batch);
+                    }
+                    Err(panic) => std::panic::resume_unwind(panic),
+                }
+                while let Some(messages) = masked_early.remove(&next_plan) {
+                    let shape = self.plan(
+                        session,
+                        seqs[next_plan],
+                        messages,
+                        stored_before,
+                        &mut reads,
+                    )?;
+                    let (tx, limits, i) = (tx.clone(), &limits, next_plan);
+                    scope.spawn_fifo(move |_| {
+                        let _ = tx.send(run_caught(|| {
+                            Ready::Prepared(i, prepare_batch(shape, limits, encoding))
+                        }));
+                    });
+                    next_plan += 1;
+                }
+                while let Some(batch) = prepared_early.remove(&next_store) {
                     store(self, batch)?;
-                    next += 1;
+                    next_store += 1;
                 }
             }
             Ok(())
+        })
+    }
+
+    /// The lookups of one batch's tool results, against the store and this
+    /// append's earlier reads (`reads`, which it joins).
+    fn plan(
+        &self,
+        session: &str,
+        seq: u32,
+        messages: Vec<Message>,
+        stored_before: u32,
+        reads: &mut Reads,
+    ) -> Result<Shape> {
+        let stored = match seq <= stored_before {
+            true => read::load_messages(&self.conn, session, seq)?,
+            false => Vec::new(),
+        };
+        let at = messages.iter().find_map(|m| m.at.clone());
+        let calls: Vec<Option<ToolCall>> = (0..messages.len())
+            .map(|i| {
+                let earlier = stored.iter().map(|k| &k.message).chain(&messages[..i]);
+                record::answered_call(&messages[i], earlier).cloned()
+            })
+            .collect();
+        let mut slots = Vec::with_capacity(messages.len());
+        for (i, (m, call)) in messages.into_iter().zip(calls).enumerate() {
+            if m.role != Role::Tool {
+                slots.push(Slot::Message(m));
+                continue;
+            }
+            let id = MessageId {
+                exchange: ExchangeId(seq),
+                index: (stored.len() + i + 1) as u32,
+            };
+            let pending = PendingResult::new(id, m, call.as_ref());
+            let stored_tokens = self.blob_tokens(&pending.hash)?;
+            let prior = match &pending.path {
+                None => None,
+                Some(path) => match reads.get(path) {
+                    Some((exchange, hash, bytes)) => Some(PriorRead {
+                        exchange: *exchange,
+                        changed_from: (*hash != pending.hash)
+                            .then(|| String::from_utf8_lossy(bytes).into_owned()),
+                    }),
+                    None => self.prior_read(session, path, &pending.hash)?,
+                },
+            };
+            if let Some(path) = &pending.path {
+                let output = pending.bytes().to_vec();
+                reads.insert(path.clone(), (id.exchange, pending.hash, output));
+            }
+            slots.push(Slot::ToolResult(Planned {
+                pending,
+                stored_tokens,
+                prior,
+            }));
+        }
+        Ok(Shape {
+            seq,
+            at,
+            stored,
+            slots,
         })
     }
 
@@ -213,6 +241,20 @@ impl Writer {
         )
         .optional()?)
     }
+}
+
+/// Messages as they are stored: secrets masked when `redact` is on.
+fn masked(messages: Vec<Message>, redact: bool) -> Vec<Message> {
+    match redact {
+        true => messages.into_iter().map(secrets::mask_message).collect(),
+        false => messages,
+    }
+}
+
+/// `job`'s result, or its panic to resume on the writer's thread (as a
+/// panic in work done there would be).
+fn run_caught<T>(job: impl FnOnce() -> T) -> std::thread::Result<T> {
+    std::panic::catch_unwind(std::panic::AssertUnwindSafe(job))
 }
 
 /// A batch prepared: each message kept and counted (a tool result
