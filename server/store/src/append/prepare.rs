@@ -89,7 +89,7 @@ type Reads = HashMap<String, (ExchangeId, BlobHash, Vec<u8>)>;
 /// What the pool hands back to the writer during an append.
 enum Ready {
     Masked(usize, Vec<Message>),
-    Prepared(usize, Batch),
+    Prepared(usize, Box<Batch>),
 }
 
 impl Writer {
@@ -155,13 +155,13 @@ impl Writer {
                     let (tx, limits, i) = (tx.clone(), &limits, next_plan);
                     scope.spawn_fifo(move |_| {
                         let _ = tx.send(run_caught(|| {
-                            Ready::Prepared(i, prepare_batch(shape, limits, encoding))
+                            Ready::Prepared(i, Box::new(prepare_batch(shape, limits, encoding)))
                         }));
                     });
                     next_plan += 1;
                 }
                 while let Some(batch) = prepared_early.remove(&next_store) {
-                    store(self, batch)?;
+                    store(self, *batch)?;
                     next_store += 1;
                 }
             }
