@@ -9,8 +9,8 @@ use ctxproxy_core::digest::{OutputKind, PriorRead};
 use ctxproxy_core::exchange::{self, KeptMessage, ToolResult};
 use ctxproxy_core::ids::{BlobHash, ExchangeId, MessageId};
 use ctxproxy_core::message::Message;
-use ctxproxy_core::record::{self, CountedText, ModelTexts};
-use ctxproxy_core::summary::{self, ExchangeFacts};
+use ctxproxy_core::record::{CountedText, ExchangeRecord, ModelTexts};
+use ctxproxy_core::summary;
 use ctxproxy_core::supersede::ExchangeRange;
 use rusqlite::{params, OptionalExtension};
 
@@ -115,7 +115,6 @@ impl Writer {
         }
         let mut out = AppendOutcome::default();
         let (mut base, mut current, mut count) = (base, current, count);
-        let mut recent = None;
 
         // Messages before the first user message continue the open exchange;
         // a session's very first messages open x1 whoever sent them.
@@ -132,7 +131,7 @@ impl Writer {
             count += 1;
             batches.push((count, group));
         }
-        self.prepare_each(session, batches, stored_before, |w, batch| {
+        self.prepare_each(session, batches, stored_before, |w, batch, record| {
             let Batch {
                 seq,
                 at,
@@ -152,15 +151,8 @@ impl Writer {
             for (k, n) in kept[first_new..].iter().zip(new) {
                 outputs.push(w.store_message(session, k, n, &mut out)?);
             }
-            // The terms before the first exchange are read once; each
-            // stored exchange's own are carried to the next.
-            let recent = match &mut recent {
-                Some(r) => r,
-                None => recent.insert(w.recent_terms(session, seq)?),
-            };
-            let trio =
-                w.store_exchange(session, seq, at, &kept, &facts, &outputs, is_new, recent)?;
-            current = context::advance(&base, ExchangeId(seq), &facts, &trio);
+            w.store_exchange(session, seq, at, &kept, &record, &outputs, is_new)?;
+            current = context::advance(&base, ExchangeId(seq), &facts, &record.trio);
             out.exchanges.push(ExchangeId(seq));
             out.events.push(Event::ExchangeStored {
                 session: session.to_string(),
@@ -360,9 +352,8 @@ impl Writer {
         }))
     }
 
-    /// Writes (or rewrites) an exchange's record (`record::record_exchange`)
-    /// and full-text row (`outputs`: as `index_text` takes them); its terms
-    /// join `recent`.
+    /// Writes (or rewrites) an exchange's record and full-text row
+    /// (`outputs`: as `index_text` takes them).
     #[allow(clippy::too_many_arguments)]
     fn store_exchange(
         &mut self,
@@ -370,34 +361,10 @@ impl Writer {
         seq: u32,
         at: Option<String>,
         kept: &[KeptMessage],
-        facts: &ExchangeFacts,
+        recorded: &ExchangeRecord,
         outputs: &[Option<String>],
         is_new: bool,
-        recent: &mut RecentTerms,
-    ) -> Result<summary::Trio> {
-        // A model-written header or summary outlives later extractive updates.
-        let model = if is_new {
-            ModelTexts::default()
-        } else {
-            let (h, hs, s, ss): (String, String, String, String) = self.conn.query_row(
-                "SELECT header, header_source, summary, summary_source FROM exchanges WHERE session_id = ?1 AND seq = ?2",
-                params![session, seq],
-                |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?)),
-            )?;
-            ModelTexts {
-                header: (hs == "model").then_some(h),
-                summary: (ss == "model").then_some(s),
-            }
-        };
-        let recorded = record::record_exchange(
-            ExchangeId(seq),
-            kept,
-            facts,
-            recent.seen(),
-            &model,
-            &self.settings.caps,
-            self.settings.encoding,
-        );
+    ) -> Result<()> {
         // A new exchange is dated now when no message says when it was sent;
         // a rewritten one keeps its date.
         let at = match at {
@@ -416,12 +383,27 @@ impl Writer {
             session,
             seq,
             at.as_deref(),
-            &recorded,
+            recorded,
             raw_tokens,
         )?;
-        self.index_text(session, seq, &recorded.trio, kept, outputs)?;
-        recent.push(recorded.terms);
-        Ok(recorded.trio)
+        self.index_text(session, seq, &recorded.trio, kept, outputs)
+    }
+
+    /// What a model wrote for an exchange stored before (its header or
+    /// summary outlives later extractive updates); nothing for a new one.
+    fn model_texts(&self, session: &str, seq: u32, is_new: bool) -> Result<ModelTexts> {
+        if is_new {
+            return Ok(ModelTexts::default());
+        }
+        let (h, hs, s, ss): (String, String, String, String) = self.conn.query_row(
+            "SELECT header, header_source, summary, summary_source FROM exchanges WHERE session_id = ?1 AND seq = ?2",
+            params![session, seq],
+            |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?)),
+        )?;
+        Ok(ModelTexts {
+            header: (hs == "model").then_some(h),
+            summary: (ss == "model").then_some(s),
+        })
     }
 
     /// The terms of the session's exchanges before `seq` (the newest

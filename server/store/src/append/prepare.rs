@@ -12,18 +12,18 @@
 use std::collections::{BTreeMap, HashMap};
 use std::sync::mpsc;
 
-use ctxproxy_core::config::DigestLimits;
+use ctxproxy_core::config::{DigestLimits, LayerCaps};
 use ctxproxy_core::digest::PriorRead;
 use ctxproxy_core::exchange::KeptMessage;
 use ctxproxy_core::ids::{BlobHash, ExchangeId, MessageId};
 use ctxproxy_core::message::{Message, Role, ToolCall};
-use ctxproxy_core::record::{self, CountedText, PendingResult, Stored};
+use ctxproxy_core::record::{self, CountedText, ExchangeRecord, ModelTexts, PendingResult, Stored};
 use ctxproxy_core::secrets;
-use ctxproxy_core::summary::ExchangeFacts;
+use ctxproxy_core::summary::{ExchangeFacts, SeenTerms};
 use ctxproxy_core::tokens::{self, Encoding};
 use rusqlite::OptionalExtension;
 
-use super::indexed_output;
+use super::{indexed_output, RecentTerms};
 use crate::blobs;
 use crate::cached::query_row_cached;
 use crate::read;
@@ -90,49 +90,65 @@ type Reads = HashMap<String, (ExchangeId, BlobHash, Vec<u8>)>;
 enum Ready {
     Masked(usize, Vec<Message>),
     Prepared(usize, Box<Batch>),
+    Recorded(usize, Box<(Batch, ExchangeRecord)>),
+}
+
+/// What the record of an exchange needs besides the exchange: the terms
+/// of the exchanges before it, and what a model wrote for it.
+struct RecordInputs {
+    seen: SeenTerms,
+    model: ModelTexts,
 }
 
 impl Writer {
-    /// Prepares `batches` (exchange number, new messages as sent) and hands
-    /// each to `store`, in order; `stored_before` is the session's exchange
-    /// count before this append. The first error `store` returns ends the
-    /// append.
+    /// Prepares `batches` (exchange number, new messages as sent), records
+    /// each exchange (`record::record_exchange`) and hands both to
+    /// `store`, in order; `stored_before` is the session's exchange count
+    /// before this append. The first error `store` returns ends the append.
     pub(super) fn prepare_each(
         &mut self,
         session: &str,
         batches: Vec<(u32, Vec<Message>)>,
         stored_before: u32,
-        mut store: impl FnMut(&mut Writer, Batch) -> Result<()>,
+        mut store: impl FnMut(&mut Writer, Batch, ExchangeRecord) -> Result<()>,
     ) -> Result<()> {
         let redact = self.settings.redact_secrets;
         let limits = self.settings.digest.clone();
+        let caps = self.settings.caps.clone();
         let encoding = self.settings.encoding;
         let mut reads = Reads::new();
+        // The terms of the exchanges before the next one to record: read
+        // once, then each recorded exchange's own join them.
+        let first = batches.first().map_or(0, |b| b.0);
+        let mut recent = self.recent_terms(session, first)?;
         if let [(seq, _)] = batches[..] {
             // One exchange (an editor's usual append): prepared here, with
             // no hand-off to the pool and back.
             let messages = masked(batches.into_iter().flat_map(|b| b.1).collect(), redact);
             let shape = self.plan(session, seq, messages, stored_before, &mut reads)?;
-            return store(self, prepare_batch(shape, &limits, encoding));
+            let batch = prepare_batch(shape, &limits, encoding);
+            let inputs = self.record_inputs(session, &batch, stored_before, &mut recent)?;
+            let record = record(&batch, inputs, &caps, encoding);
+            return store(self, batch, record);
         }
-        // The pool masks every batch, then prepares each as this thread
-        // has planned it (its lookups need the connection), oldest first;
-        // this thread plans and stores each batch as soon as it and those
-        // before it are ready, while the pool works on the next ones.
+        // The pool masks every batch, prepares each as this thread has
+        // planned it (its lookups need the connection), and records each
+        // once the terms of those before it are known, oldest first; this
+        // thread plans, dispatches and stores each batch as soon as it and
+        // those before it are ready, while the pool works on the next ones.
         let seqs: Vec<u32> = batches.iter().map(|b| b.0).collect();
         rayon::in_place_scope_fifo(|scope| {
             let (tx, rx) = mpsc::channel();
             for (i, (_, messages)) in batches.into_iter().enumerate() {
-                let tx = tx.clone();
-                scope.spawn_fifo(move |_| {
-                    // A closed channel: storing failed, the append is over.
-                    let _ = tx.send(run_caught(|| Ready::Masked(i, masked(messages, redact))));
+                spawn(scope, &tx, move || {
+                    Ready::Masked(i, masked(messages, redact))
                 });
             }
             // Batches that came ready before an earlier one, by place.
             let mut masked_early = BTreeMap::new();
             let mut prepared_early = BTreeMap::new();
-            let (mut next_plan, mut next_store) = (0, 0);
+            let mut recorded_early = BTreeMap::new();
+            let (mut next_plan, mut next_record, mut next_store) = (0, 0, 0);
             while next_store < seqs.len() {
                 // Every job sends once, and this thread holds a sender.
                 match rx.recv().expect("a sender is held") {
@@ -142,30 +158,53 @@ impl Writer {
                     Ok(Ready::Prepared(i, batch)) => {
                         prepared_early.insert(i, batch);
                     }
+                    Ok(Ready::Recorded(i, recorded)) => {
+                        recorded_early.insert(i, recorded);
+                    }
                     Err(panic) => std::panic::resume_unwind(panic),
                 }
                 while let Some(messages) = masked_early.remove(&next_plan) {
-                    let shape = self.plan(
-                        session,
-                        seqs[next_plan],
-                        messages,
-                        stored_before,
-                        &mut reads,
-                    )?;
-                    let (tx, limits, i) = (tx.clone(), &limits, next_plan);
-                    scope.spawn_fifo(move |_| {
-                        let _ = tx.send(run_caught(|| {
-                            Ready::Prepared(i, Box::new(prepare_batch(shape, limits, encoding)))
-                        }));
+                    let seq = seqs[next_plan];
+                    let shape = self.plan(session, seq, messages, stored_before, &mut reads)?;
+                    let (limits, i) = (&limits, next_plan);
+                    spawn(scope, &tx, move || {
+                        Ready::Prepared(i, Box::new(prepare_batch(shape, limits, encoding)))
                     });
                     next_plan += 1;
                 }
-                while let Some(batch) = prepared_early.remove(&next_store) {
-                    store(self, *batch)?;
+                while let Some(batch) = prepared_early.remove(&next_record) {
+                    let inputs = self.record_inputs(session, &batch, stored_before, &mut recent)?;
+                    let (caps, i) = (&caps, next_record);
+                    spawn(scope, &tx, move || {
+                        let record = record(&batch, inputs, caps, encoding);
+                        Ready::Recorded(i, Box::new((*batch, record)))
+                    });
+                    next_record += 1;
+                }
+                while let Some(recorded) = recorded_early.remove(&next_store) {
+                    let (batch, record) = *recorded;
+                    store(self, batch, record)?;
                     next_store += 1;
                 }
             }
             Ok(())
+        })
+    }
+
+    /// What recording `batch` needs: the terms before it (then its own join
+    /// `recent`), and what a model wrote for it when it was stored before.
+    fn record_inputs(
+        &self,
+        session: &str,
+        batch: &Batch,
+        stored_before: u32,
+        recent: &mut RecentTerms,
+    ) -> Result<RecordInputs> {
+        let seen = recent.seen().clone();
+        recent.push(batch.facts.terms());
+        Ok(RecordInputs {
+            seen,
+            model: self.model_texts(session, batch.seq, batch.seq > stored_before)?,
         })
     }
 
@@ -243,12 +282,43 @@ impl Writer {
     }
 }
 
+/// An exchange's record (`record::record_exchange`).
+fn record(
+    batch: &Batch,
+    inputs: RecordInputs,
+    caps: &LayerCaps,
+    encoding: Encoding,
+) -> ExchangeRecord {
+    record::record_exchange(
+        ExchangeId(batch.seq),
+        &batch.kept,
+        &batch.facts,
+        &inputs.seen,
+        &inputs.model,
+        caps,
+        encoding,
+    )
+}
+
 /// Messages as they are stored: secrets masked when `redact` is on.
 fn masked(messages: Vec<Message>, redact: bool) -> Vec<Message> {
     match redact {
         true => messages.into_iter().map(secrets::mask_message).collect(),
         false => messages,
     }
+}
+
+/// Runs `job` on the pool, its result (or panic) sent back on `tx`.
+fn spawn<'scope>(
+    scope: &rayon::ScopeFifo<'scope>,
+    tx: &mpsc::Sender<std::thread::Result<Ready>>,
+    job: impl FnOnce() -> Ready + Send + 'scope,
+) {
+    let tx = tx.clone();
+    scope.spawn_fifo(move |_| {
+        // A closed channel: storing failed, the append is over.
+        let _ = tx.send(run_caught(job));
+    });
 }
 
 /// `job`'s result, or its panic to resume on the writer's thread (as a
