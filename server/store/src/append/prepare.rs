@@ -1,13 +1,15 @@
-//! An append's exchanges prepared, then stored in order. Each exchange's
-//! messages are masked on rayon's pool; the writer then looks up what its
-//! tool results need from the store (the blob's count when the same bytes
-//! were stored before, the prior read of the same path, from the store or
-//! from this append's earlier outputs) and hands it back to the pool to be
-//! kept and counted (a tool result digested, its blob compressed) with what
-//! the exchange says (`ExchangeFacts`). The writer stores each exchange as
-//! soon as it and those before it are prepared, as if kept one by one, and
-//! plans the next ones in between: SQLite's work overlaps the masking and
-//! digesting instead of following them.
+//! An append's exchanges in a pipeline. Each exchange's messages are
+//! masked on rayon's pool; the writer looks up what its tool results need
+//! from the store (the blob's count when the same bytes were stored
+//! before, the prior read of the same path, from the store or from this
+//! append's earlier outputs) and hands it back to the pool to be kept and
+//! counted (a tool result digested, its blob compressed) with what the
+//! exchange says (`ExchangeFacts`); once the terms of the exchanges before
+//! it are known, the pool makes its record (header, summary, counts). The
+//! writer stores each exchange as soon as it and those before it are
+//! recorded, as if kept one by one, and plans the next ones in between:
+//! SQLite's work overlaps the masking, digesting and summarising instead
+//! of following them.
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::mpsc;
