@@ -5,7 +5,7 @@
 use std::collections::VecDeque;
 
 use ctxproxy_core::context;
-use ctxproxy_core::digest::{OutputKind, PriorRead};
+use ctxproxy_core::digest::OutputKind;
 use ctxproxy_core::exchange::{self, KeptMessage, ToolResult};
 use ctxproxy_core::ids::{BlobHash, ExchangeId, MessageId};
 use ctxproxy_core::message::Message;
@@ -321,35 +321,6 @@ impl Writer {
             ],
         )?;
         Ok(None)
-    }
-
-    fn prior_read(&self, session: &str, path: &str, hash: &BlobHash) -> Result<Option<PriorRead>> {
-        let row: Option<(u32, Vec<u8>)> = query_row_cached(
-            &self.conn,
-            "SELECT seq, hash FROM file_reads WHERE session_id = ?1 AND path = ?2",
-            params![session, path],
-            |r| Ok((r.get(0)?, r.get(1)?)),
-        )
-        .optional()?;
-        let Some((seq, prev)) = row else {
-            return Ok(None);
-        };
-        let exchange = ExchangeId(seq);
-        if prev[..] == hash.0[..] {
-            return Ok(Some(PriorRead {
-                exchange,
-                changed_from: None,
-            }));
-        }
-        let prev_hash = BlobHash(
-            prev.try_into()
-                .map_err(|_| StoreError::Unreadable("bad hash in file_reads".into()))?,
-        );
-        let before = read::blob_bytes(&self.conn, &self.blob_dir, &prev_hash)?;
-        Ok(Some(PriorRead {
-            exchange,
-            changed_from: Some(String::from_utf8_lossy(&before).into_owned()),
-        }))
     }
 
     /// Writes (or rewrites) an exchange's record and full-text row

@@ -590,6 +590,29 @@ pub(crate) fn stored_trio(conn: &Connection, session: &str, seq: u32) -> Result<
 
 /// A blob's original bytes, verified against its hash.
 pub(crate) fn blob_bytes(conn: &Connection, blob_dir: &Path, hash: &BlobHash) -> Result<Vec<u8>> {
+    stored_blob(conn, blob_dir, hash)?.decode()
+}
+
+/// A blob as stored (`blobs::encode`d), read but not yet decoded: the
+/// decoding can run on another thread.
+pub(crate) struct StoredBlob {
+    hash: BlobHash,
+    stored: Vec<u8>,
+    bytes: usize,
+}
+
+impl StoredBlob {
+    /// The original bytes, verified against the hash.
+    pub(crate) fn decode(&self) -> Result<Vec<u8>> {
+        blobs::decode(&self.hash, &self.stored, self.bytes)
+    }
+}
+
+pub(crate) fn stored_blob(
+    conn: &Connection,
+    blob_dir: &Path,
+    hash: &BlobHash,
+) -> Result<StoredBlob> {
     let (bytes, data): (i64, Option<Vec<u8>>) = conn
         .query_row(
             "SELECT bytes, data FROM blobs WHERE hash = ?1",
@@ -602,7 +625,11 @@ pub(crate) fn blob_bytes(conn: &Connection, blob_dir: &Path, hash: &BlobHash) ->
         Some(d) => d,
         None => blobs::read_file(blob_dir, hash)?,
     };
-    blobs::decode(hash, &stored, bytes as usize)
+    Ok(StoredBlob {
+        hash: *hash,
+        stored,
+        bytes: bytes as usize,
+    })
 }
 
 /// Everything the packer needs for one prompt, counted in `encoding`.

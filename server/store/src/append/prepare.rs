@@ -23,11 +23,12 @@ use ctxproxy_core::record::{self, CountedText, ExchangeRecord, ModelTexts, Pendi
 use ctxproxy_core::secrets;
 use ctxproxy_core::summary::{ExchangeFacts, SeenTerms};
 use ctxproxy_core::tokens::{self, Encoding};
-use rusqlite::OptionalExtension;
+use rusqlite::{params, OptionalExtension};
 
 use super::{indexed_output, RecentTerms};
 use crate::blobs;
 use crate::cached::query_row_cached;
+use crate::error::StoreError;
 use crate::read;
 use crate::writer::Writer;
 use crate::Result;
@@ -73,7 +74,27 @@ struct Planned {
     pending: PendingResult,
     /// The blob's count when its bytes were stored before.
     stored_tokens: Option<u32>,
-    prior: Option<PriorRead>,
+    prior: Option<Prior>,
+}
+
+/// The last earlier read of a tool result's path, as planned: in hand (the
+/// same bytes, or an earlier output of this append), or the blob of a read
+/// stored before, decoded on the pool.
+enum Prior {
+    InHand(PriorRead),
+    Stored(ExchangeId, read::StoredBlob),
+}
+
+impl Prior {
+    fn read(self) -> Result<PriorRead> {
+        Ok(match self {
+            Prior::InHand(read) => read,
+            Prior::Stored(exchange, blob) => PriorRead {
+                exchange,
+                changed_from: Some(String::from_utf8_lossy(&blob.decode()?).into_owned()),
+            },
+        })
+    }
 }
 
 /// A batch whose lookups are done: what `prepare_batch` needs.
@@ -91,7 +112,7 @@ type Reads = HashMap<String, (ExchangeId, BlobHash, Vec<u8>)>;
 /// What the pool hands back to the writer during an append.
 enum Ready {
     Masked(usize, Vec<Message>),
-    Prepared(usize, Box<Batch>),
+    Prepared(usize, Result<Box<Batch>>),
     Recorded(usize, Box<(Batch, ExchangeRecord)>),
 }
 
@@ -128,7 +149,7 @@ impl Writer {
             // no hand-off to the pool and back.
             let messages = masked(batches.into_iter().flat_map(|b| b.1).collect(), redact);
             let shape = self.plan(session, seq, messages, stored_before, &mut reads)?;
-            let batch = prepare_batch(shape, &limits, encoding);
+            let batch = prepare_batch(shape, &limits, encoding)?;
             let inputs = self.record_inputs(session, &batch, stored_before, &mut recent)?;
             let record = record(&batch, inputs, &caps, encoding);
             return store(self, batch, record);
@@ -158,7 +179,7 @@ impl Writer {
                         masked_early.insert(i, messages);
                     }
                     Ok(Ready::Prepared(i, batch)) => {
-                        prepared_early.insert(i, batch);
+                        prepared_early.insert(i, batch?);
                     }
                     Ok(Ready::Recorded(i, recorded)) => {
                         recorded_early.insert(i, recorded);
@@ -170,7 +191,7 @@ impl Writer {
                     let shape = self.plan(session, seq, messages, stored_before, &mut reads)?;
                     let (limits, i) = (&limits, next_plan);
                     spawn(scope, &tx, move || {
-                        Ready::Prepared(i, Box::new(prepare_batch(shape, limits, encoding)))
+                        Ready::Prepared(i, prepare_batch(shape, limits, encoding).map(Box::new))
                     });
                     next_plan += 1;
                 }
@@ -246,11 +267,11 @@ impl Writer {
             let prior = match &pending.path {
                 None => None,
                 Some(path) => match reads.get(path) {
-                    Some((exchange, hash, bytes)) => Some(PriorRead {
+                    Some((exchange, hash, bytes)) => Some(Prior::InHand(PriorRead {
                         exchange: *exchange,
                         changed_from: (*hash != pending.hash)
                             .then(|| String::from_utf8_lossy(bytes).into_owned()),
-                    }),
+                    })),
                     None => self.prior_read(session, path, &pending.hash)?,
                 },
             };
@@ -270,6 +291,33 @@ impl Writer {
             stored,
             slots,
         })
+    }
+
+    /// The last read of `path` stored before this append, if there was one.
+    fn prior_read(&self, session: &str, path: &str, hash: &BlobHash) -> Result<Option<Prior>> {
+        let row: Option<(u32, Vec<u8>)> = query_row_cached(
+            &self.conn,
+            "SELECT seq, hash FROM file_reads WHERE session_id = ?1 AND path = ?2",
+            params![session, path],
+            |r| Ok((r.get(0)?, r.get(1)?)),
+        )
+        .optional()?;
+        let Some((seq, prev)) = row else {
+            return Ok(None);
+        };
+        let exchange = ExchangeId(seq);
+        if prev[..] == hash.0[..] {
+            return Ok(Some(Prior::InHand(PriorRead {
+                exchange,
+                changed_from: None,
+            })));
+        }
+        let prev_hash = BlobHash(
+            prev.try_into()
+                .map_err(|_| StoreError::Unreadable("bad hash in file_reads".into()))?,
+        );
+        let blob = read::stored_blob(&self.conn, &self.blob_dir, &prev_hash)?;
+        Ok(Some(Prior::Stored(exchange, blob)))
     }
 
     /// The count of a blob stored before, if it was.
@@ -331,7 +379,7 @@ fn run_caught<T>(job: impl FnOnce() -> T) -> std::thread::Result<T> {
 
 /// A batch prepared: each message kept and counted (a tool result
 /// digested, its blob compressed), and what the exchange says.
-fn prepare_batch(shape: Shape, limits: &DigestLimits, encoding: Encoding) -> Batch {
+fn prepare_batch(shape: Shape, limits: &DigestLimits, encoding: Encoding) -> Result<Batch> {
     let Shape {
         seq,
         at,
@@ -347,18 +395,18 @@ fn prepare_batch(shape: Shape, limits: &DigestLimits, encoding: Encoding) -> Bat
         };
         let (k, n) = match slot {
             Slot::Message(m) => prepare_message(id, m, encoding),
-            Slot::ToolResult(p) => prepare_tool_result(p, limits, encoding),
+            Slot::ToolResult(p) => prepare_tool_result(p, limits, encoding)?,
         };
         kept.push(k);
         new.push(n);
     }
-    Batch {
+    Ok(Batch {
         seq,
         at,
         facts: ExchangeFacts::of(&kept),
         kept,
         new,
-    }
+    })
 }
 
 /// A message that is not a tool result, kept as sent.
@@ -380,7 +428,7 @@ fn prepare_tool_result(
     p: Planned,
     limits: &DigestLimits,
     encoding: Encoding,
-) -> (KeptMessage, NewMessage) {
+) -> Result<(KeptMessage, NewMessage)> {
     let bytes = p.pending.bytes();
     let tokens = p
         .stored_tokens
@@ -389,7 +437,7 @@ fn prepare_tool_result(
     let output = indexed_output(bytes);
     let stored = Stored {
         tokens,
-        prior: p.prior,
+        prior: p.prior.map(Prior::read).transpose()?,
     };
     let kept = p.pending.keep(&stored, limits, encoding);
     let blob = PreparedBlob {
@@ -402,5 +450,5 @@ fn prepare_tool_result(
         tokens,
         blob: Some(blob),
     };
-    (kept, new)
+    Ok((kept, new))
 }
