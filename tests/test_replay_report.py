@@ -4,6 +4,7 @@ question is stored, as a model would)."""
 
 import json
 
+from ctxlib import SESSIONS
 from test_store_disk import cli
 
 
@@ -91,7 +92,6 @@ def test_via_proxy_names_every_time_column_and_times_each_call_against_a_direct_
     """`replay --via-proxy` as a reader sees it: the text table's columns each named, one value per
     column per call, the totals saying which figure is which; the JSON carries the earlier keys and
     the direct call's, per call and in total."""
-    from ctxlib import SESSIONS
     session = SESSIONS / "minimal.jsonl"
     text = cli("replay", session, "--via-proxy").stdout
     table, totals = text.split("\n\n", 1)

@@ -20,8 +20,12 @@
 //!   body to the upstream and reading the reply, the upstream collecting the
 //!   body into fresh memory (axum's `Bytes`);
 //! - *added over direct*: added less direct, the time the proxy added to what
-//!   a direct call costs; and that less the store's work. These two are
-//!   signed: noise can make a call through the proxy the faster one.
+//!   a direct call costs; and that less the store's work.
+//!
+//! Direct and the two over it are signed per call (noise can make a call
+//! through the proxy the faster one) and their percentiles rank them signed:
+//! a negative value ranks below zero, it is not clipped. Added and beyond
+//! stay floored at zero, as before.
 
 use std::collections::VecDeque;
 use std::sync::{Arc, Mutex};
@@ -53,8 +57,8 @@ pub struct Timed {
 }
 
 impl Timed {
-    /// The wait less the upstream's own time, in milliseconds (signed: the
-    /// two are taken on different clocks' readings).
+    /// The wait less the upstream's own time, in milliseconds; signed, as
+    /// the figures that subtract it are.
     fn outside_upstream_ms(&self) -> f64 {
         ms(self.wait) - ms(self.upstream)
     }
