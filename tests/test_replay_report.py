@@ -4,6 +4,7 @@ question is stored, as a model would)."""
 
 import json
 
+from ctxlib import SESSIONS
 from test_store_disk import cli
 
 
@@ -85,3 +86,27 @@ def test_a_file_of_several_sessions_replays_each_with_its_forks_and_supersession
         (main["sessionId"], ["x1"]), (b1["sessionId"], ["x2"])]
     shown = cli("inspect", main["sessionId"], "x2", "--store", store).stdout
     assert "superseded by x3" in shown, shown
+
+
+def test_via_proxy_names_every_time_column_and_times_each_call_against_a_direct_call():
+    """`replay --via-proxy` as a reader sees it: the text table's columns each named, one value per
+    column per call, the totals saying which figure is which; the JSON carries the earlier keys and
+    the direct call's, per call and in total."""
+    session = SESSIONS / "minimal.jsonl"
+    text = cli("replay", session, "--via-proxy").stdout
+    table, totals = text.split("\n\n", 1)
+    header, *rows = table.splitlines()
+    columns = ["call", "exchange", "client sent", "upstream got", "%", "added ms", "store ms",
+               "direct ms", "over direct ms"]
+    assert [c for c in (h.strip() for h in header.split("  ")) if c] == columns, header
+    report = json.loads(cli("replay", session, "--via-proxy", "--json").stdout)
+    assert len(rows) == len(report["calls"]) > 0
+    assert all(len(r.split()) == len(columns) for r in rows), rows
+    assert "time the proxy added (its wait less the upstream's own time)" in totals
+    assert "a direct call (the same request straight to the upstream" in totals
+    assert "added over a direct call (per call, added less direct; signed)" in totals
+    per_call = {"exchange", "sentTokens", "forwardedTokens", "addedMs", "storeMs", "waitMs", "upstreamMs",
+                "directWaitMs", "directUpstreamMs", "directMs", "addedOverDirectMs", "beyondStoreOverDirectMs"}
+    assert all(set(c) == per_call for c in report["calls"]), report["calls"][0]
+    for key in ["added", "beyondStore", "direct", "addedOverDirect", "beyondStoreOverDirect"]:
+        assert report["total"][f"{key}MsP50"] <= report["total"][f"{key}MsP99"], key

@@ -164,13 +164,27 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
 
 /// The proxy's own time per model request at each size: `replay
 /// --via-proxy` of a generated session, over the calls whose history is
-/// within a tenth of the full size.
+/// within a tenth of the full size: the figures of [`via_proxy::Spreads`]
+/// (the columns' meanings are printed under the table).
 async fn via_proxy(sizes: &[u32]) -> anyhow::Result<()> {
     use crate::proxy::via_proxy;
-    println!(
-        "{:>9} {:>6} {:>12} {:>14} {:>14} {:>14} {:>14}",
-        "exchanges", "calls", "body MiB", "added p50", "added p99", "beyond p50", "beyond p99"
-    );
+    const COLUMNS: [&str; 10] = [
+        "added p50",
+        "added p99",
+        "beyond p50",
+        "beyond p99",
+        "direct p50",
+        "direct p99",
+        "over direct p50",
+        "over direct p99",
+        "beyond over direct p50",
+        "beyond over direct p99",
+    ];
+    let mut header = format!("{:>9} {:>6} {:>9}", "exchanges", "calls", "body MiB");
+    for c in COLUMNS {
+        header.push_str(&format!(" {c:>11}"));
+    }
+    println!("{header}");
     for &size in sizes {
         // A generated recorded session, read by the one parser of the format.
         let lines: Vec<String> = (0..size)
@@ -181,22 +195,33 @@ async fn via_proxy(sizes: &[u32]) -> anyhow::Result<()> {
         let service = Service::open(dir.path().join("store.db"), Default::default(), None)?;
         let calls = via_proxy::run(&session, service).await?;
         let tail = &calls[calls.len() - calls.len().div_ceil(10)..];
-        let mut added: Vec<Duration> = tail.iter().map(|c| c.added).collect();
-        let mut beyond: Vec<Duration> = tail.iter().map(via_proxy::Call::beyond_store).collect();
-        added.sort();
-        beyond.sort();
+        let t = via_proxy::Spreads::of(tail);
         let body = tail.iter().map(|c| c.sent_bytes).max().unwrap_or(0);
-        println!(
-            "{:>9} {:>6} {:>12.1} {:>12.2}ms {:>12.2}ms {:>12.2}ms {:>12.2}ms",
-            size,
+        let mut line = format!(
+            "{size:>9} {:>6} {:>9.1}",
             tail.len(),
-            body as f64 / (1024.0 * 1024.0),
-            ms(percentile(&added, 0.5)),
-            ms(percentile(&added, 0.99)),
-            ms(percentile(&beyond, 0.5)),
-            ms(percentile(&beyond, 0.99)),
+            body as f64 / (1024.0 * 1024.0)
         );
+        let figures = [
+            t.added,
+            t.beyond_store,
+            t.direct,
+            t.added_over_direct,
+            t.beyond_store_over_direct,
+        ]
+        .into_iter()
+        .flat_map(|s| [s.p50, s.p99]);
+        for (c, ms) in COLUMNS.iter().zip(figures) {
+            let figure = format!("{ms:.2}ms");
+            line.push_str(&format!(" {figure:>w$}", w = c.len().max(11)));
+        }
+        println!("{line}");
     }
+    println!(
+        "added: the wait through the proxy less the upstream's own time; beyond: that less the store's work;\n\
+         direct: the same request's wait sent straight to the upstream less the upstream's own time;\n\
+         over direct: added less direct, per call (signed, ranked as signed); beyond over direct: that less the store's work"
+    );
     Ok(())
 }
 

@@ -1,9 +1,7 @@
-//! Percentiles of measured durations, for the benches and `replay --via-proxy`.
+//! Percentiles of measured values, for the benches and `replay --via-proxy`.
 
-use std::time::Duration;
-
-/// The `p` quantile (0 to 1) of durations sorted in ascending order, by nearest rank.
-pub fn percentile(sorted: &[Duration], p: f64) -> Duration {
+/// The `p` quantile (0 to 1) of values sorted in ascending order, by nearest rank.
+pub fn percentile<T: Copy>(sorted: &[T], p: f64) -> T {
     let idx = ((sorted.len() as f64 - 1.0) * p).round() as usize;
     sorted[idx.min(sorted.len() - 1)]
 }

@@ -6,7 +6,7 @@
 //! the connection's buffer given up for a new one); a resent history is
 //! mostly bytes already in memory.
 
-use axum::body::Body;
+use axum::body::{Body, Bytes};
 use futures_util::StreamExt;
 
 use super::api::{Api, BadRequest};
@@ -53,17 +53,32 @@ pub async fn receive(
     expected: usize,
 ) -> Result<Received, axum::Error> {
     let mut chunks = body.into_data_stream();
-    let mut head = Vec::new();
+    // The chunks up to the head's end, held as they came: a first chunk
+    // that holds the head (the usual case) is not copied.
+    let mut first: Vec<Bytes> = Vec::new();
+    let mut held = 0;
     let mut ended = false;
-    while head.len() < HEAD {
+    while held < HEAD {
         match chunks.next().await {
-            Some(chunk) => head.extend_from_slice(&chunk?),
+            Some(chunk) => {
+                let chunk = chunk?;
+                held += chunk.len();
+                first.push(chunk);
+            }
             None => {
                 ended = true;
                 break;
             }
         }
     }
+    let joined;
+    let head: &[u8] = match first.as_slice() {
+        [one] => one,
+        _ => {
+            joined = first.concat();
+            &joined
+        }
+    };
     // Chunks may overshoot: the match is on the head alone, whatever the
     // chunking.
     let mut previous = histories.take(format, key, &head[..head.len().min(HEAD)]);
@@ -72,8 +87,9 @@ pub async fn receive(
         None => Vec::new(),
     };
     let mut into = Overwrite::new(buffer, expected.min(MAX_RESERVED));
-    into.feed(&head);
-    drop(head);
+    for chunk in first {
+        into.feed(&chunk);
+    }
     while !ended {
         match chunks.next().await {
             Some(chunk) => into.feed(&chunk?),

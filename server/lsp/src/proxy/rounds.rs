@@ -50,7 +50,8 @@ impl Exchange {
             Method::POST,
             &self.url,
             self.headers.clone(),
-            Bytes::from(body.to_string()),
+            // Straight into bytes: `to_string` goes through `fmt::Write`.
+            Bytes::from(serde_json::to_vec(body).expect("a JSON value serializes")),
         )
     }
 
@@ -86,8 +87,9 @@ fn unreachable<A: Api>(e: &upstream::Unreachable) -> Response {
 }
 
 /// A request without `stream`: every round read whole, one reply spliced.
-pub async fn whole<A: Api>(x: Exchange) -> Response {
-    let mut body = x.body.clone();
+pub async fn whole<A: Api>(mut x: Exchange) -> Response {
+    // Only the rounds read the body from here on: moved, not copied.
+    let mut body = std::mem::take(&mut x.body);
     let mut replies = Vec::new();
     let mut answered = 0;
     let headers = loop {
