@@ -140,6 +140,10 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
             ms(*times.last().expect("timed")),
             total
         );
+        // Closed as a server closes its store (the log moved into the
+        // database file), so that no close is still writing in the
+        // background while the next figures are taken.
+        service.store().checkpoint().await?;
     }
     if let Some(kib) = peak_rss_kib() {
         println!("peak memory (VmHWM): {:.1} MiB", kib as f64 / 1024.0);
