@@ -221,14 +221,14 @@ pub struct ModelTexts {
     pub summary: Option<String>,
 }
 
-/// Everything the store persists about an exchange besides its messages.
-/// Counts are in the encodings ingest counts in (`counted_at_ingest`).
+/// Everything the store persists about an exchange besides its messages
+/// and its terms (`ExchangeFacts::terms`), which the caller has before the
+/// record: they are the next exchanges' seen terms. Counts are in the
+/// encodings ingest counts in (`counted_at_ingest`).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ExchangeRecord {
     /// Header and summary counted in the ingest encoding, outcome, entities.
     pub trio: Trio,
-    /// The words its header may carry, for the next headers' distinctiveness.
-    pub terms: Vec<String>,
     pub header: PerEncoding<Option<u32>>,
     pub summary: PerEncoding<Option<u32>>,
     /// The L2 line, id included.
@@ -268,7 +268,6 @@ pub fn record_exchange(
         })
     };
     ExchangeRecord {
-        terms: facts.terms(),
         header: per_encoding(&trio.header),
         summary: per_encoding(&trio.summary),
         line: CountedText::at_ingest(render::header_line(id, &trio.header.text), encoding),

@@ -138,6 +138,7 @@ impl Writer {
                 kept,
                 new,
                 facts,
+                terms,
             } = batch;
             let is_new = seq > stored_before;
             if is_new && seq > 1 {
@@ -151,7 +152,7 @@ impl Writer {
             for (k, n) in kept[first_new..].iter().zip(new) {
                 outputs.push(w.store_message(session, k, n, &mut out)?);
             }
-            w.store_exchange(session, seq, at, &kept, &record, &outputs, is_new)?;
+            w.store_exchange(session, seq, at, &kept, &record, &terms, &outputs, is_new)?;
             current = context::advance(&base, ExchangeId(seq), &facts, &record.trio);
             out.exchanges.push(ExchangeId(seq));
             out.events.push(Event::ExchangeStored {
@@ -323,8 +324,8 @@ impl Writer {
         Ok(None)
     }
 
-    /// Writes (or rewrites) an exchange's record and full-text row
-    /// (`outputs`: as `index_text` takes them).
+    /// Writes (or rewrites) an exchange's record, its terms and its
+    /// full-text row (`outputs`: as `index_text` takes them).
     #[allow(clippy::too_many_arguments)]
     fn store_exchange(
         &mut self,
@@ -333,6 +334,7 @@ impl Writer {
         at: Option<String>,
         kept: &[KeptMessage],
         recorded: &ExchangeRecord,
+        terms: &[String],
         outputs: &[Option<String>],
         is_new: bool,
     ) -> Result<()> {
@@ -355,6 +357,7 @@ impl Writer {
             seq,
             at.as_deref(),
             recorded,
+            terms,
             raw_tokens,
         )?;
         self.index_text(session, seq, &recorded.trio, kept, outputs)

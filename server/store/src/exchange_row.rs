@@ -23,6 +23,7 @@ pub(crate) fn write(
     seq: u32,
     at: Option<&str>,
     r: &ExchangeRecord,
+    terms: &[String],
     raw_tokens: u32,
 ) -> Result<()> {
     let updates: Vec<String> = RECORD_COLUMNS
@@ -58,7 +59,7 @@ pub(crate) fn write(
             r.levels.o200k.map(|l| l.digests),
             r.levels.cl100k.map(|l| l.digests),
             raw_tokens,
-            r.terms.join("\n"),
+            terms.join("\n"),
         ],
     )?;
     Ok(())

@@ -153,7 +153,7 @@ impl MemorySession {
             &self.caps,
             enc,
         );
-        self.terms.push(recorded.terms.clone());
+        self.terms.push(facts.terms());
         self.context = context::advance(&self.context, id, &facts, &recorded.trio);
         self.headers.push(HeaderItem {
             id,

@@ -180,6 +180,12 @@ fn json_reply(body: Vec<u8>) -> Response {
     ([(header::CONTENT_TYPE, "application/json")], body).into_response()
 }
 
+/// A request body parsed as the model's server would; the bytes are
+/// dropped here, the parsed body when the caller is done with it.
+fn parsed(body: Bytes) -> Result<Value, serde_json::Error> {
+    serde_json::from_slice(&body)
+}
+
 fn not_json(e: &serde_json::Error) -> Response {
     (StatusCode::BAD_REQUEST, format!("body: not JSON: {e}")).into_response()
 }
@@ -189,12 +195,10 @@ fn not_json(e: &serde_json::Error) -> Response {
 /// dropped within it; `answer_direct` times the same span.
 async fn answer(State(up): State<Arc<Upstream>>, body: Bytes) -> Response {
     let started = Instant::now();
-    let parsed: Value = match serde_json::from_slice(&body) {
-        Ok(v) => v,
+    let tokens = match parsed(body) {
+        Ok(request) => request_tokens(&request, up.encoding),
         Err(e) => return not_json(&e),
     };
-    let tokens = request_tokens(&parsed, up.encoding);
-    drop((parsed, body));
     let mut script = up.script.lock().expect("script lock");
     let message = script
         .replies
@@ -211,11 +215,9 @@ async fn answer(State(up): State<Arc<Upstream>>, body: Bytes) -> Response {
 /// would take longer to count than to send).
 async fn answer_direct(State(up): State<Arc<Upstream>>, body: Bytes) -> Response {
     let started = Instant::now();
-    let parsed: Value = match serde_json::from_slice(&body) {
-        Ok(v) => v,
-        Err(e) => return not_json(&e),
-    };
-    drop((parsed, body));
+    if let Err(e) = parsed(body) {
+        return not_json(&e);
+    }
     let mut script = up.script.lock().expect("script lock");
     let reply = completion(&script.direct_reply);
     script.direct_received = Some(started.elapsed());

@@ -43,6 +43,8 @@ pub(super) struct Batch {
     /// What storing each of this append's messages takes, in order.
     pub new: Vec<NewMessage>,
     pub facts: ExchangeFacts,
+    /// `facts.terms()`, counted in the seen terms of the exchanges after it.
+    pub terms: Vec<String>,
 }
 
 pub(super) struct NewMessage {
@@ -224,7 +226,7 @@ impl Writer {
         recent: &mut RecentTerms,
     ) -> Result<RecordInputs> {
         let seen = recent.seen().clone();
-        recent.push(batch.facts.terms());
+        recent.push(batch.terms.clone());
         Ok(RecordInputs {
             seen,
             model: self.model_texts(session, batch.seq, batch.seq > stored_before)?,
@@ -400,10 +402,12 @@ fn prepare_batch(shape: Shape, limits: &DigestLimits, encoding: Encoding) -> Res
         kept.push(k);
         new.push(n);
     }
+    let facts = ExchangeFacts::of(&kept);
     Ok(Batch {
         seq,
         at,
-        facts: ExchangeFacts::of(&kept),
+        terms: facts.terms(),
+        facts,
         kept,
         new,
     })
