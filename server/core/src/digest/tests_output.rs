@@ -104,7 +104,10 @@ static PYTEST_SECTION: LazyLock<Regex> =
 /// plugins draw sections of their own elsewhere (pytest-cov's
 /// `____ coverage: platform linux … ____`).
 static PYTEST_BLOCK: LazyLock<Regex> = LazyLock::new(|| re(r"^={3,} (.+?) ={3,}$"));
-static PYTEST_FRAME: LazyLock<Regex> = LazyLock::new(|| re(r"^(\S+\.py):(\d+):(?: |$)"));
+/// `path:line: in function` for a frame on the way, `path:line: Name` for
+/// the one that raised (pytest's own words for where the error came from).
+static PYTEST_FRAME: LazyLock<Regex> =
+    LazyLock::new(|| re(r"^(\S+\.py):(\d+):(?: (?:in .*|([A-Za-z_][\w.]*))?)?$"));
 static PYTEST_SUMMARY: LazyLock<Regex> =
     LazyLock::new(|| re(r"^=*\s*(\d+ (?:passed|failed|error).*) in [\d.]+s"));
 
@@ -122,7 +125,10 @@ pub(crate) fn pytest(label: &str, text: &str, draft: &mut Draft) {
             sections.push((c[1].to_string(), Vec::new(), None));
         } else if let (Some(c), Some(section)) = (PYTEST_FRAME.captures(line), sections.last_mut())
         {
-            section.1.push(format!("{}:{}", &c[1], &c[2]));
+            section.1.push(match c.get(3) {
+                Some(raised) => format!("{}:{}: {}", &c[1], &c[2], raised.as_str()),
+                None => format!("{}:{}", &c[1], &c[2]),
+            });
         } else if let (Some(e), Some(section)) = (line.strip_prefix("E   "), sections.last_mut()) {
             section.2.get_or_insert_with(|| e.trim().to_string());
         } else if let Some(c) = PYTEST_FAILED
@@ -142,11 +148,29 @@ pub(crate) fn pytest(label: &str, text: &str, draft: &mut Draft) {
             Some(i) => &mut failures[i],
             None => test_run::entry(&mut failures, &short),
         };
+        failure.message = message.and_then(|m| without_raised_name(frames.last(), m));
         failure.location = Some(frames.join(" → ")).filter(|l| !l.is_empty());
-        failure.message = message;
     }
     draft.headline(format!("{label}: {}", counts.outcome(&failures)));
     test_run::render(&failures, draft);
+}
+
+/// The `E` line's message less the exception's name when the raising frame
+/// already says it (`ledger/money.py:8: InvalidOperation` and
+/// `decimal.InvalidOperation: [...]` give `...: InvalidOperation: [...]`):
+/// the frame is quoted as pytest wrote it, the name said once.
+fn without_raised_name(frame: Option<&String>, message: String) -> Option<String> {
+    let Some(name) = frame.and_then(|f| f.rsplit_once(": ")).map(|(_, n)| n) else {
+        return Some(message);
+    };
+    let Some((head, rest)) = message.split_once(':') else {
+        return (message != name && !message.ends_with(&format!(".{name}"))).then_some(message);
+    };
+    if head == name || head.ends_with(&format!(".{name}")) {
+        Some(rest.trim().to_string()).filter(|r| !r.is_empty())
+    } else {
+        Some(message)
+    }
 }
 
 static GO_FAIL: LazyLock<Regex> = LazyLock::new(|| re(r"^(\s*)--- FAIL: (\S+)"));
