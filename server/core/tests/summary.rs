@@ -113,6 +113,86 @@ fn only_the_newest_exchanges_are_counted() {
 }
 
 #[test]
+fn the_first_exchanges_are_compared_with_the_ones_after_them() {
+    let session: Vec<Vec<String>> = (1..=12).map(|i| vec![format!("w{i}")]).collect();
+    let peers = |at: usize| {
+        let seen = SeenTerms::around(&session, at);
+        let mut words: Vec<&str> = seen.counts.keys().map(String::as_str).collect();
+        words.sort_by_key(|w| w[1..].parse::<u32>().unwrap());
+        (seen.exchanges, words.join(" "))
+    };
+    // x1 has none before it: the eight after it.
+    assert_eq!(peers(0), (8, "w2 w3 w4 w5 w6 w7 w8 w9".to_string()));
+    // x4 has three before it: five after it complete them.
+    assert_eq!(peers(3), (8, "w1 w2 w3 w5 w6 w7 w8 w9".to_string()));
+    // x10 has nine before it, enough: none after it.
+    assert_eq!(peers(9).0, 9);
+    assert!(!peers(9).1.contains("w11"));
+    // Exchanges without terms are not peers.
+    let mut gaps = session.clone();
+    gaps[1].clear();
+    assert_eq!(SeenTerms::around(&gaps, 0).count("w10"), 1);
+}
+
+#[test]
+fn a_header_names_what_sets_its_exchange_apart_from_the_session() {
+    // A reasoner's asks all open with the same tags and problem statement;
+    // what one exchange is about comes after them, in lower case.
+    let ask = |tag: &str, focus: &str, question: &str| {
+        format!(
+            "user: [{tag} · focus: {focus} · style: numeric] Problem: Solve x^3 - 3x^2 + x - 10 = 0. {question}\n\
+             assistant: Found it: f(3) = -7 and f(4) = 10, so the root is in (3, 4), near 3.522167."
+        )
+    };
+    let exchanges = [
+        ask(
+            "ANALYZE",
+            "candidates",
+            "Which rational roots are possible?",
+        ),
+        ask("ANALYZE", "sign changes", "Where does f change sign?"),
+        ask(
+            "EVALUATE",
+            "root count",
+            "Confirm it with the discriminant.",
+        ),
+        ask(
+            "SYNTHESIZE",
+            "what we know",
+            "Combine the reasoning so far.",
+        ),
+    ];
+    let facts: Vec<ExchangeFacts> = exchanges
+        .iter()
+        .enumerate()
+        .map(|(i, e)| ExchangeFacts::of(&parse_exchange(i as u32 + 1, e)))
+        .collect();
+    let terms: Vec<Vec<String>> = facts.iter().map(ExchangeFacts::terms).collect();
+    let caps = LayerCaps::default();
+    let header = |at: usize, seen: &SeenTerms| {
+        ctxproxy_core::summary::header(&facts[at], seen, caps.header_max, Encoding::O200kBase).text
+    };
+    // Alone, x2's header is the statement every exchange opens with.
+    let alone = header(1, &SeenTerms::default());
+    assert!(
+        alone.contains("Problem") && !alone.contains("sign"),
+        "{alone}"
+    );
+    // Compared with the session, it says what x2 asked about.
+    let around = header(1, &SeenTerms::around(&terms, 1));
+    assert!(around.contains("sign"), "{around}");
+    assert!(
+        !around.contains("Problem") && !around.contains("Solve"),
+        "{around}"
+    );
+    let first = header(0, &SeenTerms::around(&terms, 0));
+    assert!(
+        first.contains("candidates") || first.contains("rational"),
+        "{first}"
+    );
+}
+
+#[test]
 fn json_fails_on_an_error_key_not_on_a_value() {
     let ticket = header_of(
         r#"
@@ -146,7 +226,7 @@ fn coding_exchange_with_a_fix() {
         assistant: Fixed: `parse_expr()` returned `Option<Expr>` instead of `Expr`. The build now passes. Should I add a test for `Parser::peek`?
         "#,
         r#"
-fix type E0308 parser.rs parse_expr() — completed
+type error E0308 parser.rs parse_expr() — completed
 Ask: Please fix the type error E0308 in src/parser.rs, the build is broken.
 Did: edited src/parser.rs; ran `cargo build` (failed)
 Errors: error[E0308]: mismatched types at src/parser.rs:42:9 [b3:f829114ef37f]
@@ -170,7 +250,7 @@ fn function_calling_exchange() {
         assistant: Your flight is booked: booking BK-3392, total $412.50.
         "#,
         r#"
-book_flight Book SFO JFK card_7 — completed
+book_flight get_flight_cost SFO JFK — completed
 Ask: Book me a flight from SFO to JFK on 2024-12-01 in economy, then tell me the total.
 Did: book_flight(card=card_7, class=economy, date=2024-12-01, from=SFO, to=JFK); looked at get_flight_cost
 Result: Your flight is booked: booking BK-3392, total $412.50.

@@ -22,6 +22,7 @@ use crate::writer::Writer;
 use crate::Result;
 use crate::{blobs, exchange_row};
 
+mod early_headers;
 mod prepare;
 
 use prepare::{Batch, NewMessage};
@@ -169,6 +170,9 @@ impl Writer {
         })?;
         if let (Some(by), false) = (target, supersedes.is_empty()) {
             self.supersede(session, by, supersedes)?;
+        }
+        if stored_before <= summary::HEADER_PEERS && count > 1 {
+            self.revise_early_headers(session, count)?;
         }
         execute_cached(
             &self.conn,

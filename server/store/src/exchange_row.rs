@@ -1,7 +1,9 @@
 //! The one writer of an exchange's row: its record (`core::record`) under
 //! one column list, whether the row is new, rewritten or copied to a fork.
 
-use ctxproxy_core::record::ExchangeRecord;
+use ctxproxy_core::ids::ExchangeId;
+use ctxproxy_core::record::{CountedText, ExchangeRecord};
+use ctxproxy_core::render;
 use rusqlite::{params, Connection};
 
 use crate::cached::execute_cached;
@@ -61,6 +63,44 @@ pub(crate) fn write(
             raw_tokens,
             terms.join("\n"),
         ],
+    )?;
+    Ok(())
+}
+
+/// Replaces exchange `seq`'s header, its L2 line and their counts, and the
+/// header of its full-text row; `source` says who wrote it (`extractive`,
+/// `model`).
+pub(crate) fn write_header(
+    conn: &Connection,
+    session: &str,
+    seq: u32,
+    text: &str,
+    source: &str,
+) -> Result<()> {
+    let header = CountedText::new(text.to_string());
+    let line = CountedText::new(render::header_line(ExchangeId(seq), &header.text));
+    execute_cached(
+        conn,
+        "UPDATE exchanges SET header = ?3, header_source = ?4, header_line = ?5,
+            header_o200k = ?6, header_cl100k = ?7, line_o200k = ?8, line_cl100k = ?9
+         WHERE session_id = ?1 AND seq = ?2",
+        params![
+            session,
+            seq,
+            header.text,
+            source,
+            line.text,
+            header.tokens.o200k,
+            header.tokens.cl100k,
+            line.tokens.o200k,
+            line.tokens.cl100k
+        ],
+    )?;
+    execute_cached(
+        conn,
+        "UPDATE exchange_text SET header = ?3
+         WHERE rowid = (SELECT id FROM exchanges WHERE session_id = ?1 AND seq = ?2)",
+        params![session, seq, header.text],
     )?;
     Ok(())
 }

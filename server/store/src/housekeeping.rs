@@ -3,11 +3,12 @@
 
 use ctxproxy_core::context::{self, Housekeeping};
 use ctxproxy_core::record::CountedText;
-use ctxproxy_core::{render, summary};
+use ctxproxy_core::summary;
 use rusqlite::params;
 
 use crate::append::Event;
 use crate::error::StoreError;
+use crate::exchange_row;
 use crate::writer::Writer;
 use crate::Result;
 
@@ -24,23 +25,7 @@ impl Writer {
         let enc = self.settings.encoding;
         if let Some(h) = &hk.header {
             let h = summary::fit_header(h, &caps, enc);
-            let header = CountedText::new(h.text);
-            let line = CountedText::new(render::header_line(hk.exchange, &header.text));
-            self.conn.execute(
-                "UPDATE exchanges SET header = ?3, header_source = 'model', header_line = ?4,
-                    header_o200k = ?5, header_cl100k = ?6, line_o200k = ?7, line_cl100k = ?8
-                 WHERE session_id = ?1 AND seq = ?2",
-                params![
-                    session,
-                    seq,
-                    header.text,
-                    line.text,
-                    header.tokens.o200k,
-                    header.tokens.cl100k,
-                    line.tokens.o200k,
-                    line.tokens.cl100k
-                ],
-            )?;
+            exchange_row::write_header(&self.conn, session, seq, &h.text, "model")?;
         }
         let summary_text = hk.summary_text();
         if let Some(s) = summary_text {
@@ -57,8 +42,8 @@ impl Writer {
             |r| r.get(0),
         )?;
         self.conn.execute(
-            "UPDATE exchange_text SET header = (SELECT header FROM exchanges WHERE id = ?1),
-                summary = (SELECT summary FROM exchanges WHERE id = ?1) WHERE rowid = ?1",
+            "UPDATE exchange_text SET summary = (SELECT summary FROM exchanges WHERE id = ?1)
+             WHERE rowid = ?1",
             [rowid],
         )?;
         // The open exchange's context is recomputed from the base on every

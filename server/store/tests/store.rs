@@ -431,6 +431,58 @@ fn housekeeping_replaces_header_and_summary_and_survives_growth() {
 }
 
 #[test]
+fn the_first_headers_learn_what_the_session_repeats_until_a_prompt_shows_them() {
+    let t = common::open();
+    let s = common::session(&t.store);
+    let ask = |focus: &str| {
+        vec![
+            msg(
+                Role::User,
+                &format!("[ANALYZE · focus: {focus}] Problem: Solve x^3 - 3x^2 + x - 10 = 0."),
+            ),
+            msg(Role::Assistant, "Analysis: done."),
+        ]
+    };
+    let header = |seq: u32| t.store.read_now(|r| r.exchange(&s, x(seq))).unwrap().header;
+    common::append(&t.store, &s, ask("rational candidates")).unwrap();
+    assert!(header(1).contains("Problem"), "{}", header(1));
+    // Once three exchanges follow that open the same way, x1's header
+    // names what only x1 asked about.
+    for focus in ["sign changes", "discriminant", "bisection"] {
+        common::append(&t.store, &s, ask(focus)).unwrap();
+    }
+    let first = header(1);
+    assert!(
+        first.contains("rational") && !first.contains("Problem"),
+        "{first}"
+    );
+    let hits = t
+        .store
+        .read_now(|r| r.search(Some(&s), None, "rational candidates", 5))
+        .unwrap();
+    assert_eq!(hits.first().map(|h| h.exchange), Some(x(1)), "{hits:?}");
+    // A header the newest prompt shows stays as that prompt showed it.
+    let shown = header(2);
+    let s1 = s.clone();
+    write(&t.store, move |w| {
+        w.assemble(&s1, Default::default(), ctxproxy_store::Keep::Record, |id, _, _| {
+            Ok::<_, ()>(AssembledPrompt {
+                value: id,
+                total_tokens: 10,
+                record: r#"{"layers":[{"layer":"recent","items":[{"id":"x2","format":"header","tokens":9}]}]}"#.into(),
+            })
+        })
+    })
+    .unwrap()
+    .unwrap();
+    // Two more on sign changes would make x2's words common.
+    for focus in ["sign changes, again", "sign changes, bisected"] {
+        common::append(&t.store, &s, ask(focus)).unwrap();
+    }
+    assert_eq!(header(2), shown);
+}
+
+#[test]
 fn prompts_are_numbered_and_recorded_and_refusals_record_nothing() {
     let t = common::open();
     let s = common::session(&t.store);

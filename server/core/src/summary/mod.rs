@@ -66,6 +66,13 @@ pub struct SeenTerms {
 /// How many earlier exchanges a header's words are compared with.
 pub const TERM_WINDOW: u32 = 64;
 
+/// How many exchanges a header's words are compared with at least: one with
+/// fewer before it is compared with the ones after it too, as they come
+/// (`SeenTerms::around`), so that the first headers of a session learn
+/// which words every exchange of it repeats (a reasoner's problem
+/// statement, a project's name) once there are exchanges to tell.
+pub const HEADER_PEERS: u32 = 8;
+
 impl SeenTerms {
     /// Counts the terms (`ExchangeFacts::terms`) of earlier exchanges,
     /// newest last; only the newest `TERM_WINDOW` that have any count.
@@ -84,18 +91,34 @@ impl SeenTerms {
         seen
     }
 
+    /// The terms the header of `session[at]` is compared with (`session`:
+    /// each exchange's terms, oldest first): those before it, and while
+    /// they are fewer than `HEADER_PEERS`, the ones after it up to that.
+    pub fn around(session: &[Vec<String>], at: usize) -> SeenTerms {
+        let told = |t: &&Vec<String>| !t.is_empty();
+        let before: Vec<&Vec<String>> = session[..at].iter().filter(told).collect();
+        let wanted = (HEADER_PEERS as usize).saturating_sub(before.len());
+        let after = session[at + 1..].iter().filter(told).take(wanted);
+        let peers: Vec<&Vec<String>> = before.into_iter().chain(after).collect();
+        SeenTerms::of(peers.into_iter().map(Vec::as_slice))
+    }
+
     /// How many of the counted exchanges use `word`, in any case.
     pub fn count(&self, word: &str) -> u32 {
         self.counts.get(&word.to_lowercase()).copied().unwrap_or(0)
     }
 
-    /// Used by a quarter or more of at least four earlier exchanges.
+    /// Used by two or more, and a quarter or more, of at least three
+    /// compared exchanges.
     fn is_common(&self, word: &str) -> bool {
-        self.exchanges >= 4 && self.count(word) * 4 >= self.exchanges
+        let count = self.count(word);
+        self.exchanges >= 3 && count >= 2 && count * 4 >= self.exchanges
     }
 }
 
-fn header(facts: &ExchangeFacts, seen: &SeenTerms, cap: u32, encoding: Encoding) -> Counted {
+/// The header alone, as `summarise` makes it: what a header revised against
+/// more exchanges (`SeenTerms::around`) is made with.
+pub fn header(facts: &ExchangeFacts, seen: &SeenTerms, cap: u32, encoding: Encoding) -> Counted {
     // Words of the ask without filler, each marked salient when it names
     // something: a capitalised word inside a sentence, a number, an id.
     // Words that many earlier exchanges use point at none of them.
@@ -186,8 +209,15 @@ fn header(facts: &ExchangeFacts, seen: &SeenTerms, cap: u32, encoding: Encoding)
             .enumerate()
             .map(|(i, (t, named))| (10 + i, t.clone(), *named))
     };
-    let candidates = numbered()
-        .take(1)
+    // The subject: the two words of the ask that the fewest compared
+    // exchanges use (their inverse document frequency in the session),
+    // in the ask's order when equally rare. Measured against YAKE's
+    // single-document scores (alone and times this rarity): docs/ASSEMBLY.md.
+    let mut subject: Vec<(usize, String, bool)> = numbered().collect();
+    subject.sort_by_key(|(i, t, named)| (seen.count(short_entity(t)), !named, *i));
+    subject.truncate(2);
+    let candidates = subject
+        .into_iter()
         .map(|(i, t, _)| (i, t))
         .chain(tools.iter().take(1).map(|t| (0, t.to_string())))
         .chain(

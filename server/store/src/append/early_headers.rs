@@ -1,0 +1,86 @@
+//! The headers of a session's first exchanges, made again as the exchanges
+//! after them arrive: a header's words are compared with at least
+//! `HEADER_PEERS` exchanges (`SeenTerms::around`), and the first ones have
+//! fewer before them. Without this, every header of a reasoner whose asks
+//! all open with the same problem statement is that statement. A header
+//! the session's newest prompt shows stays as it is, so that the next
+//! prompt keeps that prompt's cached prefix.
+
+use ctxproxy_core::ids::{ExchangeId, ItemId};
+use ctxproxy_core::summary::{self, ExchangeFacts, SeenTerms};
+use rusqlite::{params, OptionalExtension};
+
+use crate::exchange_row;
+use crate::read;
+use crate::writer::Writer;
+use crate::Result;
+
+impl Writer {
+    /// Makes the extractive headers of exchanges `1..count` that have fewer
+    /// than `HEADER_PEERS` exchanges before them again, compared with the
+    /// exchanges after them too; writes those that change. A model-written
+    /// header stays, and so does one the newest prompt shows.
+    pub(super) fn revise_early_headers(&mut self, session: &str, count: u32) -> Result<()> {
+        let last = count.min(summary::HEADER_PEERS + 1);
+        let mut stmt = self.conn.prepare_cached(
+            "SELECT terms, header, header_source FROM exchanges
+             WHERE session_id = ?1 AND seq <= ?2 ORDER BY seq",
+        )?;
+        let rows: Vec<(String, String, String)> = stmt
+            .query_map(params![session, last], |r| {
+                Ok((r.get(0)?, r.get(1)?, r.get(2)?))
+            })?
+            .collect::<std::result::Result<_, _>>()?;
+        drop(stmt);
+        let terms: Vec<Vec<String>> = rows
+            .iter()
+            .map(|(t, ..)| t.lines().map(str::to_string).collect())
+            .collect();
+        let shown = self.shown_as_headers(session)?;
+        let caps = &self.settings.caps;
+        let encoding = self.settings.encoding;
+        // The newest exchange was headed with all it has before it.
+        for (at, (_, stored, source)) in rows.iter().enumerate().take(rows.len() - 1) {
+            let seq = at as u32 + 1;
+            if at >= summary::HEADER_PEERS as usize || source == "model" || shown.contains(&seq) {
+                continue;
+            }
+            let facts = ExchangeFacts::of(&read::load_messages(&self.conn, session, seq)?);
+            let seen = SeenTerms::around(&terms, at);
+            let header = summary::header(&facts, &seen, caps.header_max, encoding);
+            if header.text != *stored {
+                exchange_row::write_header(&self.conn, session, seq, &header.text, "extractive")?;
+            }
+        }
+        Ok(())
+    }
+
+    /// The exchanges the session's newest prompt shows as header lines.
+    fn shown_as_headers(&self, session: &str) -> Result<Vec<u32>> {
+        let newest = self
+            .conn
+            .query_row(
+                "SELECT seq, created_at, total_tokens, record FROM prompts
+                 WHERE session_id = ?1 ORDER BY seq DESC LIMIT 1",
+                [session],
+                read::prompt_row,
+            )
+            .optional()?;
+        let Some(prompt) = newest else {
+            return Ok(Vec::new());
+        };
+        let record: serde_json::Value = serde_json::from_str(&prompt.record).unwrap_or_default();
+        let items = record["layers"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .flat_map(|layer| layer["items"].as_array().into_iter().flatten());
+        Ok(items
+            .filter(|item| item["format"] == "header")
+            .filter_map(|item| match ItemId::parse(item["id"].as_str()?) {
+                Ok(ItemId::Exchange(ExchangeId(seq))) => Some(seq),
+                _ => None,
+            })
+            .collect())
+    }
+}
