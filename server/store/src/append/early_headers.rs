@@ -40,7 +40,8 @@ impl Writer {
         let caps = &self.settings.caps;
         let encoding = self.settings.encoding;
         // The newest exchange was headed with all it has before it.
-        for (at, (_, stored, source)) in rows.iter().enumerate().take(rows.len() - 1) {
+        for (at, (_, stored, source)) in rows.iter().enumerate().take(rows.len().saturating_sub(1))
+        {
             let seq = at as u32 + 1;
             if at >= summary::HEADER_PEERS as usize || source == "model" || shown.contains(&seq) {
                 continue;
