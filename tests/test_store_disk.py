@@ -5,6 +5,7 @@ and a store this user cannot write still serves reads with an error that names t
 import os
 import pathlib
 import shutil
+import sqlite3
 import subprocess
 import tempfile
 
@@ -74,11 +75,22 @@ async def test_backup_while_a_server_appends_is_a_consistent_store(store, tmp_pa
 
 
 def damage(db: pathlib.Path):
-    """Overwrites the middle of three pages, as a bad disk or a torn copy would."""
-    size, page = db.stat().st_size, 4096
+    """Garbles three pages, as a bad disk or a torn copy would: the bytes of two of the prompt
+    records' overflow pages (which reading those records finds) and the b-tree header of a page of
+    the full-text index (which SQLite's structural check finds before the first write). The pages
+    are picked by what they hold, so where a store's pages happen to fall does not decide what
+    the test meets."""
+    con = sqlite3.connect(db)
+    page = con.execute("PRAGMA page_size").fetchone()[0]
+    pages = lambda name, kind: [n for (n,) in con.execute(
+        "SELECT pageno FROM dbstat WHERE name = ? AND pagetype = ? ORDER BY pageno", (name, kind))]
+    overflow, index = pages("prompts", "overflow"), pages("exchange_text_data", "leaf")
+    con.close()
+    middle = len(overflow) // 2
+    targets = [(overflow[middle], 100), (overflow[middle + 1], 100), (index[len(index) // 2], 0)]
     with open(db, "r+b") as f:
-        for p in (size // page // 2, size // page // 2 + 1, size // page * 3 // 4):
-            f.seek(p * page + 100)
+        for pageno, offset in targets:
+            f.seek((pageno - 1) * page + offset)
             f.write(bytes((i * 37 + 11) % 256 for i in range(600)))
 
 

@@ -172,7 +172,13 @@ impl Writer {
             self.supersede(session, by, supersedes)?;
         }
         if stored_before <= summary::HEADER_PEERS && count > 1 {
-            self.revise_early_headers(session, count)?;
+            for exchange in self.revise_early_headers(session, count)? {
+                out.events.push(Event::SummaryUpdated {
+                    session: session.to_string(),
+                    exchange,
+                    source: "extractive",
+                });
+            }
         }
         execute_cached(
             &self.conn,

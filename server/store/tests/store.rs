@@ -8,7 +8,7 @@ use ctxproxy_core::context::Housekeeping;
 use ctxproxy_core::ids::{ExchangeId, MessageId};
 use ctxproxy_core::message::Role;
 use ctxproxy_store::{
-    AssembledPrompt, ChildCall, IngestSettings, NewSession, ParentKind, ParentLink, Store,
+    AssembledPrompt, ChildCall, Event, IngestSettings, NewSession, ParentKind, ParentLink, Store,
     StoreError,
 };
 
@@ -448,9 +448,16 @@ fn the_first_headers_learn_what_the_session_repeats_until_a_prompt_shows_them() 
     assert!(header(1).contains("Problem"), "{}", header(1));
     // Once three exchanges follow that open the same way, x1's header
     // names what only x1 asked about.
+    let mut revised = Vec::new();
     for focus in ["sign changes", "discriminant", "bisection"] {
-        common::append(&t.store, &s, ask(focus)).unwrap();
+        let out = common::append(&t.store, &s, ask(focus)).unwrap();
+        revised.extend(out.events.into_iter().filter_map(|e| match e {
+            Event::SummaryUpdated { exchange, .. } => Some(exchange),
+            _ => None,
+        }));
     }
+    // Each append says which headers it made again, as it says its own.
+    assert!(revised.contains(&x(1)), "{revised:?}");
     let first = header(1);
     assert!(
         first.contains("rational") && !first.contains("Problem"),

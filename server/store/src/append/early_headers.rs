@@ -19,8 +19,13 @@ impl Writer {
     /// Makes the extractive headers of exchanges `1..count` that have fewer
     /// than `HEADER_PEERS` exchanges before them again, compared with the
     /// exchanges after them too; writes those that change. A model-written
-    /// header stays, and so does one the newest prompt shows.
-    pub(super) fn revise_early_headers(&mut self, session: &str, count: u32) -> Result<()> {
+    /// header stays, and so does one the newest prompt shows. Returns the
+    /// exchanges whose header changed.
+    pub(super) fn revise_early_headers(
+        &mut self,
+        session: &str,
+        count: u32,
+    ) -> Result<Vec<ExchangeId>> {
         let last = count.min(summary::HEADER_PEERS + 1);
         let mut stmt = self.conn.prepare_cached(
             "SELECT terms, header, header_source FROM exchanges
@@ -38,6 +43,7 @@ impl Writer {
             .collect();
         let shown = self.shown_as_headers(session)?;
         let caps = &self.settings.caps;
+        let mut revised = Vec::new();
         let encoding = self.settings.encoding;
         // The newest exchange was headed with all it has before it.
         for (at, (_, stored, source)) in rows.iter().enumerate().take(rows.len().saturating_sub(1))
@@ -51,9 +57,10 @@ impl Writer {
             let header = summary::header(&facts, &seen, caps.header_max, encoding);
             if header.text != *stored {
                 exchange_row::write_header(&self.conn, session, seq, &header.text, "extractive")?;
+                revised.push(ExchangeId(seq));
             }
         }
-        Ok(())
+        Ok(revised)
     }
 
     /// The exchanges the session's newest prompt shows as header lines.
