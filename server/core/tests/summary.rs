@@ -193,6 +193,37 @@ fn a_header_names_what_sets_its_exchange_apart_from_the_session() {
 }
 
 #[test]
+fn an_edits_lines_of_code_are_not_entities() {
+    let facts = ExchangeFacts::of(&parse_exchange(
+        1,
+        r#"
+        user: Fix that one.
+        assistant: -> edit_file {"path":"tests/test_bump.py","oldText":"    parse_version_info,\n    Version,\n)","newText":"    parse_version_info,\n)","mode":" strict "}
+        tool: --- a/tests/test_bump.py
+        assistant: Moved Version up.
+        "#,
+    ));
+    assert!(
+        facts
+            .entities
+            .iter()
+            .all(|e| !e.contains('\n') && e.trim() == e),
+        "{:?}",
+        facts.entities
+    );
+    assert!(
+        facts.entities.contains(&"strict".to_string()),
+        "{:?}",
+        facts.entities
+    );
+    assert!(
+        facts.terms().iter().all(|t| !t.contains('\n')),
+        "{:?}",
+        facts.terms()
+    );
+}
+
+#[test]
 fn json_fails_on_an_error_key_not_on_a_value() {
     let ticket = header_of(
         r#"

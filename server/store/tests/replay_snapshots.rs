@@ -5,10 +5,13 @@
 
 mod common;
 
-use ctxproxy_core::ids::MessageId;
+use ctxproxy_core::config::LayerCaps;
+use ctxproxy_core::ids::{ExchangeId, MessageId};
 use ctxproxy_core::message::Role;
 use ctxproxy_core::recorded::{Origin, Step};
 use ctxproxy_core::secrets;
+use ctxproxy_core::summary::{self, ExchangeFacts, SeenTerms};
+use ctxproxy_core::tokens::Encoding;
 use ctxproxy_store::NewSession;
 
 #[test]
@@ -101,6 +104,47 @@ fn recorded_sessions_snapshot_and_round_trip() {
                 Ok(())
             })
             .unwrap();
+        for session in &ids {
+            headers_are_made_from_what_the_store_reads_back(&t.store, session, &name);
+        }
         insta::assert_snapshot!(format!("replay_{name}"), snapshot);
     }
+}
+
+/// Every stored header is the one its exchange's messages, read back, give
+/// against its peers: the exchanges before it, and for the first ones the
+/// ones after it too (no prompt was assembled, so none stayed as shown).
+/// So the headers made again after later appends come from the same facts
+/// as the ones the appends made, and the terms the store keeps for the
+/// next headers are the ones its exchanges have (one line each).
+fn headers_are_made_from_what_the_store_reads_back(
+    store: &ctxproxy_store::Store,
+    session: &str,
+    name: &str,
+) {
+    store
+        .read_now(|r| {
+            let count = r.session(session)?.exchanges;
+            let facts: Vec<ExchangeFacts> = (1..=count)
+                .map(|seq| {
+                    Ok(ExchangeFacts::of(
+                        &r.kept_messages(session, ExchangeId(seq))?,
+                    ))
+                })
+                .collect::<ctxproxy_store::Result<_>>()?;
+            let terms: Vec<Vec<String>> = facts.iter().map(ExchangeFacts::terms).collect();
+            for (at, f) in facts.iter().enumerate() {
+                let seen = match at < summary::HEADER_PEERS as usize {
+                    true => SeenTerms::around(&terms, at),
+                    false => SeenTerms::of(terms[..at].iter().map(Vec::as_slice)),
+                };
+                let cap = LayerCaps::default().header_max;
+                let made = summary::header(f, &seen, cap, Encoding::O200kBase);
+                let stored = r.exchange(session, ExchangeId(at as u32 + 1))?.header;
+                assert_eq!(made.text, stored, "{name} {session} x{}", at + 1);
+                assert!(!stored.contains('\n'), "{name} x{}: {stored:?}", at + 1);
+            }
+            Ok(())
+        })
+        .unwrap();
 }

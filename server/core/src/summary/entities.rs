@@ -110,7 +110,11 @@ impl EntityList {
             if PATTERN_KEYS.contains(&k.as_str()) {
                 continue;
             }
-            if let Some(s) = v.as_str() {
+            // A short one-line value names something; a value of several
+            // lines is code (an edit's old and new text), and an entity is
+            // one line of a header.
+            if let Some(s) = v.as_str().filter(|s| !s.contains(['\n', '\r'])) {
+                let s = s.trim();
                 if !s.is_empty() && s.len() <= 40 && s.split_whitespace().count() <= 3 {
                     self.push(s);
                 }
