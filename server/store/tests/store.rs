@@ -490,6 +490,45 @@ fn the_first_headers_learn_what_the_session_repeats_until_a_prompt_shows_them() 
 }
 
 #[test]
+fn a_prompt_record_that_does_not_read_back_leaves_every_header_as_it_is() {
+    let t = common::open();
+    let s = common::session(&t.store);
+    let ask = |focus: &str| {
+        vec![
+            msg(
+                Role::User,
+                &format!("[ANALYZE · focus: {focus}] Problem: Solve x^3 = 10."),
+            ),
+            msg(Role::Assistant, "Analysis: done."),
+        ]
+    };
+    common::append(&t.store, &s, ask("rational candidates")).unwrap();
+    let s1 = s.clone();
+    write(&t.store, move |w| {
+        w.assemble(
+            &s1,
+            Default::default(),
+            ctxproxy_store::Keep::Record,
+            |id, _, _| {
+                Ok::<_, ()>(AssembledPrompt {
+                    value: id,
+                    total_tokens: 10,
+                    record: "not the JSON a prompt is recorded as".into(),
+                })
+            },
+        )
+    })
+    .unwrap()
+    .unwrap();
+    let before = t.store.read_now(|r| r.exchange(&s, x(1))).unwrap().header;
+    for focus in ["sign changes", "discriminant", "bisection"] {
+        common::append(&t.store, &s, ask(focus)).unwrap();
+    }
+    let after = t.store.read_now(|r| r.exchange(&s, x(1))).unwrap().header;
+    assert_eq!(after, before);
+}
+
+#[test]
 fn prompts_are_numbered_and_recorded_and_refusals_record_nothing() {
     let t = common::open();
     let s = common::session(&t.store);

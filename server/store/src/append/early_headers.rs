@@ -41,7 +41,9 @@ impl Writer {
             .iter()
             .map(|(t, ..)| t.lines().map(str::to_string).collect())
             .collect();
-        let shown = self.shown_as_headers(session)?;
+        let Some(shown) = self.shown_as_headers(session)? else {
+            return Ok(Vec::new());
+        };
         let caps = &self.settings.caps;
         let mut revised = Vec::new();
         let encoding = self.settings.encoding;
@@ -63,8 +65,10 @@ impl Writer {
         Ok(revised)
     }
 
-    /// The exchanges the session's newest prompt shows as header lines.
-    fn shown_as_headers(&self, session: &str) -> Result<Vec<u32>> {
+    /// The exchanges the session's newest prompt shows as header lines;
+    /// `None` when its record does not read back: a record is diagnostics,
+    /// so a damaged one must not stop an append, and then no header changes.
+    fn shown_as_headers(&self, session: &str) -> Result<Option<Vec<u32>>> {
         let newest = self
             .conn
             .query_row(
@@ -73,22 +77,29 @@ impl Writer {
                 [session],
                 read::prompt_row,
             )
-            .optional()?;
-        let Some(prompt) = newest else {
-            return Ok(Vec::new());
+            .optional();
+        let prompt = match newest {
+            Ok(Some(prompt)) => prompt,
+            Ok(None) => return Ok(Some(Vec::new())),
+            Err(rusqlite::Error::FromSqlConversionFailure(..)) => return Ok(None),
+            Err(e) => return Err(e.into()),
         };
-        let record: serde_json::Value = serde_json::from_str(&prompt.record).unwrap_or_default();
+        let Ok(record) = serde_json::from_str::<serde_json::Value>(&prompt.record) else {
+            return Ok(None);
+        };
         let items = record["layers"]
             .as_array()
             .into_iter()
             .flatten()
             .flat_map(|layer| layer["items"].as_array().into_iter().flatten());
-        Ok(items
-            .filter(|item| item["format"] == "header")
-            .filter_map(|item| match ItemId::parse(item["id"].as_str()?) {
-                Ok(ItemId::Exchange(ExchangeId(seq))) => Some(seq),
-                _ => None,
-            })
-            .collect())
+        Ok(Some(
+            items
+                .filter(|item| item["format"] == "header")
+                .filter_map(|item| match ItemId::parse(item["id"].as_str()?) {
+                    Ok(ItemId::Exchange(ExchangeId(seq))) => Some(seq),
+                    _ => None,
+                })
+                .collect(),
+        ))
     }
 }
