@@ -210,9 +210,10 @@ pub fn header(facts: &ExchangeFacts, seen: &SeenTerms, cap: u32, encoding: Encod
             .map(|(i, (t, named))| (10 + i, t.clone(), *named))
     };
     // The subject: the two words of the ask that the fewest compared
-    // exchanges use (their inverse document frequency in the session),
-    // in the ask's order when equally rare. Measured against YAKE's
-    // single-document scores (alone and times this rarity): docs/ASSEMBLY.md.
+    // exchanges use (their inverse document frequency in the session); of
+    // equally rare words, names first, then the ask's order. Measured
+    // against YAKE's single-document scores, alone and times this rarity
+    // (docs/ASSEMBLY.md, "Choosing a header's words").
     let mut subject: Vec<(usize, String, bool)> = numbered().collect();
     subject.sort_by_key(|(i, t, named)| (seen.count(short_entity(t)), !named, *i));
     subject.truncate(2);
