@@ -6,7 +6,7 @@ mod common;
 use common::{call, msg, result, write};
 use ctxproxy_core::context::Housekeeping;
 use ctxproxy_core::ids::{ExchangeId, MessageId};
-use ctxproxy_core::message::Role;
+use ctxproxy_core::message::{Message, Role};
 use ctxproxy_store::{
     AssembledPrompt, ChildCall, Event, IngestSettings, NewSession, ParentKind, ParentLink, Store,
     StoreError,
@@ -430,19 +430,43 @@ fn housekeeping_replaces_header_and_summary_and_survives_growth() {
     assert!(matches!(err, StoreError::UnknownId(_)));
 }
 
+/// A reasoner's step: every ask opens with the same tag and problem.
+fn ask(focus: &str) -> Vec<Message> {
+    vec![
+        msg(
+            Role::User,
+            &format!("[ANALYZE · focus: {focus}] Problem: Solve x^3 - 3x^2 + x - 10 = 0."),
+        ),
+        msg(Role::Assistant, "Analysis: done."),
+    ]
+}
+
+/// Records a prompt of `session` with `record` as its record, as an
+/// assemble would.
+fn record_prompt(store: &Store, session: &str, record: &'static str) {
+    let session = session.to_string();
+    write(store, move |w| {
+        w.assemble(
+            &session,
+            Default::default(),
+            ctxproxy_store::Keep::Record,
+            |id, _, _| {
+                Ok::<_, ()>(AssembledPrompt {
+                    value: id,
+                    total_tokens: 10,
+                    record: record.into(),
+                })
+            },
+        )
+    })
+    .unwrap()
+    .unwrap();
+}
+
 #[test]
 fn the_first_headers_learn_what_the_session_repeats_until_a_prompt_shows_them() {
     let t = common::open();
     let s = common::session(&t.store);
-    let ask = |focus: &str| {
-        vec![
-            msg(
-                Role::User,
-                &format!("[ANALYZE · focus: {focus}] Problem: Solve x^3 - 3x^2 + x - 10 = 0."),
-            ),
-            msg(Role::Assistant, "Analysis: done."),
-        ]
-    };
     let header = |seq: u32| t.store.read_now(|r| r.exchange(&s, x(seq))).unwrap().header;
     common::append(&t.store, &s, ask("rational candidates")).unwrap();
     assert!(header(1).contains("Problem"), "{}", header(1));
@@ -470,18 +494,11 @@ fn the_first_headers_learn_what_the_session_repeats_until_a_prompt_shows_them() 
     assert_eq!(hits.first().map(|h| h.exchange), Some(x(1)), "{hits:?}");
     // A header the newest prompt shows stays as that prompt showed it.
     let shown = header(2);
-    let s1 = s.clone();
-    write(&t.store, move |w| {
-        w.assemble(&s1, Default::default(), ctxproxy_store::Keep::Record, |id, _, _| {
-            Ok::<_, ()>(AssembledPrompt {
-                value: id,
-                total_tokens: 10,
-                record: r#"{"layers":[{"layer":"recent","items":[{"id":"x2","format":"header","tokens":9}]}]}"#.into(),
-            })
-        })
-    })
-    .unwrap()
-    .unwrap();
+    record_prompt(
+        &t.store,
+        &s,
+        r#"{"layers":[{"layer":"recent","items":[{"id":"x2","format":"header","tokens":9}]}]}"#,
+    );
     // Two more on sign changes would make x2's words common.
     for focus in ["sign changes, again", "sign changes, bisected"] {
         common::append(&t.store, &s, ask(focus)).unwrap();
@@ -493,33 +510,8 @@ fn the_first_headers_learn_what_the_session_repeats_until_a_prompt_shows_them() 
 fn a_prompt_record_that_does_not_read_back_leaves_every_header_as_it_is() {
     let t = common::open();
     let s = common::session(&t.store);
-    let ask = |focus: &str| {
-        vec![
-            msg(
-                Role::User,
-                &format!("[ANALYZE · focus: {focus}] Problem: Solve x^3 = 10."),
-            ),
-            msg(Role::Assistant, "Analysis: done."),
-        ]
-    };
     common::append(&t.store, &s, ask("rational candidates")).unwrap();
-    let s1 = s.clone();
-    write(&t.store, move |w| {
-        w.assemble(
-            &s1,
-            Default::default(),
-            ctxproxy_store::Keep::Record,
-            |id, _, _| {
-                Ok::<_, ()>(AssembledPrompt {
-                    value: id,
-                    total_tokens: 10,
-                    record: "not the JSON a prompt is recorded as".into(),
-                })
-            },
-        )
-    })
-    .unwrap()
-    .unwrap();
+    record_prompt(&t.store, &s, "not the JSON a prompt is recorded as");
     let before = t.store.read_now(|r| r.exchange(&s, x(1))).unwrap().header;
     for focus in ["sign changes", "discriminant", "bisection"] {
         common::append(&t.store, &s, ask(focus)).unwrap();
