@@ -198,11 +198,13 @@ pub fn run(
         .expect("an assemble result serialises")
         .to_string();
     let total_tokens = packed.total;
+    let headers = packed.shown_as_headers();
     previous.insert(view.session_id.clone(), packed);
     Ok(AssembledPrompt {
         value: result,
         total_tokens,
         record,
+        headers,
     })
 }
 

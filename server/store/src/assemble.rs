@@ -2,7 +2,7 @@
 //! prompt it returns recorded under the next `p<N>` (or only previewed).
 
 use ctxproxy_core::config::LayerCaps;
-use ctxproxy_core::ids::PromptId;
+use ctxproxy_core::ids::{ExchangeId, PromptId};
 use ctxproxy_core::packer;
 use ctxproxy_core::record;
 use ctxproxy_core::render;
@@ -58,14 +58,17 @@ impl Writer {
         if keep == Keep::Preview {
             return Ok(Ok(assembled.value));
         }
+        let headers: Vec<String> = assembled.headers.iter().map(|x| x.0.to_string()).collect();
         self.conn.execute(
-            "INSERT INTO prompts (session_id, seq, created_at, total_tokens, record) VALUES (?1, ?2, ?3, ?4, ?5)",
+            "INSERT INTO prompts (session_id, seq, created_at, total_tokens, record, headers)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
             params![
                 session,
                 id.0,
                 now_rfc3339(),
                 assembled.total_tokens,
-                blobs::encode(assembled.record.as_bytes())
+                blobs::encode(assembled.record.as_bytes()),
+                headers.join(" ")
             ],
         )?;
         self.conn.execute(
@@ -196,4 +199,8 @@ pub struct AssembledPrompt<T> {
     pub value: T,
     pub total_tokens: u32,
     pub record: String,
+    /// The exchanges the prompt shows as header lines
+    /// (`PackedPrompt::shown_as_headers`): the next appends keep their
+    /// headers as this prompt showed them (`append/early_headers`).
+    pub headers: Vec<ExchangeId>,
 }

@@ -396,7 +396,7 @@ impl<'a> Reader<'a> {
 }
 
 /// Records are kept as `blobs::encode` makes them (zstd: they repeat a lot).
-pub(crate) fn prompt_row(r: &Row) -> rusqlite::Result<PromptRecord> {
+fn prompt_row(r: &Row) -> rusqlite::Result<PromptRecord> {
     let stored: Vec<u8> = r.get(3)?;
     let record = blobs::unpack(&stored, PROMPT_RECORD_MAX_BYTES).map_err(|e| {
         rusqlite::Error::FromSqlConversionFailure(3, rusqlite::types::Type::Blob, e.into())

@@ -176,6 +176,10 @@ ALTER TABLE exchanges ADD COLUMN digests_cl100k INTEGER;
         "CREATE INDEX exchanges_superseded ON exchanges(session_id, superseded_by)
          WHERE superseded_by IS NOT NULL;",
     ),
+    // The exchanges a prompt shows as header lines (sequence numbers,
+    // space-separated): their headers stay as shown (`append/early_headers`).
+    // NULL for a prompt recorded before: not known.
+    M::up("ALTER TABLE prompts ADD COLUMN headers TEXT;"),
 ];
 
 pub fn migrate(conn: &mut Connection) -> Result<(), rusqlite_migration::Error> {

@@ -18,6 +18,7 @@ fn view(store: &Store, session: &str, encoding: Encoding) -> SessionView {
                 value: view.clone(),
                 total_tokens: 0,
                 record: "{}".into(),
+                headers: Vec::new(),
             })
         })
     })
@@ -121,6 +122,7 @@ fn a_prompt_in_another_encoding_for_an_unknown_session_names_it() {
                     value: (),
                     total_tokens: 0,
                     record: "{}".into(),
+                    headers: Vec::new(),
                 })
             },
         )

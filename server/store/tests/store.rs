@@ -441,9 +441,9 @@ fn ask(focus: &str) -> Vec<Message> {
     ]
 }
 
-/// Records a prompt of `session` with `record` as its record, as an
-/// assemble would.
-fn record_prompt(store: &Store, session: &str, record: &'static str) {
+/// Records a prompt of `session` that shows `headers` as header lines, as
+/// an assemble would.
+fn record_prompt(store: &Store, session: &str, headers: Vec<ExchangeId>) {
     let session = session.to_string();
     write(store, move |w| {
         w.assemble(
@@ -454,7 +454,8 @@ fn record_prompt(store: &Store, session: &str, record: &'static str) {
                 Ok::<_, ()>(AssembledPrompt {
                     value: id,
                     total_tokens: 10,
-                    record: record.into(),
+                    record: "{}".into(),
+                    headers,
                 })
             },
         )
@@ -494,11 +495,7 @@ fn the_first_headers_learn_what_the_session_repeats_until_a_prompt_shows_them() 
     assert_eq!(hits.first().map(|h| h.exchange), Some(x(1)), "{hits:?}");
     // A header the newest prompt shows stays as that prompt showed it.
     let shown = header(2);
-    record_prompt(
-        &t.store,
-        &s,
-        r#"{"layers":[{"layer":"recent","items":[{"id":"x2","format":"header","tokens":9}]}]}"#,
-    );
+    record_prompt(&t.store, &s, vec![x(2)]);
     // Two more on sign changes would make x2's words common.
     for focus in ["sign changes, again", "sign changes, bisected"] {
         common::append(&t.store, &s, ask(focus)).unwrap();
@@ -507,11 +504,14 @@ fn the_first_headers_learn_what_the_session_repeats_until_a_prompt_shows_them() 
 }
 
 #[test]
-fn a_prompt_record_that_does_not_read_back_leaves_every_header_as_it_is() {
+fn a_prompt_that_does_not_say_which_headers_it_shows_leaves_every_header_as_it_is() {
     let t = common::open();
     let s = common::session(&t.store);
     common::append(&t.store, &s, ask("rational candidates")).unwrap();
-    record_prompt(&t.store, &s, "not the JSON a prompt is recorded as");
+    // A prompt recorded before the store kept which headers it shows.
+    record_prompt(&t.store, &s, vec![]);
+    let db = rusqlite::Connection::open(t.dir.path().join("store.db")).unwrap();
+    db.execute("UPDATE prompts SET headers = NULL", []).unwrap();
     let before = t.store.read_now(|r| r.exchange(&s, x(1))).unwrap().header;
     for focus in ["sign changes", "discriminant", "bisection"] {
         common::append(&t.store, &s, ask(focus)).unwrap();
@@ -538,6 +538,7 @@ fn prompts_are_numbered_and_recorded_and_refusals_record_nothing() {
                         value: id,
                         total_tokens: 10,
                         record: format!("{{\"id\":\"{id}\"}}"),
+                        headers: Vec::new(),
                     })
                 },
             )

@@ -4,6 +4,7 @@
 use crate::call::ContextCut;
 use crate::config::{CallLimits, LayerOrder};
 use crate::exchange::{Counted, KeptMessage, Level};
+use crate::ids::{ExchangeId, ItemId};
 use crate::message::Role;
 use crate::render::{self, Block, MESSAGE_OVERHEAD};
 use crate::supersede::Supersession;
@@ -219,6 +220,18 @@ impl Shape {
 }
 
 impl PackedPrompt {
+    /// The exchanges the prompt shows as their header line, in any layer.
+    pub fn shown_as_headers(&self) -> Vec<ExchangeId> {
+        let headers = self.layers.iter().flat_map(|l| &l.items);
+        headers
+            .filter(|item| item.format == ItemForm::Level(Level::Header))
+            .filter_map(|item| match ItemId::parse(&item.id) {
+                Ok(ItemId::Exchange(id)) => Some(id),
+                _ => None,
+            })
+            .collect()
+    }
+
     pub fn layer(&self, layer: Layer) -> &LayerReport {
         &self.layers[Layer::ALL.iter().position(|l| *l == layer).unwrap()]
     }

@@ -6,7 +6,7 @@
 //! the session's newest prompt shows stays as it is, so that the next
 //! prompt keeps that prompt's cached prefix.
 
-use ctxproxy_core::ids::{ExchangeId, ItemId};
+use ctxproxy_core::ids::ExchangeId;
 use ctxproxy_core::summary::{self, ExchangeFacts, SeenTerms};
 use rusqlite::{params, OptionalExtension};
 
@@ -66,40 +66,25 @@ impl Writer {
     }
 
     /// The exchanges the session's newest prompt shows as header lines;
-    /// `None` when its record does not read back: a record is diagnostics,
-    /// so a damaged one must not stop an append, and then no header changes.
+    /// `None` when that is not known (a prompt recorded before the store
+    /// kept them): then no header changes.
     fn shown_as_headers(&self, session: &str) -> Result<Option<Vec<u32>>> {
-        let newest = self
+        let newest: Option<Option<String>> = self
             .conn
             .query_row(
-                "SELECT seq, created_at, total_tokens, record FROM prompts
-                 WHERE session_id = ?1 ORDER BY seq DESC LIMIT 1",
+                "SELECT headers FROM prompts WHERE session_id = ?1 ORDER BY seq DESC LIMIT 1",
                 [session],
-                read::prompt_row,
+                |r| r.get(0),
             )
-            .optional();
-        let prompt = match newest {
-            Ok(Some(prompt)) => prompt,
-            Ok(None) => return Ok(Some(Vec::new())),
-            Err(rusqlite::Error::FromSqlConversionFailure(..)) => return Ok(None),
-            Err(e) => return Err(e.into()),
-        };
-        let Ok(record) = serde_json::from_str::<serde_json::Value>(&prompt.record) else {
-            return Ok(None);
-        };
-        let items = record["layers"]
-            .as_array()
-            .into_iter()
-            .flatten()
-            .flat_map(|layer| layer["items"].as_array().into_iter().flatten());
-        Ok(Some(
-            items
-                .filter(|item| item["format"] == "header")
-                .filter_map(|item| match ItemId::parse(item["id"].as_str()?) {
-                    Ok(ItemId::Exchange(ExchangeId(seq))) => Some(seq),
-                    _ => None,
-                })
-                .collect(),
-        ))
+            .optional()?;
+        Ok(match newest {
+            None => Some(Vec::new()),
+            Some(None) => None,
+            Some(Some(list)) => Some(
+                list.split_whitespace()
+                    .filter_map(|seq| seq.parse().ok())
+                    .collect(),
+            ),
+        })
     }
 }
