@@ -4,6 +4,7 @@
 use ctxproxy_core::ids::ExchangeId;
 use ctxproxy_core::record::{CountedText, ExchangeRecord};
 use ctxproxy_core::render;
+use ctxproxy_core::tokens::Encoding;
 use rusqlite::{params, Connection};
 
 use crate::cached::execute_cached;
@@ -67,18 +68,20 @@ pub(crate) fn write(
     Ok(())
 }
 
-/// Replaces exchange `seq`'s header, its L2 line and their counts, and the
-/// header of its full-text row; `source` says who wrote it (`extractive`,
-/// `model`).
+/// Replaces exchange `seq`'s header, its L2 line and their counts (in the
+/// encodings ingest in `ingest` counts in, as `write` stores them: another
+/// encoding's tables are not loaded for it), and the header of its
+/// full-text row; `source` says who wrote it (`extractive`, `model`).
 pub(crate) fn write_header(
     conn: &Connection,
     session: &str,
     seq: u32,
     text: &str,
     source: &str,
+    ingest: Encoding,
 ) -> Result<()> {
-    let header = CountedText::new(text.to_string());
-    let line = CountedText::new(render::header_line(ExchangeId(seq), &header.text));
+    let header = CountedText::at_ingest(text.to_string(), ingest);
+    let line = CountedText::at_ingest(render::header_line(ExchangeId(seq), &header.text), ingest);
     execute_cached(
         conn,
         "UPDATE exchanges SET header = ?3, header_source = ?4, header_line = ?5,

@@ -25,27 +25,23 @@ impl Writer {
         let enc = self.settings.encoding;
         if let Some(h) = &hk.header {
             let h = summary::fit_header(h, &caps, enc);
-            exchange_row::write_header(&self.conn, session, seq, &h.text, "model")?;
+            exchange_row::write_header(&self.conn, session, seq, &h.text, "model", enc)?;
         }
-        let summary_text = hk.summary_text();
-        if let Some(s) = summary_text {
+        if let Some(s) = hk.summary_text() {
             let s = CountedText::new(summary::fit_summary(&s, &caps, enc).text);
             self.conn.execute(
                 "UPDATE exchanges SET summary = ?3, summary_source = 'model', summary_o200k = ?4, summary_cl100k = ?5
                  WHERE session_id = ?1 AND seq = ?2",
                 params![session, seq, s.text, s.tokens.o200k, s.tokens.cl100k],
             )?;
+            // The full-text row is rewritten whole (FTS5 reindexes every
+            // column): only when the summary changed.
+            self.conn.execute(
+                "UPDATE exchange_text SET summary = ?3
+                 WHERE rowid = (SELECT id FROM exchanges WHERE session_id = ?1 AND seq = ?2)",
+                params![session, seq, s.text],
+            )?;
         }
-        let rowid: i64 = self.conn.query_row(
-            "SELECT id FROM exchanges WHERE session_id = ?1 AND seq = ?2",
-            params![session, seq],
-            |r| r.get(0),
-        )?;
-        self.conn.execute(
-            "UPDATE exchange_text SET summary = (SELECT summary FROM exchanges WHERE id = ?1)
-             WHERE rowid = ?1",
-            [rowid],
-        )?;
         // The open exchange's context is recomputed from the base on every
         // append, so model-written context applies to both.
         let base = if seq < exchanges {

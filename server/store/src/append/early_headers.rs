@@ -58,7 +58,14 @@ impl Writer {
             let seen = SeenTerms::around(&terms, at);
             let header = summary::header(&facts, &seen, caps.header_max, encoding);
             if header.text != *stored {
-                exchange_row::write_header(&self.conn, session, seq, &header.text, "extractive")?;
+                exchange_row::write_header(
+                    &self.conn,
+                    session,
+                    seq,
+                    &header.text,
+                    "extractive",
+                    encoding,
+                )?;
                 revised.push(ExchangeId(seq));
             }
         }
