@@ -42,9 +42,15 @@ def test_the_report_ranks_each_facts_exchange_by_a_search_with_the_question(tmp_
     # Nothing of "which port ... zanzibar deploy config" is in x3.
     assert facts["Renamed helper 3."]["searchRank"] is None, facts
     assert report["factsFoundBySearch"] == 1
+    # Search is the second path for the facts the prompt does not hold: the port's, whose digest
+    # leaves the last line out.
+    outside = [f for f in report["facts"] if f["status"]["ctxproxy"] != "in-prompt"]
+    assert [f["fact"] for f in outside] == ["listen_port = 8631"], report["facts"]
+    assert (report["factsOutsidePrompt"], report["factsOutsidePromptFoundBySearch"]) == (1, 1)
     text = cli("replay", session, "--report").stdout
     assert "search #1" in text and "search not in the top 10" in text, text
-    assert "search with the question ranks the source in its top 3 for 1/2" in text, text
+    assert "search with the question ranks the source in its top 3 for 1/2 " \
+        "(1/1 of those not in the prompt)" in text, text
 
 
 def test_a_file_of_several_sessions_replays_each_with_its_forks_and_supersessions(tmp_path):

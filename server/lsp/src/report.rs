@@ -291,13 +291,15 @@ impl Report {
                 out,
                 "\nctxproxy facts: {} in the prompt, {} one retrieve away by the question's words, \
                  {} next to the answer's words only, {} lost; search with the question ranks the \
-                 source in its top {SEARCH_TOP} for {}/{}",
+                 source in its top {SEARCH_TOP} for {}/{} ({}/{} of those not in the prompt)",
                 self.count_status(FactStatus::InPrompt),
                 self.count_status(FactStatus::OneRetrieveAway),
                 self.count_status(FactStatus::AnswerWordsOnly),
                 self.count_status(FactStatus::Lost),
-                self.found_by_search(),
-                self.facts.len()
+                found_by_search(&self.facts),
+                self.facts.len(),
+                found_by_search(self.outside_prompt()),
+                self.outside_prompt().count(),
             );
         }
         let reuse = self.average_prefix_reuse();
@@ -319,13 +321,12 @@ impl Report {
         self.facts.iter().filter(|f| f.status[0] == status).count()
     }
 
-    /// How many facts' exchanges a search with the question ranks in its
-    /// top `SEARCH_TOP`.
-    fn found_by_search(&self) -> usize {
+    /// The facts whose text the prompt does not hold: where search is the
+    /// second path, when the model does not retrieve by an id it sees.
+    fn outside_prompt(&self) -> impl Iterator<Item = &FactRow> {
         self.facts
             .iter()
-            .filter(|f| f.search_rank.is_some_and(|r| r <= SEARCH_TOP))
-            .count()
+            .filter(|f| f.status[0] != FactStatus::InPrompt)
     }
 
     fn average_prefix_reuse(&self) -> f64 {
@@ -372,7 +373,9 @@ impl Report {
                     .map(|(s, st)| (s.to_string(), json!(st.as_str()))).collect::<serde_json::Map<_, _>>(),
                 "searchRank": f.search_rank,
             })).collect::<Vec<_>>(),
-            "factsFoundBySearch": self.found_by_search(),
+            "factsFoundBySearch": found_by_search(&self.facts),
+            "factsOutsidePrompt": self.outside_prompt().count(),
+            "factsOutsidePromptFoundBySearch": found_by_search(self.outside_prompt()),
             "summary": self.summaries().iter().map(|(name, cost, reachable, in_prompt)| json!({
                 "strategy": name, "promptTokens": cost.prompt_tokens, "cachedTokens": cost.cached_tokens,
                 "effectiveCost": cost.effective(), "factsReachable": reachable, "factsInPrompt": in_prompt,
@@ -382,6 +385,15 @@ impl Report {
             "sessionStats": stats,
         })
     }
+}
+
+/// How many of `facts` have their exchange ranked in the top `SEARCH_TOP`
+/// by a search with the question.
+fn found_by_search<'a>(facts: impl IntoIterator<Item = &'a FactRow>) -> usize {
+    facts
+        .into_iter()
+        .filter(|f| f.search_rank.is_some_and(|r| r <= SEARCH_TOP))
+        .count()
 }
 
 fn short(fact: &str) -> String {
