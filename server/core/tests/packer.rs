@@ -465,6 +465,36 @@ fn a_summary_that_saves_less_than_a_third_gives_way_to_the_header() {
 }
 
 #[test]
+fn the_headers_a_prompt_shows_include_those_that_open_a_summary() {
+    let caps = small_caps(3);
+    let s = session(&vec![coding_spec(); 12], &caps);
+    let p = pack(
+        &s.view(),
+        &request(20_000, LayerOrder::CacheStable, None),
+        &caps,
+    )
+    .unwrap();
+    let at = |level: Level| -> Vec<String> {
+        let items = p.layers.iter().flat_map(|l| &l.items);
+        items
+            .filter(|i| i.format == ItemForm::Level(level))
+            .map(|i| i.id.clone())
+            .collect()
+    };
+    let (summaries, headers) = (at(Level::Summary), at(Level::Header));
+    assert!(
+        !summaries.is_empty() && !headers.is_empty(),
+        "{}",
+        describe(&p)
+    );
+    let mut shown: Vec<String> = p.shown_as_headers().iter().map(|x| x.to_string()).collect();
+    let mut expected = [summaries, headers].concat();
+    shown.sort();
+    expected.sort();
+    assert_eq!(shown, expected, "{}", describe(&p));
+}
+
+#[test]
 fn the_prefix_changes_only_when_the_tail_is_compacted() {
     let caps = LayerCaps::default();
     let spec = Spec {

@@ -220,11 +220,14 @@ impl Shape {
 }
 
 impl PackedPrompt {
-    /// The exchanges the prompt shows as their header line, in any layer.
+    /// The exchanges whose header line the prompt shows, in any layer: at
+    /// header level, and at summary level, whose text opens with it. A
+    /// header changed after it was shown would change the next prompt's
+    /// cached prefix from that line on.
     pub fn shown_as_headers(&self) -> Vec<ExchangeId> {
         let headers = self.layers.iter().flat_map(|l| &l.items);
         headers
-            .filter(|item| item.format == ItemForm::Level(Level::Header))
+            .filter(|item| matches!(item.format, ItemForm::Level(Level::Header | Level::Summary)))
             .filter_map(|item| match ItemId::parse(&item.id) {
                 Ok(ItemId::Exchange(id)) => Some(id),
                 _ => None,
