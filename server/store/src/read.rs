@@ -810,7 +810,7 @@ mod tests {
         assert_eq!(
             super::fts_query("Why did npm test fail with source maps?").as_deref(),
             Some(
-                r#""Why" OR "npm" OR "test" OR "fail" OR "source" OR "maps" OR "npm test" OR "test fail" OR "source maps""#
+                r#""npm" OR "test" OR "fail" OR "source" OR "maps" OR "npm test" OR "test fail" OR "source maps""#
             )
         );
         assert_eq!(

@@ -1,7 +1,7 @@
 //! What an exchange says, read from its messages: the ask, the tool calls
 //! and how each went, errors, conclusions, open points, entities, outcome.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::sync::LazyLock;
 
 use regex::Regex;
@@ -80,6 +80,40 @@ pub(super) static NO_FAILURE: LazyLock<Regex> = LazyLock::new(|| {
 });
 
 impl ExchangeFacts {
+    /// The words, lowercase, of what the exchange did and found: its
+    /// calls' tools and targets, results' headlines, errors, answer and
+    /// entities. An ask's word among them is what the exchange was about;
+    /// one only the ask has ("Fantastic!", "Right,") is how it was asked.
+    pub fn echoed_words(&self) -> HashSet<String> {
+        let actions = self.actions.iter().flat_map(|a| {
+            [Some(&a.tool), a.target.as_ref(), a.headline.as_ref()]
+                .into_iter()
+                .flatten()
+                .chain(std::iter::once(&a.brief))
+        });
+        actions
+            .chain(&self.errors)
+            .chain(&self.conclusions)
+            .chain(&self.explained)
+            .chain(&self.entities)
+            .flat_map(|text| text.split_whitespace())
+            .map(|w| {
+                w.trim_matches(|c: char| !c.is_alphanumeric())
+                    .to_lowercase()
+            })
+            .flat_map(|w| {
+                // "let-else" and "src/lib.rs" whole, and each of their parts.
+                let parts: Vec<String> = w
+                    .split(|c: char| !(c.is_alphanumeric() || c == '_'))
+                    .filter(|p| !p.is_empty() && p.len() < w.len())
+                    .map(str::to_string)
+                    .collect();
+                std::iter::once(w).chain(parts)
+            })
+            .filter(|w| !w.is_empty())
+            .collect()
+    }
+
     pub fn of(messages: &[KeptMessage]) -> ExchangeFacts {
         let mut facts = ExchangeFacts::default();
         let mut by_call: HashMap<&str, usize> = HashMap::new();

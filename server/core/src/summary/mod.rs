@@ -214,8 +214,12 @@ pub fn header(facts: &ExchangeFacts, seen: &SeenTerms, cap: u32, encoding: Encod
     // equally rare words, names first, then the ask's order. Measured
     // against YAKE's single-document scores, alone and times this rarity
     // (docs/ASSEMBLY.md, "Choosing a header's words").
+    let echoed = facts.echoed_words();
     let mut subject: Vec<(usize, String, bool)> = numbered().collect();
-    subject.sort_by_key(|(i, t, named)| (seen.count(short_entity(t)), !named, *i));
+    subject.sort_by_key(|(i, t, named)| {
+        let echo = echoed.iter().any(|e| echoes(e, &t.to_lowercase()));
+        (!echo, seen.count(short_entity(t)), !named, *i)
+    });
     subject.truncate(2);
     let candidates = subject
         .into_iter()
@@ -268,6 +272,14 @@ pub fn header(facts: &ExchangeFacts, seen: &SeenTerms, cap: u32, encoding: Encod
         }
     }
     fit_text(render(&chosen).trim(), cap, encoding)
+}
+
+/// Whether a word of the exchange's own text (`said`, lowercase) takes up
+/// the ask's word `asked` (lowercase): equal, or one the start of the other
+/// when both have four letters or more ("cover" and "coverage").
+fn echoes(said: &str, asked: &str) -> bool {
+    let prefix = |a: &str, b: &str| a.chars().count() >= 4 && b.starts_with(a);
+    said == asked || prefix(said, asked) || prefix(asked, said)
 }
 
 fn summary(facts: &ExchangeFacts, cap: u32, encoding: Encoding) -> Counted {

@@ -18,9 +18,9 @@ pub(super) const STOPWORDS: &[&str] = &[
     "was", "were", "be", "been", "being", "am", "it", "this", "that", "these", "those", "there",
     "here", "of", "for", "and", "or", "but", "then", "do", "does", "did", "done", "help", "in",
     "on", "at", "with", "by", "as", "into", "about", "have", "has", "had", "get", "got", "some",
-    "any", "very", "really", "quite", "bit", "what", "what's", "which", "who", "how", "if", "when",
-    "where", "go", "going", "make", "sure", "thanks", "thank", "yes", "process", "up", "out",
-    "all",
+    "any", "very", "really", "quite", "bit", "what", "what's", "which", "who", "why", "how", "if",
+    "when", "where", "go", "going", "make", "sure", "thanks", "thank", "yes", "process", "up",
+    "out", "all",
 ];
 
 /// Whether `word` (any case) is a filler word that points at nothing: not
