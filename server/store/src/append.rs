@@ -20,7 +20,7 @@ use crate::read;
 use crate::time::now_rfc3339;
 use crate::writer::Writer;
 use crate::Result;
-use crate::{blobs, exchange_row};
+use crate::{blobs, exchange_row, fulltext};
 
 mod early_headers;
 mod prepare;
@@ -442,17 +442,13 @@ impl Writer {
             }
             body.push('\n');
         }
-        execute_cached(
+        fulltext::index(
             &self.conn,
-            "DELETE FROM exchange_text WHERE rowid = ?1",
-            [rowid],
-        )?;
-        execute_cached(
-            &self.conn,
-            "INSERT INTO exchange_text (rowid, header, summary, body) VALUES (?1, ?2, ?3, ?4)",
-            params![rowid, trio.header.text, trio.summary.text, body],
-        )?;
-        Ok(())
+            rowid,
+            &trio.header.text,
+            &trio.summary.text,
+            &body,
+        )
     }
 }
 

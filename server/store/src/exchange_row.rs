@@ -8,6 +8,7 @@ use ctxproxy_core::tokens::Encoding;
 use rusqlite::{params, Connection};
 
 use crate::cached::execute_cached;
+use crate::fulltext;
 use crate::Result;
 
 /// The columns an exchange's record fills, in the order `write` binds them
@@ -99,13 +100,7 @@ pub(crate) fn write_header(
             line.tokens.cl100k
         ],
     )?;
-    execute_cached(
-        conn,
-        "UPDATE exchange_text SET header = ?3
-         WHERE rowid = (SELECT id FROM exchanges WHERE session_id = ?1 AND seq = ?2)",
-        params![session, seq, header.text],
-    )?;
-    Ok(())
+    fulltext::set_header(conn, session, seq, &header.text)
 }
 
 /// Copies the rows of `parent`'s exchanges up to `at` to the fork `child`.

@@ -13,6 +13,7 @@ mod cached;
 mod checkpointer;
 mod error;
 mod exchange_row;
+mod fulltext;
 mod housekeeping;
 pub mod maintenance;
 mod path;

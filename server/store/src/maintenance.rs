@@ -9,7 +9,7 @@ use ctxproxy_core::ids::BlobHash;
 use rusqlite::backup::{Backup, StepResult};
 use rusqlite::{params, Connection};
 
-use crate::{blob_dir_of, blobs, open_connection, open_for_writing, Result, StoreError};
+use crate::{blob_dir_of, blobs, fulltext, open_connection, open_for_writing, Result, StoreError};
 
 /// What `backup` copied.
 #[derive(Debug)]
@@ -201,11 +201,9 @@ fn copy_session(
     )?;
     run("INSERT INTO main.messages SELECT * FROM old.messages WHERE session_id = ?1")?;
     run("INSERT INTO main.file_reads SELECT * FROM old.file_reads WHERE session_id = ?1")?;
-    run(
-        "INSERT INTO main.exchange_text(rowid, header, summary, body) \
-         SELECT rowid, header, summary, body FROM old.exchange_text \
-         WHERE rowid IN (SELECT id FROM old.exchanges WHERE session_id = ?1)",
-    )?;
+    for sql in fulltext::SALVAGE {
+        run(sql)?;
+    }
     let mut stmt = tx
         .prepare(
             "SELECT DISTINCT b.hash, b.bytes, b.data FROM main.blobs b \

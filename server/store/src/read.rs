@@ -305,13 +305,28 @@ impl<'a> Reader<'a> {
         let Some(fts) = fts_query(query) else {
             return Ok(Vec::new());
         };
+        // An exchange's score is its header and summary's plus its body's,
+        // each scaled by its own length (`fulltext`). The snippet, computed
+        // for the hits kept only, is the body's around the match, or the
+        // header and summary's when the body has none of the words.
         let mut stmt = self.conn.prepare(
-            "SELECT e.session_id, e.seq, e.header, -bm25(exchange_text, 4.0, 2.0, 1.0) AS score,
-                    snippet(exchange_text, -1, '', '', '…', ?5)
-             FROM exchange_text JOIN exchanges e ON e.id = exchange_text.rowid
-             JOIN sessions s ON s.id = e.session_id
-             WHERE exchange_text MATCH ?1 AND (?2 IS NULL OR e.session_id = ?2) AND (?3 IS NULL OR s.workspace = ?3)
-             ORDER BY score DESC, e.session_id, e.seq LIMIT ?4",
+            "WITH hits(rowid, score) AS (
+                 SELECT rowid, -bm25(exchange_gist, 4.0, 2.0) FROM exchange_gist WHERE exchange_gist MATCH ?1
+                 UNION ALL
+                 SELECT rowid, -bm25(exchange_text) FROM exchange_text WHERE exchange_text MATCH ?1
+             ),
+             best AS (
+                 SELECT e.id, e.session_id, e.seq, e.header, sum(h.score) AS score
+                 FROM hits h JOIN exchanges e ON e.id = h.rowid JOIN sessions s ON s.id = e.session_id
+                 WHERE (?2 IS NULL OR e.session_id = ?2) AND (?3 IS NULL OR s.workspace = ?3)
+                 GROUP BY e.id ORDER BY score DESC, e.session_id, e.seq LIMIT ?4
+             )
+             SELECT b.session_id, b.seq, b.header, b.score, coalesce(
+                 (SELECT snippet(exchange_text, 0, '', '', '…', ?5) FROM exchange_text
+                  WHERE exchange_text MATCH ?1 AND rowid = b.id),
+                 (SELECT snippet(exchange_gist, -1, '', '', '…', ?5) FROM exchange_gist
+                  WHERE exchange_gist MATCH ?1 AND rowid = b.id))
+             FROM best b ORDER BY b.score DESC, b.session_id, b.seq",
         )?;
         let rows = stmt.query_map(
             params![fts, session, workspace, limit, SNIPPET_TOKENS],

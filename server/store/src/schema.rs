@@ -180,6 +180,19 @@ ALTER TABLE exchanges ADD COLUMN digests_cl100k INTEGER;
     // space-separated): their headers stay as shown (`append/early_headers`).
     // NULL for a prompt recorded before: not known.
     M::up("ALTER TABLE prompts ADD COLUMN headers TEXT;"),
+    // The full-text index in two tables (`fulltext`): FTS5's bm25 scales a
+    // row down by its whole length, so in one table a header's words
+    // counted for less the longer the exchange's tool output was.
+    M::up(
+        r#"
+CREATE VIRTUAL TABLE exchange_gist USING fts5(header, summary, tokenize = 'porter unicode61');
+INSERT INTO exchange_gist (rowid, header, summary) SELECT rowid, header, summary FROM exchange_text;
+CREATE VIRTUAL TABLE exchange_body USING fts5(body, tokenize = 'porter unicode61');
+INSERT INTO exchange_body (rowid, body) SELECT rowid, body FROM exchange_text;
+DROP TABLE exchange_text;
+ALTER TABLE exchange_body RENAME TO exchange_text;
+"#,
+    ),
 ];
 
 pub fn migrate(conn: &mut Connection) -> Result<(), rusqlite_migration::Error> {
@@ -223,5 +236,36 @@ mod tests {
             r.get::<_, String>(0)
         });
         assert!(l0.is_err(), "the rendered L0 column is gone");
+    }
+
+    #[test]
+    fn the_full_text_index_is_split_with_every_row_kept() {
+        let mut conn = Connection::open_in_memory().unwrap();
+        let split = super::MIGRATIONS.len() - 1;
+        Migrations::from_slice(&super::MIGRATIONS[..split])
+            .to_latest(&mut conn)
+            .unwrap();
+        conn.execute(
+            "INSERT INTO exchange_text (rowid, header, summary, body)
+             VALUES (7, 'parser rejects', 'Ask: why', 'cargo build output')",
+            [],
+        )
+        .unwrap();
+        super::migrate(&mut conn).unwrap();
+        let row = |sql: &str| conn.query_row(sql, [], |r| r.get::<_, i64>(0)).unwrap();
+        assert_eq!(
+            row("SELECT rowid FROM exchange_gist WHERE exchange_gist MATCH 'parser AND why'"),
+            7
+        );
+        assert_eq!(
+            row("SELECT rowid FROM exchange_text WHERE exchange_text MATCH 'build'"),
+            7
+        );
+        let gist_in_body = conn.query_row(
+            "SELECT count(*) FROM exchange_text WHERE exchange_text MATCH 'parser'",
+            [],
+            |r| r.get::<_, i64>(0),
+        );
+        assert_eq!(gist_in_body.unwrap(), 0);
     }
 }

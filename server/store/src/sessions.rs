@@ -16,7 +16,7 @@ use crate::read::{self, session_exists, stored_context};
 use crate::time::now_rfc3339;
 use crate::writer::Writer;
 use crate::Result;
-use crate::{blobs, exchange_row};
+use crate::{blobs, exchange_row, fulltext};
 
 #[derive(Clone, Debug, Default)]
 pub struct NewSession {
@@ -178,15 +178,7 @@ impl Writer {
             "INSERT INTO file_reads SELECT ?2, path, seq, hash FROM file_reads WHERE session_id = ?1 AND seq <= ?3",
             params![parent, child, at],
         )?;
-        c.execute(
-            "INSERT INTO exchange_text (rowid, header, summary, body)
-             SELECT child.id, t.header, t.summary, t.body
-             FROM exchanges child
-             JOIN exchanges par ON par.session_id = ?1 AND par.seq = child.seq
-             JOIN exchange_text t ON t.rowid = par.id
-             WHERE child.session_id = ?2",
-            params![parent, child],
-        )?;
+        fulltext::copy_to_fork(c, parent, child)?;
         let mut base = CurrentContext::default();
         let mut current = CurrentContext::default();
         for seq in 1..=at {
@@ -264,10 +256,7 @@ impl Writer {
             })?;
             rows.collect::<rusqlite::Result<Vec<_>>>()?
         };
-        c.execute(
-            "DELETE FROM exchange_text WHERE rowid IN (SELECT id FROM exchanges WHERE session_id = ?1)",
-            [session],
-        )?;
+        fulltext::remove_session(c, session)?;
         for table in ["messages", "exchanges", "file_reads", "prompts"] {
             c.execute(
                 &format!("DELETE FROM {table} WHERE session_id = ?1"),

@@ -728,6 +728,71 @@ fn a_search_hit_carries_the_words_around_its_match_in_the_raw_output() {
     assert_eq!(stemmed.len(), 1);
 }
 
+#[test]
+fn a_header_counts_as_much_whatever_the_size_of_its_exchanges_output() {
+    let t = common::open();
+    let s = common::session(&t.store);
+    // x1 is about the zanzibar deploy config and read 2,000 lines of it;
+    // x2 ran the tests, one of whose names has the same words.
+    let config: String = (0..2000)
+        .map(|i| format!("listen_port_{i} = {}\n", 8000 + i))
+        .collect();
+    common::append(
+        &t.store,
+        &s,
+        vec![
+            msg(Role::User, "Show me the zanzibar deploy config."),
+            call("c1", "read_file", r#"{"path": "deploy/zanzibar.conf"}"#),
+            result("c1", "read_file", &config),
+            msg(
+                Role::Assistant,
+                "The zanzibar deploy config opens 2,000 ports.",
+            ),
+        ],
+    )
+    .unwrap();
+    common::append(
+        &t.store,
+        &s,
+        vec![
+            msg(Role::User, "Run the unit tests."),
+            call("c2", "run_command", r#"{"command": "cargo test"}"#),
+            result(
+                "c2",
+                "run_command",
+                "running 2 tests\ntest parse_zanzibar_deploy_config ... ok\ntest parse_ports ... ok\n\ntest result: ok. 2 passed; 0 failed\n",
+            ),
+            msg(Role::Assistant, "All pass."),
+        ],
+    )
+    .unwrap();
+    // Other exchanges, so that the three words are rare in the session.
+    for i in 0..6 {
+        common::append(
+            &t.store,
+            &s,
+            vec![
+                msg(Role::User, &format!("Fix lint warning {i} in the parser.")),
+                msg(Role::Assistant, &format!("Fixed warning {i}.")),
+            ],
+        )
+        .unwrap();
+    }
+    let hits = t
+        .store
+        .read_now(|r| r.search(Some(&s), None, "zanzibar deploy config", 5))
+        .unwrap();
+    let order: Vec<ExchangeId> = hits.iter().map(|h| h.exchange).collect();
+    assert_eq!(order, [x(1), x(2)], "{hits:?}");
+    // The snippet of a match in the body is the body's, around the match.
+    assert!(
+        hits[1]
+            .snippet
+            .contains("parse_zanzibar_deploy_config ... ok"),
+        "{hits:?}"
+    );
+}
+
 /// An append's tool results are prepared together before they are stored
 /// in order; what is kept must be what appending one exchange at a time
 /// keeps: re-reads of a path within the append (changed, then unchanged),
