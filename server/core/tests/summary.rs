@@ -1,6 +1,7 @@
 //! Headers and summaries of fixture exchanges.
 
 use ctxproxy_core::config::LayerCaps;
+use ctxproxy_core::exchange::Outcome;
 use ctxproxy_core::summary::*;
 use ctxproxy_core::tokens::{self, Encoding};
 use ctxproxy_testkit::parse_exchange;
@@ -220,6 +221,32 @@ fn a_headers_subject_is_what_the_exchange_took_up_not_how_it_was_asked() {
         subject.contains(&"src") && subject.contains(&"cover"),
         "{header}"
     );
+}
+
+#[test]
+fn a_run_that_reports_zero_failures_did_not_fail() {
+    let facts = ExchangeFacts::of(&parse_exchange(
+        1,
+        r#"
+        user: Run the unit tests.
+        assistant: -> run_command {"command":"cargo test"}
+        tool: running 2 tests\ntest parse_config ... ok\ntest parse_ports ... ok\n\ntest result: ok. 2 passed; 0 failed; 0 ignored\n
+        assistant: All pass.
+        "#,
+    ));
+    assert!(facts.errors.is_empty(), "{:?}", facts.errors);
+    assert_eq!(facts.outcome, Outcome::Completed);
+    // One failure among the passes is still one.
+    let failing = ExchangeFacts::of(&parse_exchange(
+        1,
+        r#"
+        user: Run the unit tests.
+        assistant: -> run_command {"command":"cargo test"}
+        tool: running 2 tests\ntest parse_config ... FAILED\ntest parse_ports ... ok\n\ntest result: FAILED. 1 passed; 1 failed; 0 ignored\n
+        assistant: One fails.
+        "#,
+    ));
+    assert_eq!(failing.outcome, Outcome::Error, "{failing:?}");
 }
 
 #[test]
