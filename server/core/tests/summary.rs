@@ -225,27 +225,26 @@ fn a_headers_subject_is_what_the_exchange_took_up_not_how_it_was_asked() {
 
 #[test]
 fn a_run_that_reports_zero_failures_did_not_fail() {
-    let facts = ExchangeFacts::of(&parse_exchange(
-        1,
-        r#"
-        user: Run the unit tests.
-        assistant: -> run_command {"command":"cargo test"}
-        tool: running 2 tests\ntest parse_config ... ok\ntest parse_ports ... ok\n\ntest result: ok. 2 passed; 0 failed; 0 ignored\n
-        assistant: All pass.
-        "#,
-    ));
-    assert!(facts.errors.is_empty(), "{:?}", facts.errors);
-    assert_eq!(facts.outcome, Outcome::Completed);
+    let run = |output: &str| {
+        ExchangeFacts::of(&parse_exchange(
+            1,
+            &format!(
+                "user: Run the unit tests.\n\
+                 assistant: -> run_command {{\"command\":\"cargo test\"}}\n\
+                 tool: {output}\n\
+                 assistant: Done."
+            ),
+        ))
+    };
+    let passing = run(
+        r"running 2 tests\ntest parse_config ... ok\ntest parse_ports ... ok\n\ntest result: ok. 2 passed; 0 failed; 0 ignored\n",
+    );
+    assert!(passing.errors.is_empty(), "{:?}", passing.errors);
+    assert_eq!(passing.outcome, Outcome::Completed);
     // One failure among the passes is still one.
-    let failing = ExchangeFacts::of(&parse_exchange(
-        1,
-        r#"
-        user: Run the unit tests.
-        assistant: -> run_command {"command":"cargo test"}
-        tool: running 2 tests\ntest parse_config ... FAILED\ntest parse_ports ... ok\n\ntest result: FAILED. 1 passed; 1 failed; 0 ignored\n
-        assistant: One fails.
-        "#,
-    ));
+    let failing = run(
+        r"running 2 tests\ntest parse_config ... FAILED\ntest parse_ports ... ok\n\ntest result: FAILED. 1 passed; 1 failed; 0 ignored\n",
+    );
     assert_eq!(failing.outcome, Outcome::Error, "{failing:?}");
 }
 

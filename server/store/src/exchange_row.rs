@@ -8,7 +8,7 @@ use ctxproxy_core::tokens::Encoding;
 use rusqlite::{params, Connection};
 
 use crate::cached::execute_cached;
-use crate::fulltext;
+use crate::fulltext::{self, Gist};
 use crate::Result;
 
 /// The columns an exchange's record fills, in the order `write` binds them
@@ -100,7 +100,7 @@ pub(crate) fn write_header(
             line.tokens.cl100k
         ],
     )?;
-    fulltext::set_header(conn, session, seq, &header.text)
+    fulltext::rewrite(conn, session, seq, Gist::Header, &header.text)
 }
 
 /// Copies the rows of `parent`'s exchanges up to `at` to the fork `child`.

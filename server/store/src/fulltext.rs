@@ -38,25 +38,33 @@ pub(crate) fn index(
     Ok(())
 }
 
-/// A header written again (revised or model-written).
-pub(crate) fn set_header(conn: &Connection, session: &str, seq: u32, header: &str) -> Result<()> {
-    execute_cached(
-        conn,
-        "UPDATE exchange_gist SET header = ?3
-         WHERE rowid = (SELECT id FROM exchanges WHERE session_id = ?1 AND seq = ?2)",
-        params![session, seq, header],
-    )?;
-    Ok(())
+/// The text of an exchange's gist row that is written again.
+pub(crate) enum Gist {
+    /// A header revised or written by the model.
+    Header,
+    /// A summary written by the model.
+    Summary,
 }
 
-/// A summary written again (model-written).
-pub(crate) fn set_summary(conn: &Connection, session: &str, seq: u32, summary: &str) -> Result<()> {
-    execute_cached(
-        conn,
-        "UPDATE exchange_gist SET summary = ?3
-         WHERE rowid = (SELECT id FROM exchanges WHERE session_id = ?1 AND seq = ?2)",
-        params![session, seq, summary],
-    )?;
+/// Replaces one text of exchange `seq`'s gist row.
+pub(crate) fn rewrite(
+    conn: &Connection,
+    session: &str,
+    seq: u32,
+    which: Gist,
+    text: &str,
+) -> Result<()> {
+    let sql = match which {
+        Gist::Header => {
+            "UPDATE exchange_gist SET header = ?3
+             WHERE rowid = (SELECT id FROM exchanges WHERE session_id = ?1 AND seq = ?2)"
+        }
+        Gist::Summary => {
+            "UPDATE exchange_gist SET summary = ?3
+             WHERE rowid = (SELECT id FROM exchanges WHERE session_id = ?1 AND seq = ?2)"
+        }
+    };
+    execute_cached(conn, sql, params![session, seq, text])?;
     Ok(())
 }
 

@@ -8,9 +8,10 @@ use rusqlite::params;
 
 use crate::append::Event;
 use crate::error::StoreError;
+use crate::exchange_row;
+use crate::fulltext::{self, Gist};
 use crate::writer::Writer;
 use crate::Result;
-use crate::{exchange_row, fulltext};
 
 impl Writer {
     /// Applies model-written housekeeping: header and summary replace the
@@ -34,7 +35,7 @@ impl Writer {
                  WHERE session_id = ?1 AND seq = ?2",
                 params![session, seq, s.text, s.tokens.o200k, s.tokens.cl100k],
             )?;
-            fulltext::set_summary(&self.conn, session, seq, &s.text)?;
+            fulltext::rewrite(&self.conn, session, seq, Gist::Summary, &s.text)?;
         }
         // The open exchange's context is recomputed from the base on every
         // append, so model-written context applies to both.
