@@ -155,6 +155,11 @@ def test_the_facts_table_gives_every_fact_its_status_under_every_strategy(replay
     ranks = [attrs["data-rank"] for tag, attrs, _ in dom.elements
              if tag == "td" and attrs.get("class") == "search-rank"]
     assert ranks == ["" if f["searchRank"] is None else str(f["searchRank"]) for f in report["facts"]]
+    figures = {attrs["id"]: int(attrs["data-value"]) for tag, attrs, _ in dom.elements
+               if tag == "span" and attrs.get("id") in ("found-by-search", "outside-found", "outside-prompt")}
+    assert figures == {"found-by-search": report["factsFoundBySearch"],
+                       "outside-found": report["factsOutsidePromptFoundBySearch"],
+                       "outside-prompt": report["factsOutsidePrompt"]}
 
 
 def test_the_page_embeds_the_json_report_and_fetches_nothing(replayed, dom):

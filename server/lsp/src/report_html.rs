@@ -527,8 +527,23 @@ fn facts_table(out: &mut String, report: &Value, strategies: &[&str]) {
         "<p class=\"muted\">In prompt: the fact's text is in the prompt. One retrieve away: an id of the exchange it \
 came from is in the prompt, on a line with a word of the question. Answer's words only: such an id is \
 there next to words of the fact alone, which a model asking does not know yet. Search: where \
-<code>context_search</code> with the question ranks the exchange the fact came from.</p>\
-<table id=\"facts\"><thead><tr><th>turn</th><th>fact</th><th>from</th><th>search</th>",
+<code>context_search</code> with the question ranks the exchange the fact came from.</p>",
+    );
+    let figure = |id: &str, key: &str| {
+        let n = report[key].as_u64().unwrap_or(0);
+        format!("<span id=\"{id}\" data-value=\"{n}\">{n}</span>")
+    };
+    let _ = write!(
+        out,
+        "<p>Search ranks the fact's exchange in its top 3 for {} of {} facts, and for {} of the {} \
+         the prompt does not hold, where search is the second path.</p>",
+        figure("found-by-search", "factsFoundBySearch"),
+        facts.len(),
+        figure("outside-found", "factsOutsidePromptFoundBySearch"),
+        figure("outside-prompt", "factsOutsidePrompt"),
+    );
+    out.push_str(
+        "<table id=\"facts\"><thead><tr><th>turn</th><th>fact</th><th>from</th><th>search</th>",
     );
     for s in strategies {
         let _ = write!(out, "<th>{}</th>", escape(s));
@@ -744,6 +759,7 @@ mod tests {
             "turns": [turn(1, 400, 0, 400, 400.0, 400.0), turn(2, 900, 380, 1500, 958.0, 1900.0)],
             "facts": [{"turn": "x2", "fact": "E0308 <mismatched>", "from": "x1",
                        "status": {"ctxproxy": "one-retrieve-away", "full-history": "in-prompt"}}],
+            "factsFoundBySearch": 0, "factsOutsidePrompt": 1, "factsOutsidePromptFoundBySearch": 0,
             "summary": [
                 {"strategy": "ctxproxy", "promptTokens": 1300, "cachedTokens": 380, "effectiveCost": 958.0,
                  "factsReachable": 1, "factsInPrompt": 0, "facts": 1},
