@@ -209,11 +209,13 @@ pub fn header(facts: &ExchangeFacts, seen: &SeenTerms, cap: u32, encoding: Encod
             .enumerate()
             .map(|(i, (t, named))| (10 + i, t.clone(), *named))
     };
-    // The subject: the two words of the ask that the fewest compared
-    // exchanges use (their inverse document frequency in the session); of
-    // equally rare words, names first, then the ask's order. Measured
-    // against YAKE's single-document scores, alone and times this rarity
-    // (docs/ASSEMBLY.md, "Choosing a header's words").
+    // The subject: two words of the ask, those the exchange's own calls,
+    // results and answer take up before the others (a flourish such as
+    // "Fantastic" is as rare in a session as the subject); then those the
+    // fewest compared exchanges use (their inverse document frequency in
+    // the session); of equally rare words, names first, then the ask's
+    // order. Measured against YAKE's single-document scores, alone and
+    // times this rarity (docs/ASSEMBLY.md, "Choosing a header's words").
     let echoed = facts.echoed_words();
     let mut subject: Vec<(usize, String, bool)> = numbered().collect();
     subject.sort_by_key(|(i, t, named)| {
