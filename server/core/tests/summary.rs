@@ -224,6 +224,33 @@ fn a_headers_subject_is_what_the_exchange_took_up_not_how_it_was_asked() {
 }
 
 #[test]
+fn a_header_carries_the_commit_hash_its_command_printed() {
+    let header = header_of(
+        r#"
+        user: Commit the three fixes.
+        assistant: -> run_command {"command":"git commit -qam 'Fix dates' && git log --oneline -n 1"}
+        tool: 5afa47c Fix dates
+        assistant: Committed.
+        "#,
+    );
+    assert!(header.contains("5afa47c"), "{header}");
+    // Neither a number nor a hex-looking word is an id: both a digit and
+    // a letter, 7 to 40 of them.
+    let header = header_of(
+        r#"
+        user: Count the lines.
+        assistant: -> run_command {"command":"wc -l src/*.rs"}
+        tool: 1234567 total deadbeef
+        assistant: Counted.
+        "#,
+    );
+    assert!(
+        !header.contains("1234567") && !header.contains("deadbeef"),
+        "{header}"
+    );
+}
+
+#[test]
 fn a_run_that_reports_zero_failures_did_not_fail() {
     let run = |output: &str| {
         ExchangeFacts::of(&parse_exchange(

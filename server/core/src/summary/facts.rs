@@ -62,6 +62,9 @@ pub struct ExchangeFacts {
     /// Terms the assistant explained at length (bold, headings, code names).
     pub explained: Vec<String>,
     pub entities: Vec<String>,
+    /// Ids the results printed on their first line (a commit's hash from
+    /// `git commit` or `git log --oneline`), each once.
+    pub printed_ids: Vec<String>,
     pub outcome: Outcome,
 }
 
@@ -178,6 +181,16 @@ impl ExchangeFacts {
                             .push(error_line(&headline, &msg.content, blob.as_deref()));
                         entities.scan_codes(&msg.content);
                     }
+                    let first_line = msg.content.lines().next().unwrap_or("");
+                    for id in first_line
+                        .split_whitespace()
+                        .map(trim_id)
+                        .filter(|w| is_hex_id(w))
+                    {
+                        if !facts.printed_ids.iter().any(|p| p == id) {
+                            facts.printed_ids.push(id.to_string());
+                        }
+                    }
                     if let Some(action) = idx.map(|i| &mut facts.actions[i]) {
                         action.failed = Some(failed);
                         action.headline = Some(headline);
@@ -263,6 +276,22 @@ impl ExchangeFacts {
         }
         out
     }
+}
+
+/// A printed word without the brackets and punctuation around it
+/// (`[main 5afa47c]`).
+fn trim_id(w: &str) -> &str {
+    w.trim_matches(|c: char| !c.is_ascii_alphanumeric())
+}
+
+/// A commit hash or a similar id as printed: 7 to 40 lowercase hex digits,
+/// with both a digit and a letter (neither a number nor a word).
+pub(super) fn is_hex_id(w: &str) -> bool {
+    (7..=40).contains(&w.len())
+        && w.chars()
+            .all(|c| c.is_ascii_digit() || ('a'..='f').contains(&c))
+        && w.chars().any(|c| c.is_ascii_digit())
+        && w.chars().any(|c| c.is_ascii_alphabetic())
 }
 
 pub(super) fn outcome(messages: &[KeptMessage], actions: &[Action]) -> Outcome {

@@ -201,6 +201,16 @@ pub fn header(facts: &ExchangeFacts, seen: &SeenTerms, cap: u32, encoding: Encod
             }
         }
     }
+    // An id a result printed (a commit's hash) is what a later question
+    // ("the commit hashes") points back at, asked or not.
+    for id in facts.printed_ids.iter().filter(|id| !in_topic(id)) {
+        if answer_values.len() == 2 {
+            break;
+        }
+        if !answer_values.contains(id) {
+            answer_values.push(id.clone());
+        }
+    }
     // Fill in priority order, keep the display order (tools, ask, answer,
     // entities).
     let numbered = || {
