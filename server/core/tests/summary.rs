@@ -251,6 +251,15 @@ fn a_header_carries_the_commit_hash_its_command_printed() {
 }
 
 #[test]
+fn contractions_are_filler_with_either_apostrophe() {
+    for w in ["they're", "There\u{2019}s", "DIDN'T", "you\u{2019}d"] {
+        assert!(is_stopword(w), "{w}");
+    }
+    // A possessive names its owner.
+    assert!(!is_stopword("node's"));
+}
+
+#[test]
 fn a_run_that_reports_zero_failures_did_not_fail() {
     let run = |output: &str| {
         ExchangeFacts::of(&parse_exchange(
