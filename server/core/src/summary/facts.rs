@@ -286,7 +286,7 @@ fn trim_id(w: &str) -> &str {
 
 /// A commit hash or a similar id as printed: 7 to 40 lowercase hex digits,
 /// with both a digit and a letter (neither a number nor a word).
-pub(super) fn is_hex_id(w: &str) -> bool {
+fn is_hex_id(w: &str) -> bool {
     (7..=40).contains(&w.len())
         && w.chars()
             .all(|c| c.is_ascii_digit() || ('a'..='f').contains(&c))

@@ -228,8 +228,9 @@ pub fn header(facts: &ExchangeFacts, seen: &SeenTerms, cap: u32, encoding: Encod
     // times this rarity (docs/ASSEMBLY.md, "Choosing a header's words").
     let echoed = facts.echoed_words();
     let mut subject: Vec<(usize, String, bool)> = numbered().collect();
-    subject.sort_by_key(|(i, t, named)| {
-        let echo = echoed.iter().any(|e| echoes(e, &t.to_lowercase()));
+    subject.sort_by_cached_key(|(i, t, named)| {
+        let asked = t.to_lowercase();
+        let echo = echoed.iter().any(|e| echoes(e, &asked));
         (!echo, seen.count(short_entity(t)), !named, *i)
     });
     subject.truncate(2);
