@@ -487,7 +487,11 @@ fn the_headers_a_prompt_shows_include_those_that_open_a_summary() {
         "{}",
         describe(&p)
     );
-    let mut shown: Vec<String> = p.shown_as_headers().iter().map(|x| x.to_string()).collect();
+    let mut shown: Vec<String> = p
+        .header_lines_shown()
+        .iter()
+        .map(|x| x.to_string())
+        .collect();
     let mut expected = [summaries, headers].concat();
     shown.sort();
     expected.sort();

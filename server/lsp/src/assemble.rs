@@ -198,7 +198,7 @@ pub fn run(
         .expect("an assemble result serialises")
         .to_string();
     let total_tokens = packed.total;
-    let headers = packed.shown_as_headers();
+    let headers = packed.header_lines_shown();
     previous.insert(view.session_id.clone(), packed);
     Ok(AssembledPrompt {
         value: result,

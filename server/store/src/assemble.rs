@@ -200,7 +200,7 @@ pub struct AssembledPrompt<T> {
     pub total_tokens: u32,
     pub record: String,
     /// The exchanges the prompt shows as header lines
-    /// (`PackedPrompt::shown_as_headers`): the next appends keep their
+    /// (`PackedPrompt::header_lines_shown`): the next appends keep their
     /// headers as this prompt showed them (`append/early_headers`).
     pub headers: Vec<ExchangeId>,
 }

@@ -224,7 +224,7 @@ impl PackedPrompt {
     /// header level, and at summary level, whose text opens with it. A
     /// header changed after it was shown would change the next prompt's
     /// cached prefix from that line on.
-    pub fn shown_as_headers(&self) -> Vec<ExchangeId> {
+    pub fn header_lines_shown(&self) -> Vec<ExchangeId> {
         let headers = self.layers.iter().flat_map(|l| &l.items);
         headers
             .filter(|item| matches!(item.format, ItemForm::Level(Level::Header | Level::Summary)))

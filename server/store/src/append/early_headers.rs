@@ -41,7 +41,7 @@ impl Writer {
             .iter()
             .map(|(t, ..)| t.lines().map(str::to_string).collect())
             .collect();
-        let Some(shown) = self.shown_as_headers(session)? else {
+        let Some(shown) = self.header_lines_shown(session)? else {
             return Ok(Vec::new());
         };
         let caps = &self.settings.caps;
@@ -75,7 +75,7 @@ impl Writer {
     /// The exchanges the session's newest prompt shows as header lines;
     /// `None` when that is not known (a prompt recorded before the store
     /// kept them): then no header changes.
-    fn shown_as_headers(&self, session: &str) -> Result<Option<Vec<u32>>> {
+    fn header_lines_shown(&self, session: &str) -> Result<Option<Vec<u32>>> {
         let newest: Option<Option<String>> = self
             .conn
             .query_row(
