@@ -129,6 +129,9 @@ export type AssembleResult = FormattedPrompt & {
   trimmed: Trim[];
   /** The superseded exchanges the prompt covers, as headers at most; absent when none. */
   superseded?: SupersededRange[];
+  /** The recall block's hits: lines of earlier exchanges that match the question's words, best
+   * first; absent when none. */
+  recall?: RecallShown[];
   layers: LayerReport[];
   /** "oneShot" for a child call at maxDepth, "whole" for a short history sent as it was (no
    * L0, no tools), else "layered". */
@@ -137,6 +140,14 @@ export type AssembleResult = FormattedPrompt & {
   reason?: string;
   state?: StateEnvelope;
 };
+/** A hit of the recall block: the exchange, the question words matched (rarest first), its
+ * tokens and the passage as shown. */
+export interface RecallShown {
+  id: string;
+  words: string[];
+  tokens: number;
+  text: string;
+}
 /** ids ("x3-x9" or "x12") were superseded by `by` ("x10"). */
 export interface SupersededRange {
   ids: string;

@@ -1,10 +1,14 @@
 //! Every cap and limit, in one place. Values arrive from initializationOptions,
-//! `workspace/didChangeConfiguration` or the CLI. The defaults are seed 003's
-//! caps except where a measured reason changed them (docs/ASSEMBLY.md): L0
-//! 100 tokens (it is new on every turn), summaries 10 (frozen, in batches).
+//! `workspace/didChangeConfiguration` or the CLI. The layers that hold
+//! history are sized by the prompt's budget unless pinned
+//! (`LayerSettings`); the per-item caps are seed 003's except where a
+//! measured reason changed them (docs/ASSEMBLY.md): L0 100 tokens (it is new
+//! on every turn).
 
 use crate::tokens::Encoding;
 
+/// What each layer may take in one prompt, resolved for a budget
+/// (`LayerSettings::caps`).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct LayerCaps {
     /// L0: the current-context block, in tokens.
@@ -26,19 +30,77 @@ pub struct LayerCaps {
     pub max_headers: u32,
     /// L4: how many blob references are listed.
     pub max_references: u32,
+    /// The recall block: at most this many tokens of earlier exchanges'
+    /// lines that match the question.
+    pub recall_max: u32,
+}
+
+/// The budget a prompt gets when neither the request nor the settings say.
+pub const DEFAULT_BUDGET: u32 = 16_000;
+
+impl LayerCaps {
+    /// The caps at `budget` when none is pinned: the layers that hold
+    /// history (the recent tail, summaries, headers, references, recall)
+    /// are shares of the budget, so a larger budget shows more and a smaller
+    /// one saves; the per-item caps (a header, a summary, L0) stay put.
+    /// At the default budget: a tail of 3,000 tokens, 5 exchanges kept in
+    /// full at a compaction, 40 summaries, 200 headers, 30 references and
+    /// 2,000 tokens of recall (docs/ASSEMBLY.md: how the shares were chosen).
+    pub fn for_budget(budget: u32) -> LayerCaps {
+        let share =
+            |num: u32, den: u32| (u64::from(budget) * u64::from(num) / u64::from(den)) as u32;
+        LayerCaps {
+            current_context_max: 100,
+            recent_full: share(1, 3_200).clamp(3, 20),
+            tail_tokens: share(3, 16),
+            summaries: share(1, 400).max(10),
+            summary_max: 120,
+            header_max: 12,
+            max_headers: share(1, 80).max(50),
+            max_references: share(1, 530).max(8),
+            recall_max: share(1, 8),
+        }
+    }
 }
 
 impl Default for LayerCaps {
     fn default() -> Self {
+        LayerCaps::for_budget(DEFAULT_BUDGET)
+    }
+}
+
+/// Layer caps as configured: each one pinned (`Some`) or sized by the
+/// prompt's budget (`LayerCaps::for_budget`).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct LayerSettings {
+    pub current_context_max: Option<u32>,
+    pub recent_full: Option<u32>,
+    pub tail_tokens: Option<u32>,
+    pub summaries: Option<u32>,
+    pub summary_max: Option<u32>,
+    pub header_max: Option<u32>,
+    pub max_headers: Option<u32>,
+    pub max_references: Option<u32>,
+    pub recall_max: Option<u32>,
+}
+
+impl LayerSettings {
+    /// The caps of a prompt with `budget`: the pinned ones as they are,
+    /// the others sized by the budget.
+    pub fn caps(&self, budget: u32) -> LayerCaps {
+        let sized = LayerCaps::for_budget(budget);
         LayerCaps {
-            current_context_max: 100,
-            recent_full: 5,
-            tail_tokens: 3_000,
-            summaries: 40,
-            summary_max: 120,
-            header_max: 12,
-            max_headers: 200,
-            max_references: 30,
+            current_context_max: self
+                .current_context_max
+                .unwrap_or(sized.current_context_max),
+            recent_full: self.recent_full.unwrap_or(sized.recent_full),
+            tail_tokens: self.tail_tokens.unwrap_or(sized.tail_tokens),
+            summaries: self.summaries.unwrap_or(sized.summaries),
+            summary_max: self.summary_max.unwrap_or(sized.summary_max),
+            header_max: self.header_max.unwrap_or(sized.header_max),
+            max_headers: self.max_headers.unwrap_or(sized.max_headers),
+            max_references: self.max_references.unwrap_or(sized.max_references),
+            recall_max: self.recall_max.unwrap_or(sized.recall_max),
         }
     }
 }
@@ -111,7 +173,7 @@ impl LayerOrder {
 pub struct Config {
     pub encoding: Encoding,
     pub budget: u32,
-    pub layers: LayerCaps,
+    pub layers: LayerSettings,
     pub digest: DigestLimits,
     pub calls: CallLimits,
     pub order: LayerOrder,
@@ -128,8 +190,8 @@ impl Default for Config {
     fn default() -> Self {
         Config {
             encoding: Encoding::O200kBase,
-            budget: 16_000,
-            layers: LayerCaps::default(),
+            budget: DEFAULT_BUDGET,
+            layers: LayerSettings::default(),
             digest: DigestLimits::default(),
             calls: CallLimits::default(),
             order: LayerOrder::default(),

@@ -2,8 +2,9 @@
 
 use std::fmt;
 
-/// `x<seq>`: the seq-th exchange of a session, 1-based.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+/// `x<seq>`: the seq-th exchange of a session, 1-based (`x0`, the default,
+/// is before the first).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct ExchangeId(pub u32);
 
 /// `x<seq>.<n>`: the n-th message (1-based) of exchange `seq`.

@@ -17,6 +17,7 @@ pub mod ids;
 pub mod message;
 pub mod message_json;
 pub mod packer;
+pub mod recall;
 pub mod record;
 pub mod recorded;
 pub mod render;

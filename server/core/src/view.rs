@@ -5,6 +5,7 @@ use crate::call::CallLineage;
 use crate::context::CurrentContext;
 use crate::exchange::{Counted, KeptMessage, LevelTokens};
 use crate::ids::{BlobHash, ExchangeId};
+use crate::recall::RecallHit;
 use crate::supersede::SupersededBy;
 
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -58,6 +59,19 @@ pub struct SessionView {
     pub depth: u32,
     /// What a child session was called with; `None` for roots and forks.
     pub call: Option<CallLineage>,
+    /// The recall block's candidates for the exchange the prompt serves,
+    /// best first (`recall`); empty when its question has no distinctive
+    /// word or nothing earlier matches.
+    pub recall: Recall,
+}
+
+/// The hits of the recall block and the exchange whose question they
+/// answer: the one the prompt's input opens, or the newest one while it is
+/// open (an agent's tool loop).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Recall {
+    pub for_exchange: ExchangeId,
+    pub hits: Vec<RecallHit>,
 }
 
 /// The references L4 lists, from candidates newest first: one per blob (a

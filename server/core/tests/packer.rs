@@ -208,21 +208,41 @@ references: b3:6fca0f71386e:reference b3:a7e0bdab8c0a:reference b3:ade1bc4bc809:
         r#"
 system: system
 currentContext: currentContext
-recent: x22:digests x23:full
+recent: x22:full x23:full
 headers: x9:header x10:header x11:header x12:header x13:header x14:header x15:header x16:header x17:header x18:header
-summaries: x19:header x20:header x21:summary
-references: b3:e3f9dcf571b4:reference b3:262379a1284b:reference
-trimmed x22 full→digests
+summaries: x19:header x20:summary x21:summary
+trimmed x19 summary→header
+trimmed b3:e3f9dcf571b4 reference→dropped
+trimmed b3:262379a1284b reference→dropped
+trimmed b3:064c66118cbb reference→dropped
+"#,
+    );
+    // The budget governs the history: the system prompt and the tools
+    // are counted apart, so 300 tokens hold the guaranteed part.
+    check(
+        23,
+        300,
+        r#"
+system: system
+currentContext: currentContext
+recent: x22:header x23:digests
+headers: x9:header x10:header x11:header x12:header x13:header x14:header x15:header x16:header x17:header x18:header
+summaries: x19:header x20:header x21:header
+trimmed x23 full→digests
+trimmed x22 full→header
+trimmed x21 summary→header
 trimmed x20 summary→header
 trimmed x19 summary→header
+trimmed b3:e3f9dcf571b4 reference→dropped
+trimmed b3:262379a1284b reference→dropped
 trimmed b3:064c66118cbb reference→dropped
 "#,
     );
     check(
         23,
-        300,
+        150,
         r#"
-budget of 300 tokens is smaller than the 381 the system prompt, input, current context and headers need
+budget of 150 tokens is smaller than the 152 the current context and headers need (the system prompt, tools and input are counted apart)
 "#,
     );
 }
@@ -367,7 +387,8 @@ proptest! {
         let req = request(budget, order, Some(input));
         match pack(&view, &req, &caps) {
             Ok(p) => {
-                prop_assert!(p.total <= budget, "total {} over budget {budget}", p.total);
+                // The budget governs the history; system, tools and input are apart.
+                prop_assert!(p.total - req.fixed_tokens() <= budget, "total {} over budget {budget} + fixed {}", p.total, req.fixed_tokens());
                 let real: u32 = p.messages.iter().map(|m| tokens::count(ENC, &m.text()) + MESSAGE_OVERHEAD).sum();
                 // Equal but for a summary's closing "\n" that merges with its last token.
                 prop_assert!(real + REPLY_PRIMER + p.tools_tokens <= p.total);
@@ -685,7 +706,12 @@ fn at_max_depth_a_child_gets_the_one_shot_shape_within_any_budget() {
         assert_eq!((cut.depth, cut.max_depth, cut.passed), (2, 2, passed));
         assert!(cut.kept <= 2_000 && cut.kept >= kept_before, "{cut:?}");
         kept_before = cut.kept;
-        assert!(p.total <= budget, "{} > {budget}", p.total);
+        let req = request(budget, LayerOrder::CacheStable, None);
+        assert!(
+            p.total - req.fixed_tokens() + p.tools_tokens - req.tools_tokens <= budget,
+            "{} > {budget}",
+            p.total
+        );
         let charged: u32 = p.messages.iter().map(|m| m.charged).sum();
         assert_eq!(p.total, charged + REPLY_PRIMER + p.tools_tokens);
         assert_eq!(p.messages.len(), 2, "system and the call, no history");
@@ -698,7 +724,7 @@ fn at_max_depth_a_child_gets_the_one_shot_shape_within_any_budget() {
         );
     }
     assert_eq!(kept_before, 2_000, "the cap when the budget allows");
-    let err = pack(&view, &request(200, LayerOrder::CacheStable, None), &caps).unwrap_err();
+    let err = pack(&view, &request(5, LayerOrder::CacheStable, None), &caps).unwrap_err();
     assert!(matches!(err, PackError::BudgetTooSmall { .. }), "{err}");
 }
 

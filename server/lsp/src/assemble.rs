@@ -9,7 +9,7 @@ use std::sync::{Mutex, OnceLock};
 use ctxproxy_core::config::{CallLimits, Config, LayerCaps, LayerOrder};
 use ctxproxy_core::exchange::{Counted, KeptMessage, Level};
 use ctxproxy_core::ids::{ExchangeId, MessageId, PromptId};
-use ctxproxy_core::message::Message;
+use ctxproxy_core::message::{Message, Role};
 use ctxproxy_core::packer::{self, PackError, PackRequest, PackedPrompt};
 use ctxproxy_core::render;
 use ctxproxy_core::tokens::{self, Encoding};
@@ -20,7 +20,8 @@ use crate::config::{parse_encoding, parse_order};
 use crate::error::ServiceError;
 use crate::format::{self, Format};
 use crate::protocol::{
-    AssembleParams, AssembleResult, LayerItem, LayerReport, PromptTokens, SupersededRange, Trim,
+    AssembleParams, AssembleResult, LayerItem, LayerReport, PromptTokens, RecallShown,
+    SupersededRange, Trim,
 };
 use crate::state;
 
@@ -42,6 +43,15 @@ pub struct Request {
 }
 
 impl Request {
+    /// The question the recall block answers when the input opens a new
+    /// exchange (a user message); `None` otherwise (the newest exchange's).
+    pub fn question(&self) -> Option<&str> {
+        self.input
+            .as_ref()
+            .filter(|m| m.role == Role::User)
+            .map(|m| m.content.as_str())
+    }
+
     pub fn from_params(p: &AssembleParams, config: &Config) -> Result<Request, ServiceError> {
         let input = match &p.input {
             Some(m) => Some(m.to_core("input")?),
@@ -158,6 +168,16 @@ pub fn run(
             .map(|s| SupersededRange {
                 ids: s.ids.to_string(),
                 by: s.by.to_string(),
+            })
+            .collect(),
+        recall: packed
+            .recall
+            .iter()
+            .map(|hit| RecallShown {
+                id: hit.exchange.to_string(),
+                words: hit.words.clone(),
+                tokens: hit.passage.tokens,
+                text: hit.passage.text.clone(),
             })
             .collect(),
         layers: packed

@@ -23,6 +23,7 @@ struct WireLayers {
     max_headers: Option<u32>,
     max_references: Option<u32>,
     tail_tokens: Option<u32>,
+    recall_max: Option<u32>,
 }
 
 #[derive(Debug, Deserialize, Default)]
@@ -81,28 +82,31 @@ pub fn apply(base: &Config, value: Value) -> Result<(Config, Option<PathBuf>), S
     }
     let l = &mut c.layers;
     if let Some(v) = w.layers.current_context_max {
-        l.current_context_max = positive(v, "layers.currentContextMax")?;
+        l.current_context_max = Some(positive(v, "layers.currentContextMax")?);
     }
     if let Some(v) = w.layers.recent_full {
-        l.recent_full = v;
+        l.recent_full = Some(v);
     }
     if let Some(v) = w.layers.summaries {
-        l.summaries = v;
+        l.summaries = Some(v);
     }
     if let Some(v) = w.layers.summary_max {
-        l.summary_max = positive(v, "layers.summaryMax")?;
+        l.summary_max = Some(positive(v, "layers.summaryMax")?);
     }
     if let Some(v) = w.layers.header_max {
-        l.header_max = positive(v, "layers.headerMax")?;
+        l.header_max = Some(positive(v, "layers.headerMax")?);
     }
     if let Some(v) = w.layers.max_headers {
-        l.max_headers = v;
+        l.max_headers = Some(v);
     }
     if let Some(v) = w.layers.max_references {
-        l.max_references = v;
+        l.max_references = Some(v);
     }
     if let Some(v) = w.layers.tail_tokens {
-        l.tail_tokens = v;
+        l.tail_tokens = Some(v);
+    }
+    if let Some(v) = w.layers.recall_max {
+        l.recall_max = Some(v);
     }
     if let Some(v) = w.digest.inline_max_tokens {
         if v < 40 {
@@ -149,7 +153,8 @@ pub fn parse_order(s: &str, field: &str) -> Result<LayerOrder, ServiceError> {
 pub fn ingest_settings(c: &Config) -> IngestSettings {
     IngestSettings {
         encoding: c.encoding,
-        caps: c.layers.clone(),
+        caps: c.layers.caps(c.budget),
+        layers: c.layers.clone(),
         digest: c.digest.clone(),
         redact_secrets: c.redact_secrets,
     }
@@ -199,8 +204,8 @@ mod tests {
                 "budget={} enc={} recent={} headerMax={} inline={} redact={} path={:?}",
                 c.budget,
                 c.encoding.as_str(),
-                c.layers.recent_full,
-                c.layers.header_max,
+                c.layers.caps(c.budget).recent_full,
+                c.layers.caps(c.budget).header_max,
                 c.digest.inline_max_tokens,
                 c.redact_secrets,
                 path
@@ -241,9 +246,18 @@ mod tests {
             json!({"Budget": 50}),
             "error: unknown field `Budget`, did you mean `budget`?",
         );
+        // The layers that hold history are sized by the budget unless pinned.
         check(
             json!({"ctx": {"budget": 900}, "python": {"x": 1}}),
-            "budget=900 enc=o200k_base recent=5 headerMax=12 inline=400 redact=true path=None",
+            "budget=900 enc=o200k_base recent=3 headerMax=12 inline=400 redact=true path=None",
+        );
+        check(
+            json!({"budget": 64000}),
+            "budget=64000 enc=o200k_base recent=20 headerMax=12 inline=400 redact=true path=None",
+        );
+        check(
+            json!({"budget": 64000, "layers": {"recentFull": 5, "recallMax": 0}}),
+            "budget=64000 enc=o200k_base recent=5 headerMax=12 inline=400 redact=true path=None",
         );
     }
 }

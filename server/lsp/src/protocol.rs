@@ -410,6 +410,10 @@ pub struct AssembleResult {
     /// most), consecutive ids grouped; absent when none.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub superseded: Vec<SupersededRange>,
+    /// The recall block's hits: lines of earlier exchanges that match the
+    /// question's words, best first; absent when none.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub recall: Vec<RecallShown>,
     pub layers: Vec<LayerReport>,
     /// `layered`, or `oneShot` for a call at the maximum depth.
     #[serde(default = "layered")]
@@ -519,6 +523,17 @@ pub struct Trim {
 pub struct SupersededRange {
     pub ids: String,
     pub by: String,
+}
+
+/// A hit of the recall block: the exchange, the question words its lines
+/// matched (rarest first), its tokens and the passage as shown.
+#[derive(Debug, Serialize, Deserialize, Clone, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct RecallShown {
+    pub id: String,
+    pub words: Vec<String>,
+    pub tokens: u32,
+    pub text: String,
 }
 
 /// One layer of a prompt, in prompt order, with the items it holds.

@@ -18,13 +18,14 @@ use crate::recorded::Turn;
 use ctxproxy_core::recorded::RecordedExchange;
 
 /// The prompt layers, in prompt order: the JSON key and the text table's column.
-pub(crate) const LAYERS: [(&str, &str); 7] = [
+pub(crate) const LAYERS: [(&str, &str); 8] = [
     ("system", "sys"),
     ("currentContext", "L0"),
     ("recent", "recent"),
     ("headers", "headers"),
     ("summaries", "summ"),
     ("references", "refs"),
+    ("recall", "recall"),
     ("input", "input"),
 ];
 
@@ -51,8 +52,17 @@ struct FactRow {
 /// A search finds a fact's exchange when it ranks it this high or higher.
 const SEARCH_TOP: usize = 3;
 
+/// Tokens of the recall block over the session's turns.
+#[derive(Default)]
+struct RecallTally {
+    tokens: u64,
+    /// Of `tokens`, those of hits that hold a fact their turn needs.
+    with_fact: u64,
+}
+
 pub struct Report {
     budget: u32,
+    recall: RecallTally,
     strategies: Vec<&'static str>,
     turns: Vec<TurnRow>,
     facts: Vec<FactRow>,
@@ -91,8 +101,15 @@ impl Report {
             .collect();
         let mut rows = Vec::new();
         let mut facts = Vec::new();
+        let mut recall = RecallTally::default();
         for (i, turn) in turns.iter().enumerate().skip(own_from) {
             let p = &turn.prompt;
+            for hit in &p.recall {
+                recall.tokens += u64::from(hit.tokens);
+                if session[i].needs.iter().any(|n| hit.text.contains(&n.fact)) {
+                    recall.with_fact += u64::from(hit.tokens);
+                }
+            }
             let baselines = baseline_prompts
                 .iter()
                 .map(|prompts| {
@@ -154,6 +171,7 @@ impl Report {
         }
         Report {
             budget: config.budget,
+            recall,
             strategies: strategies.iter().map(|s| s.name()).collect(),
             turns: rows,
             facts,
@@ -302,6 +320,15 @@ impl Report {
                 self.outside_prompt().count(),
             );
         }
+        if self.recall.tokens > 0 {
+            let _ = writeln!(
+                out,
+                "ctxproxy recall: {} tokens over the session, {} of them in hits that hold a fact their turn needs, {} in hits that hold none",
+                self.recall.tokens,
+                self.recall.with_fact,
+                self.recall.tokens - self.recall.with_fact
+            );
+        }
         let reuse = self.average_prefix_reuse();
         let _ = writeln!(
             out,
@@ -376,6 +403,8 @@ impl Report {
             "factsFoundBySearch": found_by_search(&self.facts),
             "factsOutsidePrompt": self.outside_prompt().count(),
             "factsOutsidePromptFoundBySearch": found_by_search(self.outside_prompt()),
+            "recallTokens": self.recall.tokens,
+            "recallTokensWithFact": self.recall.with_fact,
             "summary": self.summaries().iter().map(|(name, cost, reachable, in_prompt)| json!({
                 "strategy": name, "promptTokens": cost.prompt_tokens, "cachedTokens": cost.cached_tokens,
                 "effectiveCost": cost.effective(), "factsReachable": reachable, "factsInPrompt": in_prompt,

@@ -282,8 +282,9 @@ impl Service {
         Ok(reply)
     }
 
-    /// Packs `request` in the writer's job (the caps are the writer's:
-    /// configuration changes reach it in order); `last` holds the prompts
+    /// Packs `request` in the writer's job (the caps are the writer's
+    /// layer settings at the request's budget: configuration changes reach
+    /// it in order); `last` holds the prompts
     /// prefix reuse is measured against.
     async fn pack_in_store(
         &self,
@@ -296,12 +297,18 @@ impl Service {
             self.check_payload(std::slice::from_ref(input), "input")?;
         }
         let session = session_id.to_string();
-        let encoding = request.encoding;
+        let (encoding, budget) = (request.encoding, request.budget);
         assemble::flatten(
             settle(self.store.write(move |w| {
-                w.assemble(&session, encoding, keep, move |id, view, caps| {
-                    assemble::run(id, view, &request, caps, &last)
-                })
+                let question = request.question().map(str::to_string);
+                w.assemble(
+                    &session,
+                    encoding,
+                    budget,
+                    question.as_deref(),
+                    keep,
+                    move |id, view, caps| assemble::run(id, view, &request, caps, &last),
+                )
             }))
             .await,
         )

@@ -95,7 +95,7 @@ async fn open_append_assemble_retrieve() {
 async fn a_call_tree_down_to_the_one_shot_prompt() {
     let dir = tempfile::tempdir().expect("temp dir");
     let mut config = ctxproxy_core::config::Config::default();
-    config.layers.current_context_max = 300;
+    config.layers.current_context_max = Some(300);
     let service = Service::open(dir.path().join("store.db"), config, None).expect("store");
     let root = service
         .open_session(json!({"title": "root"}))

@@ -13,6 +13,7 @@ use rusqlite::{params, OptionalExtension};
 use crate::blobs;
 use crate::cached::execute_cached;
 use crate::read;
+use crate::recall;
 use crate::time::now_rfc3339;
 use crate::writer::Writer;
 use crate::Result;
@@ -26,14 +27,19 @@ pub enum Keep {
 }
 
 impl Writer {
-    /// Builds the session's view for `encoding` and lets `pack` turn it into
-    /// a prompt; with `Keep::Record`, records that prompt under the next
-    /// `p<N>`. When `pack` refuses (a budget too small, say), nothing is
-    /// recorded.
+    /// Builds the session's view for `encoding` with the caps of `budget`
+    /// and the recall block's hits for `question` (the text of an input
+    /// that opens a new exchange; `None`: the newest exchange's, while it is
+    /// open), and lets `pack` turn it into a prompt; with `Keep::Record`,
+    /// records that prompt under the next `p<N>`. When `pack` refuses (a
+    /// budget too small, say), nothing is recorded.
+    #[allow(clippy::too_many_arguments)]
     pub fn assemble<T, E>(
         &mut self,
         session: &str,
         encoding: Encoding,
+        budget: u32,
+        question: Option<&str>,
         keep: Keep,
         pack: impl FnOnce(
             PromptId,
@@ -41,10 +47,19 @@ impl Writer {
             &LayerCaps,
         ) -> std::result::Result<AssembledPrompt<T>, E>,
     ) -> Result<std::result::Result<T, E>> {
-        let caps = self.settings.caps.clone();
+        let caps = self.settings.layers.caps(budget);
         let window = packer::window_len(&caps);
         self.count_for_view(session, encoding, &caps, window)?;
-        let view = read::session_view(&self.conn, session, encoding, &caps, window)?;
+        let mut view = read::session_view(&self.conn, session, encoding, &caps, window)?;
+        view.recall = recall::recall(
+            &self.conn,
+            &self.blob_dir,
+            session,
+            view.exchange_count,
+            question,
+            &caps,
+            encoding,
+        )?;
         let prompt_count: u32 = self.conn.query_row(
             "SELECT prompt_count FROM sessions WHERE id = ?1",
             [session],

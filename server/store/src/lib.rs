@@ -18,6 +18,7 @@ mod housekeeping;
 pub mod maintenance;
 mod path;
 mod read;
+mod recall;
 mod schema;
 mod sessions;
 mod supersede;

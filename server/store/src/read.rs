@@ -803,6 +803,8 @@ pub(crate) fn session_view(
         superseded,
         depth,
         call,
+        // The recall block's hits need the question: `Writer::assemble`.
+        recall: Default::default(),
     })
 }
 

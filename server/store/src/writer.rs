@@ -5,7 +5,7 @@
 
 use std::path::PathBuf;
 
-use ctxproxy_core::config::{DigestLimits, LayerCaps};
+use ctxproxy_core::config::{DigestLimits, LayerCaps, LayerSettings};
 use ctxproxy_core::tokens::Encoding;
 use rusqlite::Connection;
 
@@ -19,7 +19,11 @@ use crate::Result;
 pub struct IngestSettings {
     /// The encoding raw tool outputs are counted in and caps are fitted in.
     pub encoding: Encoding,
+    /// The caps ingest fits headers, summaries and L0 in: `layers` at the
+    /// configured budget.
     pub caps: LayerCaps,
+    /// The layer settings a prompt's caps are resolved from, for its budget.
+    pub layers: LayerSettings,
     pub digest: DigestLimits,
     pub redact_secrets: bool,
 }
@@ -29,7 +33,8 @@ impl Default for IngestSettings {
         let c = ctxproxy_core::config::Config::default();
         IngestSettings {
             encoding: c.encoding,
-            caps: c.layers,
+            caps: c.layers.caps(c.budget),
+            layers: c.layers,
             digest: c.digest,
             redact_secrets: c.redact_secrets,
         }

@@ -4,6 +4,7 @@
 
 mod common;
 
+use ctxproxy_core::config::DEFAULT_BUDGET;
 use ctxproxy_core::message::{Message, Role};
 use ctxproxy_core::render;
 use ctxproxy_core::tokens::{self, Encoding};
@@ -13,14 +14,21 @@ use ctxproxy_store::{AssembledPrompt, Keep, Store, StoreError};
 fn view(store: &Store, session: &str, encoding: Encoding) -> SessionView {
     let session = session.to_string();
     common::write(store, move |w| {
-        w.assemble(&session, encoding, Keep::Record, |_, view, _| {
-            Ok::<_, ()>(AssembledPrompt {
-                value: view.clone(),
-                total_tokens: 0,
-                record: "{}".into(),
-                headers: Vec::new(),
-            })
-        })
+        w.assemble(
+            &session,
+            encoding,
+            DEFAULT_BUDGET,
+            None,
+            Keep::Record,
+            |_, view, _| {
+                Ok::<_, ()>(AssembledPrompt {
+                    value: view.clone(),
+                    total_tokens: 0,
+                    record: "{}".into(),
+                    headers: Vec::new(),
+                })
+            },
+        )
     })
     .unwrap()
     .unwrap()
@@ -116,6 +124,8 @@ fn a_prompt_in_another_encoding_for_an_unknown_session_names_it() {
         w.assemble(
             "s-missing",
             Encoding::Cl100kBase,
+            DEFAULT_BUDGET,
+            None,
             Keep::Record,
             |_, _, _| {
                 Ok::<_, ()>(AssembledPrompt {

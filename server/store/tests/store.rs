@@ -4,6 +4,7 @@
 mod common;
 
 use common::{call, msg, result, write};
+use ctxproxy_core::config::DEFAULT_BUDGET;
 use ctxproxy_core::context::Housekeeping;
 use ctxproxy_core::ids::{ExchangeId, MessageId};
 use ctxproxy_core::message::{Message, Role};
@@ -449,6 +450,8 @@ fn record_prompt(store: &Store, session: &str, headers: Vec<ExchangeId>) {
         w.assemble(
             &session,
             Default::default(),
+            DEFAULT_BUDGET,
+            None,
             ctxproxy_store::Keep::Record,
             |id, _, _| {
                 Ok::<_, ()>(AssembledPrompt {
@@ -531,6 +534,8 @@ fn prompts_are_numbered_and_recorded_and_refusals_record_nothing() {
             w.assemble(
                 &s1,
                 Default::default(),
+                DEFAULT_BUDGET,
+                None,
                 ctxproxy_store::Keep::Record,
                 |id, view, _| {
                     assert_eq!(view.exchange_count, 1);
@@ -552,6 +557,8 @@ fn prompts_are_numbered_and_recorded_and_refusals_record_nothing() {
         w.assemble(
             &s1,
             Default::default(),
+            DEFAULT_BUDGET,
+            None,
             ctxproxy_store::Keep::Record,
             |_, _, _| Err::<AssembledPrompt<()>, _>("too small"),
         )

@@ -218,6 +218,9 @@ impl MemorySession {
             superseded: self.superseded.clone(),
             depth: 0,
             call: None,
+            // Recall searches the store's full-text index, which a session
+            // in memory does not have: its prompts are packed without it.
+            recall: Default::default(),
         }
     }
 }

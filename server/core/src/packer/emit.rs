@@ -8,10 +8,11 @@ use super::prompt::{
     ItemForm, Layer, LayerItem, LayerReport, PackRequest, PackedPrompt, PromptMessage, Shape,
 };
 use super::regions::Placement;
-use super::titles::{titled_layer, HEADERS_TITLE, REFERENCES_TITLE, SUMMARIES_TITLE};
+use super::titles::{titled_layer, HEADERS_TITLE, RECALL_TITLE, REFERENCES_TITLE, SUMMARIES_TITLE};
 use super::upgrades::Upgraded;
 use crate::config::LayerOrder;
 use crate::exchange::Level;
+use crate::ids::ExchangeId;
 use crate::message::Role;
 use crate::render::{self, Block, REPLY_PRIMER};
 use crate::supersede::{self, SupersededBy};
@@ -24,6 +25,7 @@ pub(super) fn emit(
     reserved: &Reserved,
     upgraded: Upgraded,
     superseded: &SupersededBy,
+    recall_for: ExchangeId,
 ) -> PackedPrompt {
     let enc = req.encoding;
     let Placement {
@@ -35,6 +37,7 @@ pub(super) fn emit(
         (reserved.system_cost, reserved.context_cost, &reserved.l0);
     let Upgraded {
         references,
+        recall,
         trimmed,
         left,
     } = upgraded;
@@ -53,19 +56,24 @@ pub(super) fn emit(
         })
         .collect();
     let mut sections: HashMap<Layer, Vec<PromptMessage>> = HashMap::new();
-    let mut put = |layer: Layer, messages: Vec<PromptMessage>, items: Vec<LayerItem>| {
-        let report = reports.get_mut(&layer).unwrap();
-        report.tokens += messages.iter().map(|m| m.charged).sum::<u32>();
-        report.items.extend(items);
-        sections.entry(layer).or_default().extend(messages);
-    };
+    // Reports `messages` and `items` under `layer` and places the messages
+    // in `section`'s run of the prompt (the recall block may sit inside
+    // the recent tail).
+    let mut put_in =
+        |layer: Layer, section: Layer, messages: Vec<PromptMessage>, items: Vec<LayerItem>| {
+            let report = reports.get_mut(&layer).unwrap();
+            report.tokens += messages.iter().map(|m| m.charged).sum::<u32>();
+            report.items.extend(items);
+            sections.entry(section).or_default().extend(messages);
+        };
     if let Some(system) = &req.system {
         let item = LayerItem {
             id: "system".into(),
             format: ItemForm::Text,
             tokens: system_cost,
         };
-        put(
+        put_in(
+            Layer::System,
             Layer::System,
             vec![PromptMessage::of_pieces(
                 Role::System,
@@ -80,7 +88,8 @@ pub(super) fn emit(
             format: ItemForm::Text,
             tokens: context_cost,
         };
-        put(
+        put_in(
+            Layer::CurrentContext,
             Layer::CurrentContext,
             vec![PromptMessage::of_pieces(
                 Role::User,
@@ -99,7 +108,7 @@ pub(super) fn emit(
             (vec![(h.line.text.clone(), h.line.tokens)], item)
         });
         let (messages, items) = titled_layer(HEADERS_TITLE, enc, entries);
-        put(Layer::Headers, messages, items);
+        put_in(Layer::Headers, Layer::Headers, messages, items);
     }
     if !summarised.is_empty() {
         let entries = summarised.iter().map(|p| {
@@ -111,7 +120,7 @@ pub(super) fn emit(
             (p.pieces(), item)
         });
         let (messages, items) = titled_layer(SUMMARIES_TITLE, enc, entries);
-        put(Layer::Summaries, messages, items);
+        put_in(Layer::Summaries, Layer::Summaries, messages, items);
     }
     if !references.is_empty() {
         let entries = references.iter().map(|r| {
@@ -123,9 +132,28 @@ pub(super) fn emit(
             (vec![(r.line.text.clone(), r.line.tokens)], item)
         });
         let (messages, items) = titled_layer(REFERENCES_TITLE, enc, entries);
-        put(Layer::References, messages, items);
+        put_in(Layer::References, Layer::References, messages, items);
     }
+    // The recall block goes right before the exchange it serves: before
+    // that exchange's first message while it is open (no input opens a new
+    // one), else before the input.
+    let mut recall_block = (!recall.is_empty()).then(|| {
+        let entries = recall.iter().map(|hit| {
+            let item = LayerItem {
+                id: hit.exchange.to_string(),
+                format: ItemForm::Text,
+                tokens: hit.passage.tokens,
+            };
+            (vec![(hit.passage.text.clone(), hit.passage.tokens)], item)
+        });
+        titled_layer(RECALL_TITLE, enc, entries)
+    });
     for p in recent {
+        if p.exchange.id == recall_for && req.input.is_none() {
+            if let Some((messages, items)) = recall_block.take() {
+                put_in(Layer::Recall, Layer::Recent, messages, items);
+            }
+        }
         let messages = match p.level {
             Level::Full | Level::Digests => exchange_messages(p.exchange, p.level),
             Level::Summary | Level::Header => {
@@ -137,7 +165,10 @@ pub(super) fn emit(
             format: ItemForm::Level(p.level),
             tokens: p.cost(p.level, true),
         };
-        put(Layer::Recent, messages, vec![item]);
+        put_in(Layer::Recent, Layer::Recent, messages, vec![item]);
+    }
+    if let Some((messages, items)) = recall_block {
+        put_in(Layer::Recall, Layer::Recall, messages, items);
     }
     if let Some(input) = &req.input {
         let message = PromptMessage::of_input(input, req.input_tokens);
@@ -146,7 +177,7 @@ pub(super) fn emit(
             format: ItemForm::Text,
             tokens: req.input_tokens,
         };
-        put(Layer::Input, vec![message], vec![item]);
+        put_in(Layer::Input, Layer::Input, vec![message], vec![item]);
     }
 
     let order: &[Layer] = match req.order {
@@ -163,7 +194,10 @@ pub(super) fn emit(
         .map(|l| reports.remove(l).unwrap())
         .collect();
     let total = messages.iter().map(|m| m.charged).sum::<u32>() + REPLY_PRIMER + req.tools_tokens;
-    debug_assert_eq!(i64::from(total), i64::from(req.budget) - left);
+    debug_assert_eq!(
+        i64::from(total),
+        i64::from(req.fixed_tokens()) + i64::from(req.budget) - left
+    );
     // The superseded exchanges this prompt covers (all as headers).
     let covered = listed
         .iter()
@@ -178,6 +212,7 @@ pub(super) fn emit(
         layers,
         trimmed,
         superseded,
+        recall: recall.into_iter().cloned().collect(),
         shape: Shape::Layered,
     }
 }

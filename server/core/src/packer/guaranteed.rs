@@ -1,6 +1,7 @@
 //! The first phase: what every prompt holds (system, input, L0, the
 //! header list, each exchange of the window at least as its header) and
-//! whether it fits the budget.
+//! whether its history part (all but system, tools and input) fits the
+//! budget.
 
 use super::offered_tools;
 use super::prompt::{PackError, PackRequest};
@@ -10,7 +11,7 @@ use crate::call;
 use crate::config::LayerCaps;
 use crate::context;
 use crate::exchange::{Counted, KeptMessage, Level};
-use crate::render::{MESSAGE_OVERHEAD, REPLY_PRIMER};
+use crate::render::MESSAGE_OVERHEAD;
 use crate::view::SessionView;
 
 /// What the guaranteed part costs, and the budget it leaves.
@@ -39,7 +40,6 @@ pub(super) fn reserve(
         .system
         .as_ref()
         .map_or(0, |s| s.tokens + MESSAGE_OVERHEAD);
-    let input_cost = req.input.as_ref().map_or(0, |_| req.input_tokens);
     // L0 leaves out what the recent region shows (it is never dropped,
     // only demoted); a session without exchanges has no context yet.
     let shown_messages: Vec<&KeptMessage> =
@@ -82,14 +82,8 @@ pub(super) fn reserve(
         }
     };
     let recent_base: u32 = recent.iter().map(|p| p.cost(Level::Header, true)).sum();
-    let needed = REPLY_PRIMER
-        + req.tools_tokens
-        + system_cost
-        + input_cost
-        + context_cost
-        + listed_cost
-        + summaries_base
-        + recent_base;
+    // The budget governs the history; system, tools and input are apart.
+    let needed = context_cost + listed_cost + summaries_base + recent_base;
     if needed > req.budget {
         return Err(PackError::BudgetTooSmall {
             needed,

@@ -85,6 +85,7 @@ fn layered(
         &reserved,
         upgraded,
         &view.superseded,
+        view.recall.for_exchange,
     ))
 }
 

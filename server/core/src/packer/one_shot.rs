@@ -29,14 +29,10 @@ pub(super) fn pack(
         0 => 0,
         _ => req.tools_tokens,
     };
-    let system_cost = req
-        .system
-        .as_ref()
-        .map_or(0, |s| s.tokens + MESSAGE_OVERHEAD);
-    let input_cost = req.input.as_ref().map_or(0, |_| req.input_tokens);
+    // The budget governs the call's head and context; the system prompt,
+    // tools and input are counted apart (`PackRequest::fixed_tokens`).
     let head = call::call_head(&lineage.query, &lineage.context);
-    let fixed = REPLY_PRIMER + tools_tokens + system_cost + input_cost + MESSAGE_OVERHEAD;
-    let needed = fixed + tokens::count(enc, &head);
+    let needed = MESSAGE_OVERHEAD + tokens::count(enc, &head);
     if needed > req.budget {
         return Err(PackError::BudgetTooSmall {
             needed,
@@ -53,10 +49,10 @@ pub(super) fn pack(
         let cut = tokens::truncate(enc, &lineage.context, cap);
         let text = format!("{head}{cut}");
         let n = tokens::count(enc, &text);
-        if fixed + n <= req.budget || cap == 0 {
+        if MESSAGE_OVERHEAD + n <= req.budget || cap == 0 {
             break (text, n, tokens::count(enc, cut));
         }
-        cap -= (fixed + n - req.budget).min(cap);
+        cap -= (MESSAGE_OVERHEAD + n - req.budget).min(cap);
     };
 
     let mut reports: Vec<LayerReport> = Layer::ALL
@@ -99,6 +95,8 @@ pub(super) fn pack(
         trimmed: Vec::new(),
         // No history is shown, so none of it is shown superseded.
         superseded: Vec::new(),
+        // No history is shown, so none of it is recalled.
+        recall: Vec::new(),
         shape: Shape::OneShot(ContextCut {
             depth,
             max_depth: req.calls.max_depth,

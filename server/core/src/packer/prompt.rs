@@ -6,13 +6,19 @@ use crate::config::{CallLimits, LayerOrder};
 use crate::exchange::{Counted, KeptMessage, Level};
 use crate::ids::{ExchangeId, ItemId};
 use crate::message::Role;
-use crate::render::{self, Block, MESSAGE_OVERHEAD};
+use crate::recall::RecallHit;
+use crate::render::{self, Block, MESSAGE_OVERHEAD, REPLY_PRIMER};
 use crate::supersede::Supersession;
 use crate::tokens::Encoding;
 
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct PackRequest {
-    /// Ceiling in tokens for messages, their overhead, the reply primer and tools.
+    /// Ceiling in tokens for the history the packer chooses: L0, headers,
+    /// summaries, references, recall and the recent tail. What the request
+    /// brings of its own (system prompt, tools, input, the reply primer) is
+    /// sent as is and counted apart (`fixed_tokens`): a client's large
+    /// system prompt or tool list never makes its history smaller or its
+    /// request fail.
     pub budget: u32,
     pub encoding: Encoding,
     pub order: LayerOrder,
@@ -34,6 +40,19 @@ pub struct PackRequest {
     pub whole_allowed: bool,
 }
 
+impl PackRequest {
+    /// What the prompt sends whatever the history: the reply primer, the
+    /// tools, the system prompt and the input. Counted apart from `budget`.
+    pub fn fixed_tokens(&self) -> u32 {
+        let system = self
+            .system
+            .as_ref()
+            .map_or(0, |s| s.tokens + MESSAGE_OVERHEAD);
+        let input = self.input.as_ref().map_or(0, |_| self.input_tokens);
+        REPLY_PRIMER + self.tools_tokens + system + input
+    }
+}
+
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Layer {
     System,
@@ -42,17 +61,19 @@ pub enum Layer {
     Headers,
     Summaries,
     References,
+    Recall,
     Input,
 }
 
 impl Layer {
-    pub const ALL: [Layer; 7] = [
+    pub const ALL: [Layer; 8] = [
         Layer::System,
         Layer::CurrentContext,
         Layer::Recent,
         Layer::Headers,
         Layer::Summaries,
         Layer::References,
+        Layer::Recall,
         Layer::Input,
     ];
 
@@ -65,6 +86,7 @@ impl Layer {
             Layer::Headers => "headers",
             Layer::Summaries => "summaries",
             Layer::References => "references",
+            Layer::Recall => "recall",
             Layer::Input => "input",
         }
     }
@@ -170,7 +192,8 @@ impl PromptMessage {
 pub struct PackedPrompt {
     pub messages: Vec<PromptMessage>,
     pub tools_tokens: u32,
-    /// Everything charged: messages, `REPLY_PRIMER` and tools; ≤ the budget.
+    /// Everything charged: messages, `REPLY_PRIMER` and tools; what is not
+    /// `PackRequest::fixed_tokens` is at most the budget.
     pub total: u32,
     /// Every layer, in `Layer::ALL` order.
     pub layers: Vec<LayerReport>,
@@ -178,6 +201,8 @@ pub struct PackedPrompt {
     /// The superseded exchanges the prompt covers, as ranges, and what
     /// superseded them (`ctx/explain`'s `superseded`).
     pub superseded: Vec<Supersession>,
+    /// The recall block's hits the prompt shows, best first.
+    pub recall: Vec<RecallHit>,
     pub shape: Shape,
 }
 
@@ -242,29 +267,34 @@ impl PackedPrompt {
 
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum PackError {
-    #[error("budget of {budget} tokens is smaller than the {needed} the system prompt, input, current context and headers need")]
+    #[error("budget of {budget} tokens is smaller than the {needed} the current context and headers need (the system prompt, tools and input are counted apart)")]
     BudgetTooSmall { needed: u32, budget: u32 },
 }
 
 impl Layer {
-    pub(super) const ALL_SEED003: [Layer; 7] = [
+    pub(super) const ALL_SEED003: [Layer; 8] = [
         Layer::System,
         Layer::CurrentContext,
         Layer::Headers,
         Layer::Summaries,
         Layer::References,
         Layer::Recent,
+        Layer::Recall,
         Layer::Input,
     ];
     /// The input comes before L0: the next prompt shows it again as the
     /// start of the newest exchange, so in this place it stays in the
     /// cached prefix; and a tool result as input stays right after its call.
-    pub(super) const ALL_CACHE_STABLE: [Layer; 7] = [
+    /// The recall block comes right before the exchange it serves (the
+    /// input that opens it, or its first message while it is open), so
+    /// every model call of that exchange shares the prefix through it.
+    pub(super) const ALL_CACHE_STABLE: [Layer; 8] = [
         Layer::System,
         Layer::Headers,
         Layer::References,
         Layer::Summaries,
         Layer::Recent,
+        Layer::Recall,
         Layer::Input,
         Layer::CurrentContext,
     ];

@@ -1,16 +1,18 @@
 //! The second phase: the budget left upgrades, most useful first, recent
-//! exchanges newest first (full, digests, summary), then summaries newest
-//! first, then references; every demotion is a `Trim` saying why. A
-//! superseded exchange gets no upgrade and its references are not listed.
+//! exchanges newest first (full, digests, summary), then the recall block's
+//! hits best first, then summaries newest first, then references; every
+//! demotion is a `Trim` saying why. A superseded exchange gets no upgrade
+//! and its references are not listed.
 
 use std::collections::HashSet;
 
 use super::prompt::{ItemForm, Trim};
 use super::regions::{Placed, Placement};
-use super::titles::{title_tokens, REFERENCES_TITLE};
+use super::titles::{title_tokens, RECALL_TITLE, REFERENCES_TITLE};
 use crate::config::LayerCaps;
 use crate::exchange::Level;
 use crate::ids::ExchangeId;
+use crate::recall::RecallHit;
 use crate::render::MESSAGE_OVERHEAD;
 use crate::supersede;
 use crate::tokens::Encoding;
@@ -20,6 +22,8 @@ use crate::view::{BlobRef, SessionView};
 pub(super) struct Upgraded<'a> {
     /// The references listed, oldest first.
     pub(super) references: Vec<&'a BlobRef>,
+    /// The recall block's hits shown, best first.
+    pub(super) recall: Vec<&'a RecallHit>,
     pub(super) trimmed: Vec<Trim>,
     /// The budget still unused.
     pub(super) left: i64,
@@ -63,6 +67,12 @@ pub(super) fn upgrade<'a>(
         }
         left -= extra(p, p.level);
     }
+    let shown_whole: HashSet<ExchangeId> = recent
+        .iter()
+        .filter(|p| matches!(p.level, Level::Full | Level::Digests))
+        .map(|p| p.exchange.id)
+        .collect();
+    let recall = recall_hits(view, caps, enc, &shown_whole, &mut left, &mut trimmed);
     for p in summarised.iter_mut().rev() {
         if let Some(by) = p.superseded_by {
             trimmed.push(superseded(p, Level::Summary, by));
@@ -102,11 +112,6 @@ pub(super) fn upgrade<'a>(
             });
         }
     }
-    let shown_whole: HashSet<ExchangeId> = recent
-        .iter()
-        .filter(|p| matches!(p.level, Level::Full | Level::Digests))
-        .map(|p| p.exchange.id)
-        .collect();
     let mut references = Vec::new();
     let references_title = title(REFERENCES_TITLE) + MESSAGE_OVERHEAD;
     for r in view
@@ -147,9 +152,52 @@ pub(super) fn upgrade<'a>(
     references.sort_by_key(|r| r.exchange);
     Upgraded {
         references,
+        recall,
         trimmed,
         left,
     }
+}
+
+/// The recall block's hits that fit `caps.recall_max` and the budget left,
+/// best first; a hit whose exchange the recent tail shows whole repeats
+/// what the prompt holds and is left out.
+fn recall_hits<'a>(
+    view: &'a SessionView,
+    caps: &LayerCaps,
+    enc: Encoding,
+    shown_whole: &HashSet<ExchangeId>,
+    left: &mut i64,
+    trimmed: &mut Vec<Trim>,
+) -> Vec<&'a RecallHit> {
+    let title = i64::from(title_tokens(RECALL_TITLE, enc) + MESSAGE_OVERHEAD);
+    let mut room = i64::from(caps.recall_max);
+    let mut chosen = Vec::new();
+    for hit in view
+        .recall
+        .hits
+        .iter()
+        .filter(|h| !shown_whole.contains(&h.exchange))
+    {
+        let cost = i64::from(hit.passage.tokens) + if chosen.is_empty() { title } else { 0 };
+        if cost <= room && cost <= *left {
+            room -= cost;
+            *left -= cost;
+            chosen.push(hit);
+        } else {
+            trimmed.push(Trim {
+                id: hit.exchange.to_string(),
+                from: ItemForm::Text,
+                to: ItemForm::Dropped,
+                reason: match cost <= room {
+                    true => over_budget("recall", cost, *left),
+                    false => format!(
+                        "over layers.recallMax: recall needs {cost} more tokens, {room} left"
+                    ),
+                },
+            });
+        }
+    }
+    chosen
 }
 
 /// A superseded exchange stays at its header (the guaranteed part): the

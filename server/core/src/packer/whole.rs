@@ -14,8 +14,8 @@ use crate::render::REPLY_PRIMER;
 use crate::view::SessionView;
 
 /// The whole history as a prompt, when the view holds all of it, every
-/// tool output of it is shown whole (nothing lives only in a blob), it
-/// fits the budget, and it costs no more than `layered`. A child call
+/// tool output of it is shown whole (nothing lives only in a blob), its
+/// history fits the budget, and it costs no more than `layered`. A child call
 /// (its lineage is in L0) and a session with superseded exchanges (their
 /// state was replaced on purpose) keep the layers.
 pub(super) fn pack(view: &SessionView, req: &PackRequest, layered: u32) -> Option<PackedPrompt> {
@@ -66,6 +66,8 @@ pub(super) fn pack(view: &SessionView, req: &PackRequest, layered: u32) -> Optio
             _ => report(layer, Vec::new()),
         })
         .collect();
+    let system_tokens = system.as_ref().map_or(0, |m| m.charged);
+    let input_tokens = input.as_ref().map_or(0, |m| m.charged);
     let mut messages: Vec<PromptMessage> = system
         .into_iter()
         .chain(history.into_iter().flatten())
@@ -73,15 +75,17 @@ pub(super) fn pack(view: &SessionView, req: &PackRequest, layered: u32) -> Optio
         .collect();
     pair_tool_calls(&mut messages);
     let total = messages.iter().map(|m| m.charged).sum::<u32>() + REPLY_PRIMER;
-    (total <= req.budget && total <= layered).then_some(PackedPrompt {
-        messages,
-        tools_tokens: 0,
-        total,
-        layers,
-        trimmed: Vec::new(),
-        superseded: Vec::new(),
-        shape: Shape::Whole { layered },
-    })
+    (total - (REPLY_PRIMER + system_tokens + input_tokens) <= req.budget && total <= layered)
+        .then_some(PackedPrompt {
+            messages,
+            tools_tokens: 0,
+            total,
+            layers,
+            trimmed: Vec::new(),
+            superseded: Vec::new(),
+            recall: Vec::new(),
+            shape: Shape::Whole { layered },
+        })
 }
 
 /// Whether a session's next prompt may have the whole shape

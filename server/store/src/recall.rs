@@ -1,0 +1,166 @@
+//! The recall block's candidates (`core::recall`): the session's earlier
+//! exchanges that hold the question's distinctive words, ranked by the
+//! full-text index of their text, each with the texts (message contents,
+//! tool outputs from their blobs) `core::recall::passage` cuts lines from.
+//!
+//! Only exchanges older than the one the question opens are searched, and
+//! only their text (not their headers, which early headers may rewrite), so
+//! every model call of one exchange gets the same hits.
+
+use std::path::Path;
+
+use ctxproxy_core::config::LayerCaps;
+use ctxproxy_core::ids::{ExchangeId, MessageId};
+use ctxproxy_core::message::Role;
+use ctxproxy_core::recall::{self, RecallText, RecallWord};
+use ctxproxy_core::tokens::Encoding;
+use ctxproxy_core::view::Recall;
+use rusqlite::{params, Connection, OptionalExtension};
+
+use crate::read;
+use crate::Result;
+
+/// Exchanges ranked by the index before their passages are cut: more than
+/// fit the block, since some fall below the bar or are shown whole.
+const CANDIDATES: u32 = 8;
+/// A hit's passage takes at most this share of `recall_max`, so that
+/// several hits fit.
+const HITS_PER_BLOCK: u32 = 3;
+
+/// The recall block's hits for a prompt of `session` (`count` exchanges):
+/// for `question` when the prompt's input opens a new exchange with it,
+/// else for the newest exchange's opening message (its tool loop).
+pub(crate) fn recall(
+    conn: &Connection,
+    blob_dir: &Path,
+    session: &str,
+    count: u32,
+    question: Option<&str>,
+    caps: &LayerCaps,
+    encoding: Encoding,
+) -> Result<Recall> {
+    let (for_exchange, question) = match question {
+        Some(q) => (ExchangeId(count + 1), q.to_string()),
+        None if count == 0 => return Ok(Recall::default()),
+        None => (ExchangeId(count), opening_text(conn, session, count)?),
+    };
+    let none = Recall {
+        for_exchange,
+        hits: Vec::new(),
+    };
+    let earlier = for_exchange.0 - 1;
+    if earlier == 0 || caps.recall_max == 0 {
+        return Ok(none);
+    }
+    let mut words = Vec::new();
+    for word in recall::question_words(&question) {
+        let exchanges = exchanges_with(conn, session, for_exchange, &phrase(&word))?;
+        words.push(RecallWord {
+            word,
+            exchanges,
+            distinctive: false,
+        });
+    }
+    let words = recall::weigh(words, earlier);
+    let query = words
+        .iter()
+        .filter(|w| w.distinctive)
+        .map(|w| phrase(&w.word))
+        .collect::<Vec<_>>()
+        .join(" OR ");
+    if query.is_empty() {
+        return Ok(none);
+    }
+    let ranked: Vec<u32> = conn
+        .prepare_cached(
+            "SELECT e.seq FROM exchange_text t JOIN exchanges e ON e.id = t.rowid
+             WHERE exchange_text MATCH ?1 AND e.session_id = ?2 AND e.seq < ?3
+             ORDER BY bm25(exchange_text), e.seq LIMIT ?4",
+        )?
+        .query_map(params![query, session, for_exchange.0, CANDIDATES], |r| {
+            r.get(0)
+        })?
+        .collect::<std::result::Result<_, _>>()?;
+    let per_hit = caps.recall_max / HITS_PER_BLOCK;
+    let mut hits = Vec::new();
+    for seq in ranked {
+        let texts = exchange_texts(conn, blob_dir, session, seq)?;
+        if let Some(hit) = recall::passage(ExchangeId(seq), &texts, &words, encoding, per_hit) {
+            hits.push(hit);
+        }
+    }
+    Ok(Recall { for_exchange, hits })
+}
+
+/// A word as an FTS5 phrase (quoted, so `-` and `:` are not operators).
+fn phrase(word: &str) -> String {
+    format!("\"{}\"", word.replace('"', "\"\""))
+}
+
+/// In how many of the session's exchanges before `before` the index finds
+/// `query`.
+fn exchanges_with(
+    conn: &Connection,
+    session: &str,
+    before: ExchangeId,
+    query: &str,
+) -> Result<u32> {
+    Ok(conn
+        .prepare_cached(
+            "SELECT count(*) FROM exchange_text t JOIN exchanges e ON e.id = t.rowid
+             WHERE exchange_text MATCH ?1 AND e.session_id = ?2 AND e.seq < ?3",
+        )?
+        .query_row(params![query, session, before.0], |r| r.get(0))?)
+}
+
+/// The text of the message that opened exchange `seq`.
+fn opening_text(conn: &Connection, session: &str, seq: u32) -> Result<String> {
+    Ok(conn
+        .prepare_cached(
+            "SELECT content FROM messages WHERE session_id = ?1 AND seq = ?2 ORDER BY idx LIMIT 1",
+        )?
+        .query_row(params![session, seq], |r| r.get(0))
+        .optional()?
+        .unwrap_or_default())
+}
+
+/// What a passage may quote of an exchange: each message's content (a tool
+/// output's from its blob, so the line numbers are the output's own) and
+/// the arguments of each tool call.
+fn exchange_texts(
+    conn: &Connection,
+    blob_dir: &Path,
+    session: &str,
+    seq: u32,
+) -> Result<Vec<RecallText>> {
+    let mut texts = Vec::new();
+    for kept in read::load_messages(conn, session, seq)? {
+        let message = MessageId {
+            exchange: ExchangeId(seq),
+            index: kept.id.index,
+        };
+        match &kept.result {
+            Some(result) => {
+                let bytes = read::blob_bytes(conn, blob_dir, &result.blob)?;
+                texts.push(RecallText {
+                    message,
+                    blob: Some(result.blob),
+                    text: String::from_utf8_lossy(&bytes).into_owned(),
+                });
+            }
+            None => texts.push(RecallText {
+                message,
+                blob: None,
+                text: kept.message.content.clone(),
+            }),
+        }
+        if kept.message.role == Role::Assistant {
+            texts.extend(kept.message.tool_calls.iter().map(|call| RecallText {
+                message,
+                blob: None,
+                text: call.arguments.clone(),
+            }));
+        }
+    }
+    Ok(texts)
+}
