@@ -58,7 +58,7 @@ impl LayerCaps {
             header_max: 12,
             max_headers: share(1, 80).max(50),
             max_references: share(1, 530).max(8),
-            recall_max: share(1, 8),
+            recall_max: share(1, 16),
         }
     }
 }

@@ -42,6 +42,26 @@ pub struct RecallHit {
     /// The question words the passage matched, rarest first.
     pub words: Vec<String>,
     pub passage: Counted,
+    /// How well its best line matched: distinctive words, then words.
+    pub strength: (usize, usize),
+}
+
+/// The hits worth showing, best first: those whose best line matched as
+/// many of the question's words as the best hit's, or one fewer (a weaker
+/// match is a word in common, not the thing asked about); among equals the
+/// newest first, since a later exchange says what still holds.
+pub fn choose(mut hits: Vec<RecallHit>) -> Vec<RecallHit> {
+    hits.sort_by(|a, b| {
+        b.strength
+            .cmp(&a.strength)
+            .then(b.exchange.cmp(&a.exchange))
+    });
+    let Some(best) = hits.first().map(|h| h.strength) else {
+        return hits;
+    };
+    hits.retain(|h| h.strength.0 == best.0 && h.strength.1 + 1 >= best.1);
+    hits.truncate(HITS_SHOWN);
+    hits
 }
 
 /// Lines of context kept before and after a matching line of a tool
@@ -53,6 +73,9 @@ const CONTEXT_AFTER: usize = 2;
 const LINE_CHARS: usize = 320;
 /// A word this short is a search term only with a digit in it (`v2`).
 const MIN_WORD_CHARS: usize = 3;
+/// At most this many hits are shown: past the first few, a match is a
+/// word in common more often than the thing asked about.
+const HITS_SHOWN: usize = 3;
 /// How many texts of one hit exchange a passage quotes: the answer that
 /// says what happened and the output that shows it.
 const TEXTS_PER_HIT: usize = 2;
@@ -71,6 +94,9 @@ const ASKING_WORDS: &[&str] = &[
     "give", "gave", "put", "keep", "kept", "set", "try", "tried", "run", "ran", "new", "old",
     "good", "right", "wrong", "whole", "total", "anything", "something", "everything", "from",
     "should", "would", "than", "then", "them", "they", "over", "under", "only", "not", "no",
+    "haha", "perfect", "agreed", "lovely", "great", "nice", "cool", "fine", "sense", "makes",
+    "else", "everyone", "everybody", "lots", "bit", "name", "called", "mean", "meant", "said",
+    "week", "today", "tomorrow", "yesterday", "thing", "stuff", "happen", "happened", "went",
 ];
 
 /// The question's words a search can use: each distinct word (letters,
@@ -78,7 +104,22 @@ const ASKING_WORDS: &[&str] = &[
 /// order they come. Empty when the question has none (`"Run it."`).
 pub fn question_words(question: &str) -> Vec<String> {
     let mut out: Vec<String> = Vec::new();
-    for raw in question.split(|c: char| !(c.is_alphanumeric() || c == '_')) {
+    // Apostrophes stay inside a word until the filler check (`didn't`).
+    let apostrophe = |c: char| c == '\'' || c == '\u{2019}';
+    for raw in question.split(|c: char| !(c.is_alphanumeric() || c == '_' || apostrophe(c))) {
+        let raw = raw.trim_matches(apostrophe);
+        if is_stopword(raw) {
+            continue;
+        }
+        // A possessive points at its word (`Hamish's`); other contractions
+        // are fillers.
+        let raw = raw
+            .strip_suffix("'s")
+            .or(raw.strip_suffix("\u{2019}s"))
+            .unwrap_or(raw);
+        if raw.contains(apostrophe) {
+            continue;
+        }
         let word = raw.to_lowercase();
         let long_enough =
             word.chars().count() >= MIN_WORD_CHARS || word.chars().any(|c| c.is_ascii_digit());
@@ -115,7 +156,7 @@ pub fn weigh(words: Vec<RecallWord>, exchanges: u32) -> Vec<RecallWord> {
 /// error code, a hash).
 pub fn relevant(matched: &[&RecallWord]) -> bool {
     matched.iter().any(|w| w.distinctive)
-        && (matched.len() >= 2 || matched.iter().any(|w| w.exchanges <= 2))
+        && (matched.len() >= 2 || matched.iter().any(|w| w.exchanges <= 1))
 }
 
 /// The passage of one hit exchange: in each of its texts the line that
@@ -165,7 +206,8 @@ pub fn passage(
         }
         whole.push_str(&quote(exchange, &texts[*t], *l, hits, words));
     }
-    let (_, _, _, first) = best.first()?;
+    let (strength, _, _, first) = best.first()?;
+    let strength = (strength.0, strength.1);
     let first: Vec<&str> = first.iter().map(|&w| words[w].word.as_str()).collect();
     let head = format!("{exchange} ({}):\n", first.join(", "));
     let text = format!("{head}{whole}");
@@ -177,6 +219,7 @@ pub fn passage(
             tokens: tokens::count(enc, cut),
             text: cut.to_string(),
         },
+        strength,
     })
 }
 
@@ -302,6 +345,10 @@ mod tests {
             Vec::<String>::new()
         );
         assert!(question_words("Run it.").is_empty());
+        assert_eq!(
+            question_words("The one we didn't pick, for Hamish's film?"),
+            ["pick", "hamish", "film"]
+        );
     }
 
     #[test]

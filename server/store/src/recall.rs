@@ -22,10 +22,10 @@ use crate::Result;
 
 /// Exchanges ranked by the index before their passages are cut: more than
 /// fit the block, since some fall below the bar or are shown whole.
-const CANDIDATES: u32 = 8;
+const CANDIDATES: u32 = 16;
 /// A hit's passage takes at most this share of `recall_max`, so that
 /// several hits fit.
-const HITS_PER_BLOCK: u32 = 3;
+const HITS_PER_BLOCK: u32 = 4;
 
 /// The recall block's hits for a prompt of `session` (`count` exchanges):
 /// for `question` when the prompt's input opens a new exchange with it,
@@ -89,7 +89,10 @@ pub(crate) fn recall(
             hits.push(hit);
         }
     }
-    Ok(Recall { for_exchange, hits })
+    Ok(Recall {
+        for_exchange,
+        hits: recall::choose(hits),
+    })
 }
 
 /// A word as an FTS5 phrase (quoted, so `-` and `:` are not operators).

@@ -285,17 +285,18 @@ impl Layer {
     /// The input comes before L0: the next prompt shows it again as the
     /// start of the newest exchange, so in this place it stays in the
     /// cached prefix; and a tool result as input stays right after its call.
-    /// The recall block comes right before the exchange it serves (the
-    /// input that opens it, or its first message while it is open), so
-    /// every model call of that exchange shares the prefix through it.
+    /// The recall block comes after an input that opens a new exchange
+    /// (the next prompt shows that input at the same place), and right
+    /// before an open exchange's first message when there is none, so
+    /// every later model call of that exchange shares the prefix through it.
     pub(super) const ALL_CACHE_STABLE: [Layer; 8] = [
         Layer::System,
         Layer::Headers,
         Layer::References,
         Layer::Summaries,
         Layer::Recent,
-        Layer::Recall,
         Layer::Input,
+        Layer::Recall,
         Layer::CurrentContext,
     ];
 }

@@ -1,6 +1,6 @@
 //! The second phase: the budget left upgrades, most useful first, recent
-//! exchanges newest first (full, digests, summary), then the recall block's
-//! hits best first, then summaries newest first, then references; every
+//! exchanges newest first (full, digests, summary), then summaries newest
+//! first, then the recall block's hits best first, then references; every
 //! demotion is a `Trim` saying why. A superseded exchange gets no upgrade
 //! and its references are not listed.
 
@@ -72,7 +72,6 @@ pub(super) fn upgrade<'a>(
         .filter(|p| matches!(p.level, Level::Full | Level::Digests))
         .map(|p| p.exchange.id)
         .collect();
-    let recall = recall_hits(view, caps, enc, &shown_whole, &mut left, &mut trimmed);
     for p in summarised.iter_mut().rev() {
         if let Some(by) = p.superseded_by {
             trimmed.push(superseded(p, Level::Summary, by));
@@ -112,6 +111,9 @@ pub(super) fn upgrade<'a>(
             });
         }
     }
+    // A summary is lossy (the values its exchange printed rarely fit), so
+    // only an exchange shown whole is left out of the recall block.
+    let recall = recall_hits(view, caps, enc, &shown_whole, &mut left, &mut trimmed);
     let mut references = Vec::new();
     let references_title = title(REFERENCES_TITLE) + MESSAGE_OVERHEAD;
     for r in view
@@ -159,8 +161,7 @@ pub(super) fn upgrade<'a>(
 }
 
 /// The recall block's hits that fit `caps.recall_max` and the budget left,
-/// best first; a hit whose exchange the recent tail shows whole repeats
-/// what the prompt holds and is left out.
+/// best first; a hit whose exchange the prompt shows whole is left out.
 fn recall_hits<'a>(
     view: &'a SessionView,
     caps: &LayerCaps,
