@@ -1,7 +1,8 @@
 //! Masking throughput on real source: the `.rs` files of the cargo registry
 //! on this machine (up to 16 MB, every 7th file in sorted order), masked as
-//! tool output. Prints MB/s and asserts nothing about time (a shared machine
-//! is no clock); run it in a release build:
+//! tool output, after one pass that warms the rule tables. Prints MB/s and
+//! asserts nothing about time (a shared machine is no clock); run it in a
+//! release build:
 //! `cargo test --release -p ctxproxy-core --test secrets_throughput -- --ignored --nocapture`.
 
 use ctxproxy_core::secrets::{self, Source};
@@ -46,16 +47,28 @@ fn masking_throughput_on_registry_sources() {
         }
     }
     assert!(bytes > 0, "no sources under {}", home.display());
-    let start = Instant::now();
+    // The first pass builds the rule tables and the regexes' caches.
+    for t in &texts {
+        secrets::mask(t, Source::ToolOutput);
+    }
+    // Five timed passes; the fastest is the one least disturbed by other
+    // work on the machine.
+    let mut best = f64::MAX;
+    for _ in 0..5 {
+        let start = Instant::now();
+        for t in &texts {
+            secrets::mask(t, Source::ToolOutput);
+        }
+        best = best.min(start.elapsed().as_secs_f64());
+    }
     let altered = texts
         .iter()
         .filter(|t| secrets::mask(t, Source::ToolOutput).text != t.as_str())
         .count();
-    let secs = start.elapsed().as_secs_f64();
     println!(
-        "{} files, {:.1} MB masked in {secs:.2} s: {:.1} MB/s ({altered} altered)",
+        "{} files, {:.1} MB masked in {best:.3} s (fastest of 5): {:.1} MB/s ({altered} altered)",
         texts.len(),
         bytes as f64 / 1e6,
-        bytes as f64 / 1e6 / secs
+        bytes as f64 / 1e6 / best
     );
 }

@@ -5,8 +5,8 @@
 //! prefixes such as `AKIA`, `ghp_`, `sk-ant-`, PEM blocks,
 //! `scheme://user:pass@`), then gitleaks' maintained rules (`gitleaks`), both
 //! everywhere; then, in tool output only, values named like secrets (`named`,
-//! docs/DIGESTS.md, "Masking secrets") and gitleaks' generic rule. A value an
-//! earlier rule masked is left to it. Bare hex and ids are no shape, so git SHAs, `b3:` ids, uuids
+//! docs/DIGESTS.md, "Masking secrets"). A value an earlier rule masked is
+//! left to it. Bare hex and ids are no shape, so git SHAs, `b3:` ids, uuids
 //! and sha256 digests stay. Every pattern runs on the `regex` crate's
 //! automata: linear in the input.
 
@@ -95,6 +95,9 @@ fn shannon_entropy(v: &str) -> f64 {
 
 const MARK_PREFIX: &str = "[secret:";
 
+/// Whether a rule's match is a secret.
+type Accept = fn(&Captures) -> bool;
+
 /// Whether `text` holds a mask put in place of a secret.
 pub fn is_masked(text: &str) -> bool {
     text.contains(MARK_PREFIX)
@@ -143,7 +146,7 @@ pub fn mask(text: &str, source: Source) -> Masked<'_> {
             (rule.accept)(c).then(|| value_range(c))
         });
     }
-    current = mask_gitleaks(current, false, &mut found);
+    current = mask_gitleaks(current, &mut found);
     if source == Source::ToolOutput {
         for rule in named::RULES.iter() {
             current = replace(
@@ -154,7 +157,6 @@ pub fn mask(text: &str, source: Source) -> Masked<'_> {
                 |_, c| (rule.accept)(c).then(|| value_range(c)),
             );
         }
-        current = mask_gitleaks(current, true, &mut found);
     }
     Masked {
         text: current,
@@ -162,14 +164,9 @@ pub fn mask(text: &str, source: Source) -> Masked<'_> {
     }
 }
 
-/// `text` with what gitleaks' rules find masked: its generic rule
-/// (`named`), or every other.
-fn mask_gitleaks<'t>(
-    mut text: Cow<'t, str>,
-    named: bool,
-    found: &mut Vec<SecretKind>,
-) -> Cow<'t, str> {
-    for rule in GITLEAKS.candidates(&text, named) {
+/// `text` with what gitleaks' rules find masked.
+fn mask_gitleaks<'t>(mut text: Cow<'t, str>, found: &mut Vec<SecretKind>) -> Cow<'t, str> {
+    for rule in GITLEAKS.candidates(&text) {
         let kind = SecretKind::Gitleaks(&rule.id);
         text = replace(text, &rule.regex, kind, found, |text, c| {
             GITLEAKS.secret(rule, text, c)
@@ -300,6 +297,53 @@ mod tests {
                 "conn(password=\"Tr0ub4dor&3\")",
                 "conn(password=\"[secret:named-secret]\")",
             ),
+            // Assignments in the forms code and build files write them.
+            (
+                r#"var deployToken string = "q8Xv2Lm9Rt4Kw7Zp""#,
+                r#"var deployToken string = "[secret:named-secret]""#,
+            ),
+            (
+                r#"System.setProperty("DEPLOY_TOKEN", "q8Xv2Lm9Rt4Kw7Zp")"#,
+                r#"System.setProperty("DEPLOY_TOKEN", "[secret:named-secret]")"#,
+            ),
+            (
+                r#"DEPLOY_TOKEN ::= "q8Xv2Lm9Rt4Kw7Zp""#,
+                r#"DEPLOY_TOKEN ::= "[secret:named-secret]""#,
+            ),
+            (
+                r#"DEPLOY_TOKEN ?= "q8Xv2Lm9Rt4Kw7Zp""#,
+                r#"DEPLOY_TOKEN ?= "[secret:named-secret]""#,
+            ),
+            (
+                r#"<add key="SmtpPassword" value="q8Xv2Lm9Rt4Kw7Zp"/>"#,
+                r#"<add key="SmtpPassword" value="[secret:named-secret]"/>"#,
+            ),
+            (
+                "<deployToken>\n    q8Xv2Lm9Rt4Kw7Zp\n</deployToken>",
+                "<deployToken>\n    [secret:named-secret]\n</deployToken>",
+            ),
+            (
+                r#"{"app.ini": "DEPLOY_TOKEN=q8Xv2Lm9Rt4Kw7Zp\nDEBUG=true"}"#,
+                r#"{"app.ini": "DEPLOY_TOKEN=[secret:named-secret]\nDEBUG=true"}"#,
+            ),
+            // A key cut short by `head -3`: no END line.
+            (
+                "-----BEGIN OPENSSH PRIVATE KEY-----\nb3BlbnNzaC1rZXktdjEAAAAABG5vbmUAAAAEbm9uZQAAAAAAAAABAAAAMwAAAAtzc2gtZW\nQyNTUxOQAAACDx3Ry9P1jqtEYkYLxwiZcBcSZxiKt2oFGnxQfVDIhPbQAAAJjE7gXaxO4F\n$ ls",
+                "[secret:private-key]\n$ ls",
+            ),
+            (
+                "curl -u deploy:Dpl0y-S3cret https://ci.internal/api",
+                "curl -u deploy:[secret:basic-auth] https://ci.internal/api",
+            ),
+            (
+                "Authorization: Basic ZGVwbG95OkRwbDB5LVMzY3JldA==",
+                "Authorization: Basic [secret:basic-auth]",
+            ),
+            // Known prefixes, unquoted (gitleaks' rules).
+            (
+                "HF_TOKEN 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",
+                "HF_TOKEN [secret:huggingface-access-token]",
+            ),
         ];
         for (input, want) in cases {
             assert_eq!(mask(input, Source::ToolOutput).text, want, "{input}");
@@ -335,6 +379,16 @@ mod tests {
             "the token expired yesterday",
             "access_token = response.json()['access_token']",
             "    self.secret = secret",
+            // Placeholders, references and settings beside passwords.
+            "curl -u <user:password> https://test.com/endpoint",
+            "DB_PASSWORD=$DB_PASS",
+            "  password: *default_password",
+            "  master_password: !Ref MasterPassword",
+            "MAIL_AUTH=plain",
+            "OLDPWD=/home/runner",
+            "notes = \"Maven - io.jsonwebtoken:jjwt-jackson-0.11.2\"",
+            "csrf-token=Mj2qykJO5rELyHgezQ69nzUX0i3OH67V7+V4eUrLfpuyOuxmiW9rhROG/Whikle15syazJOk",
+            "-----BEGIN PRIVATE KEY-----\nanything\n-----END PRIVATE KEY-----",
         ];
         for text in keep {
             let masked = mask(text, Source::ToolOutput);

@@ -6,13 +6,13 @@
 use regex::{Captures, Regex};
 use std::sync::LazyLock;
 
-use super::{shannon_entropy, MARK_PREFIX};
+use super::{shannon_entropy, Accept, MARK_PREFIX};
 
 /// A pattern whose group `s` is the value of the secret its group `name` names.
 pub(super) struct Rule {
     pub pattern: Regex,
     /// Whether a match's value is a secret.
-    pub accept: fn(&Captures) -> bool,
+    pub accept: Accept,
 }
 
 /// The words a secret's name ends with. `PASS`, `PWD` and `AUTH` only after
@@ -25,7 +25,7 @@ const SECRET_WORD: &str = r"(?:PASSWORD|PASSWD|PASSPHRASE|SECRET|TOKEN|API_KEY|A
 const VALUE: &str = r#"(?P<s>"[^"\n]*"|'[^'\n]*'|`[^`\n]*`|(?:[^\s"'`,;)\]}\\]|\\[^nrt\s])+)"#;
 
 pub(super) static RULES: LazyLock<Vec<Rule>> = LazyLock::new(|| {
-    let rules: [(String, fn(&Captures) -> bool); 4] = [
+    let rules: [(String, Accept); 4] = [
         // A config line: `KEY=value` in an env file, `key: value` in YAML or
         // JSON, optionally after `export` or a list dash.
         (
@@ -307,12 +307,15 @@ fn strict_value(c: &Captures) -> bool {
         return false;
     }
     // `tiktoken-rs-0.12.1/src`: a name running into what follows is no
-    // assignment; `f(token, other)` passes a variable, not a literal.
+    // assignment, and an unquoted value needs an operator (`passwd HTTP/1.1`
+    // is a request line). After a comma, a quoted value is an argument
+    // beside the name (`setProperty("X_TOKEN", "…")`) only when it looks
+    // random: `('password', 'localhost:22')` is a tuple of strings.
     let op = c["op"].trim();
-    if c["op"].is_empty() || op == "," && !quoted {
+    if c["op"].is_empty() || op.is_empty() && !quoted {
         return false;
     }
-    if !quoted {
+    if !quoted || op == "," {
         // Unquoted, a value must look random: letters and digits, no
         // grammar (`1*tchar`), path, identifier or type shape.
         let letters_and_digits =

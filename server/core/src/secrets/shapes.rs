@@ -7,6 +7,7 @@ use std::sync::LazyLock;
 
 use super::gitleaks::GITLEAKS;
 use super::named::{filler, literal, placeholder};
+use super::Accept;
 use super::SecretKind::{self, *};
 
 /// A pattern and its kind. The secret is the group named `s`; text around it
@@ -15,11 +16,11 @@ pub(super) struct Rule {
     pub kind: SecretKind,
     pub pattern: Regex,
     /// Whether a match is a secret.
-    pub accept: fn(&Captures) -> bool,
+    pub accept: Accept,
 }
 
 pub(super) static RULES: LazyLock<Vec<Rule>> = LazyLock::new(|| {
-    let table: [(SecretKind, &str, fn(&Captures) -> bool); 18] = [
+    let table: [(SecretKind, &str, Accept); 18] = [
         // PEM blocks, also inside JSON strings where newlines are `\n`.
         (
             PrivateKey,
@@ -127,7 +128,7 @@ pub(super) static RULES: LazyLock<Vec<Rule>> = LazyLock::new(|| {
 
 /// Google publishes some API keys (its samples'); gitleaks lists them.
 fn not_published(c: &Captures) -> bool {
-    !GITLEAKS.allowlisted("gcp-api-key", literal(c).0)
+    not_filler(c) && !GITLEAKS.allowlisted("gcp-api-key", literal(c).0)
 }
 
 fn any(_: &Captures) -> bool {
