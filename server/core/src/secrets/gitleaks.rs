@@ -2,12 +2,12 @@
 //!
 //! `gitleaks-rules.json` is gitleaks' `config/gitleaks.toml` (MIT) as data,
 //! exported by `fixtures/tools/gitleaks_rule_tests.py` at the commit named in
-//! `fixtures/README.md`, less `generic-api-key`: values named like secrets
-//! are `named`'s to judge; its regexes are gitleaks' own (RE2, which the `regex`
-//! crate reads once its classes and word boundaries are made ASCII, as RE2's
-//! are). A rule runs only on a text that holds one of its keywords (one
+//! `fixtures/README.md`, less `generic-api-key` (values named like secrets
+//! are `named`'s to judge). Its regexes are gitleaks' own: RE2, which the
+//! `regex` crate reads once its classes and word boundaries are made ASCII,
+//! as RE2's are. A rule runs only on a text that holds one of its keywords (one
 //! Aho-Corasick pass finds them all); a match's secret is the rule's secret
-//! group, dropped when its entropy is at or under the rule's threshold or an
+//! group (what it masks), dropped when its entropy is at or under the rule's threshold or an
 //! allowlist or stop word takes it (gitleaks' `detect.go`).
 
 use aho_corasick::{AhoCorasick, AhoCorasickKind};
@@ -21,12 +21,22 @@ use super::shannon_entropy;
 pub(super) struct Rule {
     pub id: String,
     pub regex: Regex,
-    /// The capture group that is the secret; 0: the first non-empty group,
-    /// or the whole match when there is none.
-    secret_group: usize,
+    secret: SecretPart,
     /// A secret at or under this Shannon entropy is no secret (0: no check).
     entropy: f64,
     allowlists: Vec<Allowlist>,
+}
+
+/// Which part of a match is the secret.
+#[derive(Clone, Copy)]
+enum SecretPart {
+    /// The rule's `secretGroup`.
+    Group(usize),
+    /// The first capture group that matched something (gitleaks' default).
+    FirstGroup,
+    /// The whole match: a rule without unnamed groups. Named groups mark
+    /// parts of a secret (`jwt-base64`'s header fields), not the secret.
+    Whole,
 }
 
 /// What an allowlist's regexes look at.
@@ -68,10 +78,17 @@ impl Rules {
                 keywords.push(k);
                 keyword_rule.push(rules.len());
             }
+            let regex = compile(r["regex"].as_str().expect("regex"));
+            let unnamed_groups = regex.capture_names().skip(1).any(|n| n.is_none());
+            let secret = match r["secret_group"].as_u64().unwrap_or(0) as usize {
+                0 if unnamed_groups => SecretPart::FirstGroup,
+                0 => SecretPart::Whole,
+                g => SecretPart::Group(g),
+            };
             rules.push(Rule {
                 id: r["id"].as_str().expect("id").to_string(),
-                regex: compile(r["regex"].as_str().expect("regex")),
-                secret_group: r["secret_group"].as_u64().unwrap_or(0) as usize,
+                regex,
+                secret,
                 entropy: r["entropy"].as_f64().unwrap_or(0.0),
                 allowlists: r["allowlists"]
                     .as_array()
@@ -118,9 +135,10 @@ impl Rules {
     /// is none: too little entropy, or an allowlist or stop word takes it.
     pub fn secret(&self, rule: &Rule, text: &str, c: &Captures) -> Option<Range<usize>> {
         let whole = c.get(0)?;
-        let group = match rule.secret_group {
-            0 => c.iter().skip(1).flatten().find(|m| !m.is_empty()),
-            g => c.get(g),
+        let group = match rule.secret {
+            SecretPart::Group(g) => c.get(g),
+            SecretPart::FirstGroup => c.iter().skip(1).flatten().find(|m| !m.is_empty()),
+            SecretPart::Whole => None,
         };
         let secret = group.unwrap_or(whole);
         let value = secret.as_str().trim_matches('\n');

@@ -339,6 +339,20 @@ mod tests {
                 "Authorization: Basic ZGVwbG95OkRwbDB5LVMzY3JldA==",
                 "Authorization: Basic [secret:basic-auth]",
             ),
+            // A JWT in base64, a Kubernetes secret's data, a webhook (gitleaks' rules).
+            (
+                "JWT=ZXlKaGJHY2lPaUpJVXpJMU5pSjkuZXlKcGMzTWlPaUpxYjJVaUxBMEtJQ0psZUhBaU9qRXpNREE0TVRrek9EQXNEUW9nSW1oMGRIQTZMeTlsZUdGdGNHeGxMbU52YlM5cGMxOXliMjkwSWpwMGNuVmxmUS5kQmpmdEplWjRDVlAtbUI5MksyN3VoYlVKVTFwMXJfd1cxZ0ZXRk9Falhr",
+                "JWT=[secret:jwt-base64]",
+            ),
+            (
+                "kind: Secret\ndata:\n  password: cDRzc3cwcmQtUzNjcmV0LTk5\n",
+                // gitleaks' secret group holds the key with its value.
+                "kind: Secret\ndata:\n  [secret:kubernetes-secret-yaml]\n",
+            ),
+            (
+                "curl -X POST https://hooks.slack.com/services/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",
+                "curl -X POST [secret:slack-webhook-url]",
+            ),
             // Known prefixes, unquoted (gitleaks' rules).
             (
                 "HF_TOKEN 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",

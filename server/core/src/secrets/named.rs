@@ -18,7 +18,7 @@ pub(super) struct Rule {
 /// The words a secret's name ends with. `PASS`, `PWD` and `AUTH` only after
 /// a separator (`DB_PASS`, `POSTGRES_PWD`, `REDIS_AUTH`): the shell's `PWD`
 /// and `OLDPWD` are directories, `bypass` and `oauth` no secrets.
-const SECRET_WORD: &str = r"(?:PASSWORD|PASSWD|PASSPHRASE|SECRET|TOKEN|API_KEY|APIKEY|API-KEY|ACCESS_KEY|SECRET_KEY|PRIVATE_KEY|CREDENTIALS|AUTH_KEY|[_.\-](?:PASS|PWD|AUTH)|api key|access key)";
+const SECRET_WORD: &str = r"(?:PASSWORD|PASSWD|PASSPHRASE|SECRET|TOKEN|APIKEY|(?:API|ACCESS|SECRET|PRIVATE|AUTH)[_\-]KEY|CREDENTIALS|[_.\-](?:PASS|PWD|AUTH)|api key|access key)";
 
 /// A value: quoted, or unquoted up to a space, a quote, a separator or an
 /// escaped newline (`"X_TOKEN=v\nNEXT=1"` in a JSON string).
