@@ -73,6 +73,8 @@ const CONTEXT_AFTER: usize = 2;
 const LINE_CHARS: usize = 320;
 /// A word this short is a search term only with a digit in it (`v2`).
 const MIN_WORD_CHARS: usize = 3;
+/// A passage cut shorter than this shows the ids and not the line.
+const MIN_PASSAGE_TOKENS: u32 = 48;
 /// At most this many hits are shown: past the first few, a match is a
 /// word in common more often than the thing asked about.
 const HITS_SHOWN: usize = 3;
@@ -163,7 +165,7 @@ pub fn relevant(matched: &[&RecallWord]) -> bool {
 /// matches the most of the question's words (rarest first on ties,
 /// earliest after that), and of those the best `TEXTS_PER_HIT` that pass
 /// `relevant`, each with the lines around it, at most `max_tokens` in all.
-/// `None` when no line passes.
+/// `None` when no line passes, or `max_tokens` is too few for a line.
 pub fn passage(
     exchange: ExchangeId,
     texts: &[RecallText],
@@ -171,6 +173,9 @@ pub fn passage(
     enc: Encoding,
     max_tokens: u32,
 ) -> Option<RecallHit> {
+    if max_tokens < MIN_PASSAGE_TOKENS {
+        return None;
+    }
     // (rank, text, line, matched words), best first.
     let mut best: Vec<(Rank, usize, usize, Vec<usize>)> = Vec::new();
     for (t, text) in texts.iter().enumerate() {
@@ -432,7 +437,7 @@ mod tests {
         }];
         let words = [w("parser", 4)];
         assert!(passage(ExchangeId(2), &texts, &words, Encoding::O200kBase, 400).is_none());
-        let rare = [w("parser", 2)];
+        let rare = [w("parser", 1)];
         assert!(passage(ExchangeId(2), &texts, &rare, Encoding::O200kBase, 400).is_some());
         let common = [w("the", 30), w("test", 20)];
         assert!(passage(ExchangeId(2), &texts, &common, Encoding::O200kBase, 400).is_none());

@@ -25,7 +25,7 @@ use crate::Result;
 const CANDIDATES: u32 = 16;
 /// A hit's passage takes at most this share of `recall_max`, so that
 /// several hits fit.
-const HITS_PER_BLOCK: u32 = 4;
+const HITS_PER_BLOCK: u32 = 2;
 
 /// The recall block's hits for a prompt of `session` (`count` exchanges):
 /// for `question` when the prompt's input opens a new exchange with it,

@@ -135,8 +135,8 @@ pub(super) fn emit(
         put_in(Layer::References, Layer::References, messages, items);
     }
     // The recall block goes right before the exchange it serves: before
-    // that exchange's first message while it is open (no input opens a new
-    // one), else before the input.
+    // that exchange's first message while it is open (the input, if any,
+    // continues it), else in its own place by the input that opens it.
     let mut recall_block = (!recall.is_empty()).then(|| {
         let entries = recall.iter().map(|hit| {
             let item = LayerItem {
@@ -149,7 +149,7 @@ pub(super) fn emit(
         titled_layer(RECALL_TITLE, enc, entries)
     });
     for p in recent {
-        if p.exchange.id == recall_for && req.input.is_none() {
+        if p.exchange.id == recall_for {
             if let Some((messages, items)) = recall_block.take() {
                 put_in(Layer::Recall, Layer::Recent, messages, items);
             }
