@@ -161,7 +161,8 @@ pub(super) fn upgrade<'a>(
 }
 
 /// The recall block's hits that fit `caps.recall_max` and the budget left,
-/// best first; a hit whose exchange the prompt shows whole is left out.
+/// best first; a hit whose exchange the prompt shows whole, or that was
+/// superseded, is left out.
 fn recall_hits<'a>(
     view: &'a SessionView,
     caps: &LayerCaps,
@@ -177,7 +178,10 @@ fn recall_hits<'a>(
         .recall
         .hits
         .iter()
-        .filter(|h| !shown_whole.contains(&h.exchange))
+        // A superseded exchange's state was replaced on purpose.
+        .filter(|h| {
+            !shown_whole.contains(&h.exchange) && !view.superseded.contains_key(&h.exchange)
+        })
     {
         let cost = i64::from(hit.passage.tokens) + if chosen.is_empty() { title } else { 0 };
         if cost <= room && cost <= *left {

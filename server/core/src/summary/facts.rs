@@ -158,8 +158,23 @@ impl ExchangeFacts {
                         .map_or(msg.content.as_str(), |r| r.headline.as_str());
                     // JSON says it failed with an error key; its values are
                     // data ("Error encountered…" in a ticket's description).
+                    let edit = idx.is_some_and(|i| facts.actions[i].class == ToolClass::Edit);
                     let failed = match m.result.as_ref().map(|r| r.kind) {
                         Some(OutputKind::Json) => JSON_ERROR.is_match(&msg.content),
+                        // What a read, a search or git printed is data: a Go
+                        // file's `error` type, a grep match for "failed". A read
+                        // that failed is not a file's content.
+                        Some(
+                            OutputKind::FileRead
+                            | OutputKind::Search
+                            | OutputKind::Listing
+                            | OutputKind::GitDiff
+                            | OutputKind::GitLog
+                            | OutputKind::GitStatus,
+                        ) => false,
+                        // An edit's result echoes the text it wrote; only its
+                        // first line says how the edit went.
+                        _ if edit => FAILURE.is_match(msg.content.lines().next().unwrap_or("")),
                         // "test result: ok. 2 passed; 0 failed" names a
                         // failure word only to say there was none.
                         _ => {
