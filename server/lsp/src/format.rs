@@ -246,6 +246,17 @@ pub fn explain_text(v: &AssembleResult) -> String {
             ));
         }
     }
+    if !v.recall.is_empty() {
+        out.push_str("\nrecall (lines of earlier exchanges that match the question):\n");
+        for hit in &v.recall {
+            out.push_str(&format!(
+                "  {} {} tokens, matched {}\n",
+                hit.id,
+                hit.tokens,
+                hit.words.join(", ")
+            ));
+        }
+    }
     if !v.superseded.is_empty() {
         out.push_str("\nsuperseded (shown as headers at most):\n");
         for s in &v.superseded {

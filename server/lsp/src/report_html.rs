@@ -54,6 +54,7 @@ fn layer_style(key: &str) -> (&'static str, &'static str) {
         "headers" => ("headers", "#16a34a"),
         "summaries" => ("summaries", "#84cc16"),
         "references" => ("references", "#f59e0b"),
+        "recall" => ("recall", "#e11d48"),
         "input" => ("input", "#c026d3"),
         _ => ("other", "#6b7280"),
     }
@@ -542,6 +543,14 @@ there next to words of the fact alone, which a model asking does not know yet. S
         figure("outside-found", "factsOutsidePromptFoundBySearch"),
         figure("outside-prompt", "factsOutsidePrompt"),
     );
+    if report["recallTokens"].as_u64().unwrap_or(0) > 0 {
+        let _ = write!(
+            out,
+            "<p>The recall block (lines of earlier exchanges that match each question) took {} tokens              over the session, {} of them in hits that hold a fact their turn needs.</p>",
+            figure("recall-tokens", "recallTokens"),
+            figure("recall-with-fact", "recallTokensWithFact"),
+        );
+    }
     out.push_str(
         "<table id=\"facts\"><thead><tr><th>turn</th><th>fact</th><th>from</th><th>search</th>",
     );
@@ -750,7 +759,7 @@ mod tests {
                 "outsideLayers": 20,
                 "cumulativeEffectiveCost": cost,
                 "layers": {"system": 20, "currentContext": 30, "recent": total - 90, "headers": 10,
-                           "summaries": 0, "references": 0, "input": 10},
+                           "summaries": 0, "references": 0, "recall": 0, "input": 10},
                 "baselines": {"full-history": {"total": full, "prefixReused": 0, "cumulativeEffectiveCost": full_cost}},
             })
         };
@@ -760,6 +769,7 @@ mod tests {
             "facts": [{"turn": "x2", "fact": "E0308 <mismatched>", "from": "x1",
                        "status": {"ctxproxy": "one-retrieve-away", "full-history": "in-prompt"}}],
             "factsFoundBySearch": 0, "factsOutsidePrompt": 1, "factsOutsidePromptFoundBySearch": 0,
+            "recallTokens": 120, "recallTokensWithFact": 45,
             "summary": [
                 {"strategy": "ctxproxy", "promptTokens": 1300, "cachedTokens": 380, "effectiveCost": 958.0,
                  "factsReachable": 1, "factsInPrompt": 0, "facts": 1},

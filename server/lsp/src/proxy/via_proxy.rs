@@ -78,6 +78,9 @@ pub struct Call {
     /// Of the wait through the proxy, the store's work: ingest, assembly,
     /// recording the reply.
     pub store: Duration,
+    /// The facts the exchange's question needs (its first call only), and
+    /// how many of them are in what the upstream got.
+    pub facts: (u32, u32),
 }
 
 impl Call {
@@ -108,8 +111,9 @@ impl Call {
 struct Script {
     /// Answered in order to the proxy's requests.
     replies: VecDeque<Value>,
-    /// Per request from the proxy: its tokens and U.
-    received: Vec<(u32, Duration)>,
+    /// Per request from the proxy: its tokens, U and its text (every
+    /// string of the body, for the facts check).
+    received: Vec<(u32, Duration, String)>,
     /// The reply to the current call's direct request (the recorded
     /// message, as the proxy's request gets), set before the call: the
     /// direct request consumes neither `replies` nor adds to `received`.
@@ -195,8 +199,8 @@ fn not_json(e: &serde_json::Error) -> Response {
 /// dropped within it; `answer_direct` times the same span.
 async fn answer(State(up): State<Arc<Upstream>>, body: Bytes) -> Response {
     let started = Instant::now();
-    let tokens = match parsed(body) {
-        Ok(request) => request_tokens(&request, up.encoding),
+    let (tokens, text) = match parsed(body) {
+        Ok(request) => (request_tokens(&request, up.encoding), strings(&request)),
         Err(e) => return not_json(&e),
     };
     let mut script = up.script.lock().expect("script lock");
@@ -205,8 +209,27 @@ async fn answer(State(up): State<Arc<Upstream>>, body: Bytes) -> Response {
         .pop_front()
         .unwrap_or_else(|| json!({"role": "assistant", "content": ""}));
     let reply = completion(&message);
-    script.received.push((tokens, started.elapsed()));
+    script.received.push((tokens, started.elapsed(), text));
     json_reply(reply)
+}
+
+/// Every string of a request body, one after another: what a fact is
+/// looked for in (its text as the model reads it, not JSON-escaped).
+fn strings(body: &Value) -> String {
+    fn walk(v: &Value, out: &mut String) {
+        match v {
+            Value::String(s) => {
+                out.push_str(s);
+                out.push('\n');
+            }
+            Value::Array(items) => items.iter().for_each(|x| walk(x, out)),
+            Value::Object(map) => map.values().for_each(|x| walk(x, out)),
+            _ => {}
+        }
+    }
+    let mut out = String::new();
+    walk(body, &mut out);
+    out
 }
 
 /// The client's direct requests: the current call's recorded reply, the
@@ -346,6 +369,8 @@ pub async fn run(session: &[RecordedExchange], service: Service) -> anyhow::Resu
     let mut history_tokens = 0;
     let mut calls = Vec::new();
     for (i, x) in session.iter().enumerate() {
+        // The question's facts are checked in the exchange's first call.
+        let mut needs = Some(&x.needs);
         for m in &x.messages {
             let message = openai_message(m);
             if m.role == Role::Assistant && !history.is_empty() {
@@ -375,10 +400,14 @@ pub async fn run(session: &[RecordedExchange], service: Service) -> anyhow::Resu
                     (via, direct().await?)
                 };
                 let mut script = up.script.lock().expect("script lock");
-                let (forwarded, upstream_time) = script
+                let (forwarded, upstream_time, text) = script
                     .received
                     .pop()
                     .context("the upstream saw no request")?;
+                let facts = needs.take().map_or((0, 0), |needs| {
+                    let reached = needs.iter().filter(|n| text.contains(&n.fact)).count();
+                    (needs.len() as u32, reached as u32)
+                });
                 let direct_time = script
                     .direct_received
                     .take()
@@ -402,6 +431,7 @@ pub async fn run(session: &[RecordedExchange], service: Service) -> anyhow::Resu
                         upstream: direct_time,
                     },
                     store: via.store,
+                    facts,
                 });
             }
             history_tokens += message_tokens(&message, encoding);
@@ -464,6 +494,8 @@ impl Spreads {
 pub fn report(calls: &[Call], as_json: bool) -> String {
     let sent: u64 = calls.iter().map(|c| u64::from(c.sent_tokens)).sum();
     let forwarded: u64 = calls.iter().map(|c| u64::from(c.forwarded_tokens)).sum();
+    let needed: u32 = calls.iter().map(|c| c.facts.0).sum();
+    let reached: u32 = calls.iter().map(|c| c.facts.1).sum();
     let t = Spreads::of(calls);
     let share = if sent == 0 {
         0.0
@@ -482,6 +514,7 @@ pub fn report(calls: &[Call], as_json: bool) -> String {
                 "beyondStoreOverDirectMs": c.beyond_store_over_direct_ms(),
             })).collect::<Vec<_>>(),
             "total": {"calls": calls.len(), "sentTokens": sent, "forwardedTokens": forwarded, "forwardedPercent": share,
+                      "factsNeeded": needed, "factsInUpstreamPrompt": reached,
                       "addedMsP50": t.added.p50, "addedMsP99": t.added.p99,
                       "beyondStoreMsP50": t.beyond_store.p50, "beyondStoreMsP99": t.beyond_store.p99,
                       "directMsP50": t.direct.p50, "directMsP99": t.direct.p99,
@@ -515,6 +548,7 @@ pub fn report(calls: &[Call], as_json: bool) -> String {
     }
     out.push_str(&format!(
         "\n{} calls: the client sent {sent} tokens, the upstream got {forwarded} ({share:.1}%)\n\
+         facts the questions need in what the upstream got: {reached} of {needed}\n\
          time the proxy added (its wait less the upstream's own time): p50 {:.2} ms, p99 {:.2} ms; \
          beyond the store's work (ingest, assembly, recording): p50 {:.2} ms, p99 {:.2} ms\n\
          a direct call (the same request straight to the upstream, its wait less the upstream's own time): \
