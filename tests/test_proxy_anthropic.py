@@ -628,3 +628,51 @@ def test_after_a_restart_a_new_sub_agent_is_still_a_child_call(store, upstream):
     assert sub != main
     state = proxylib.shown_prompt(store, sub, "p1")["state"]
     assert (state["call"]["depth"], state["call"].get("parentSessionId")) == (1, main), state
+
+
+# ------------------------------------------------------------ streams that do not end as streams end
+
+@pytest.mark.parametrize("how", ["mid_event", "no_end", "close"])
+def test_a_cut_stream_raises_and_its_retry_continues_the_session(proxy, upstream, store, how):
+    """An upstream stream that stops before `message_stop` reaches the client as an `error` event the
+    SDK raises, never as a finished message; nothing of it is stored, so the client's retry of the
+    same request continues the session instead of forking it."""
+    marker = "CUTSHORT-" + secrets.token_hex(6)
+    upstream.push(Turn(text="Noted."), proxylib.Cut(text=marker, how=how), Turn(text="The whole answer."))
+    an = client(proxy)
+    history = [{"role": "user", "content": "Plan the parser."}]
+    first = an.messages.with_raw_response.create(model=MODEL, max_tokens=100, system=SYSTEM, messages=history)
+    session, _ = reply_ids(first.headers)
+    history += [{"role": "assistant", "content": "Noted."}, {"role": "user", "content": "Now write it."}]
+    with pytest.raises(anthropic.APIError):
+        with an.messages.stream(model=MODEL, max_tokens=100, system=SYSTEM, messages=history) as s:
+            s.get_final_message()
+    assert proxylib.files_containing(store.parent, marker.encode()) == []
+
+    with an.messages.with_streaming_response.create(model=MODEL, max_tokens=100, system=SYSTEM, stream=True,
+                                                    messages=history) as raw:
+        assert reply_ids(raw.headers)[0] == session, "the retry continues the session"
+        events = [json.loads(line[5:]) for line in raw.iter_lines() if line.startswith("data:")]
+    assert "".join(e["delta"].get("text", "") for e in events if e["type"] == "content_block_delta") \
+        == "The whole answer."
+    assert proxylib.sessions(store).count("s-") == 1, proxylib.sessions(store)
+
+
+def test_a_whole_reply_to_a_streamed_request_reaches_the_client_as_a_stream(proxy, upstream, store):
+    """An upstream that answers a streamed request with its whole JSON message: the client gets it
+    as the API's events (the SDK's stream helper puts the message together) and it is stored."""
+    upstream.push(Turn(text="Writing it whole.", thinking="A short plan.",
+                       tool_calls=[ToolCall("toolu_w1", "write_file", {"path": "a.txt", "content": "A"})],
+                       input_tokens=21, output_tokens=4, whole=True))
+    with client(proxy).messages.stream(model=MODEL, max_tokens=100, system=SYSTEM, tools=[WRITE],
+                                       messages=[{"role": "user", "content": "Write a.txt"}]) as s:
+        final = s.get_final_message()
+        session, _ = reply_ids(s.response.headers)
+    assert [b.type for b in final.content] == ["thinking", "text", "tool_use"]
+    assert final.content[0].signature == "sig-EqQBCgIYAhIM"
+    assert final.content[1].text == "Writing it whole."
+    assert final.content[2].id == "toolu_w1" and final.content[2].input == {"path": "a.txt", "content": "A"}
+    assert final.stop_reason == "tool_use"
+    assert (final.usage.input_tokens, final.usage.output_tokens) == (21, 4)
+    stored = proxylib.recorded_exchange(store, session)
+    assert "Writing it whole." in stored and "write_file" in stored, stored

@@ -513,6 +513,24 @@ def test_unknown_path_is_forwarded_with_the_clients_headers(proxy, upstream):
     assert status == 404 and json.loads(body)["error"]["code"] == "not_found", "the upstream's status and body"
 
 
+def test_headers_the_clients_connection_header_names_stay_on_its_hop(proxy, upstream):
+    """Hop-by-hop headers (RFC 9110 §7.6.1): the standard set and every header named in the
+    client's `Connection` header are not forwarded; end-to-end ones are."""
+    upstream.push(Turn(text="one hop"))
+    conn = http.client.HTTPConnection(proxy.host_port, timeout=30)
+    conn.request("POST", "/v1/chat/completions",
+                 json.dumps({"model": MODEL, "messages": [{"role": "user", "content": "hi"}]}),
+                 {"content-type": "application/json", "authorization": f"Bearer {KEY}",
+                  "connection": "keep-alive, X-Hop-Secret", "x-hop-secret": "this hop only",
+                  "keep-alive": "timeout=5", "x-end-to-end": "kept"})
+    resp = conn.getresponse()
+    assert resp.status == 200 and json.loads(resp.read())["choices"][0]["message"]["content"] == "one hop"
+    conn.close()
+    [sent] = upstream.model_calls()
+    assert "x-hop-secret" not in sent.headers and "keep-alive" not in sent.headers, sent.headers
+    assert sent.headers["x-end-to-end"] == "kept"
+
+
 def test_paths_without_v1_are_accepted(proxy, upstream):
     upstream.push(Turn(text="no prefix"))
     oa = openai.OpenAI(base_url=proxy.url, api_key=KEY, max_retries=0)
@@ -586,3 +604,45 @@ def test_token_is_required_when_given(store, upstream):
         reply = client(p, default_headers={"x-ctxproxy-token": token}).chat.completions.create(
             model=MODEL, messages=[{"role": "user", "content": "hi"}])
         assert reply.choices[0].message.content == "let in"
+
+
+# ------------------------------------------------------------ streams that do not end as streams end
+
+@pytest.mark.parametrize("how", ["mid_event", "no_end", "close"])
+def test_a_cut_stream_raises_and_its_retry_continues_the_session(proxy, upstream, store, how):
+    """An upstream stream that stops before `[DONE]` reaches the client as an error the SDK raises,
+    never as a finished reply; nothing of it is stored, so the client's retry of the same request
+    continues the session instead of forking it."""
+    marker = "CUTSHORT-" + secrets.token_hex(6)
+    upstream.push(Turn(text="Noted."), proxylib.Cut(text=marker, how=how), Turn(text="The whole answer."))
+    oa = client(proxy)
+    history = [{"role": "system", "content": SYSTEM}, {"role": "user", "content": "Plan the parser."}]
+    first = oa.chat.completions.with_raw_response.create(model=MODEL, messages=history)
+    session, _ = reply_ids(first)
+    history += [{"role": "assistant", "content": "Noted."}, {"role": "user", "content": "Now write it."}]
+    with pytest.raises(openai.APIError):
+        collect(oa.chat.completions.create(model=MODEL, stream=True, messages=history))
+    assert proxylib.files_containing(store.parent, marker.encode()) == []
+
+    raw = oa.chat.completions.with_raw_response.create(model=MODEL, stream=True, messages=history)
+    assert collect(raw.parse())["text"] == "The whole answer."
+    assert reply_ids(raw)[0] == session, "the retry continues the session"
+    assert proxylib.sessions(store).count("s-") == 1, proxylib.sessions(store)
+
+
+def test_a_whole_reply_to_a_streamed_request_reaches_the_client_as_a_stream(proxy, upstream, store):
+    """An upstream that answers a streamed request with its whole JSON reply: the client gets that
+    reply as the API's stream (text, tool call, finish reason, usage) and the reply is stored."""
+    upstream.push(Turn(text="Reading it whole.", tool_calls=[ToolCall("call_w1", "read_file", {"path": "a.rs"})],
+                       input_tokens=21, output_tokens=4, whole=True))
+    raw = client(proxy).chat.completions.with_raw_response.create(
+        model=MODEL, stream=True, stream_options={"include_usage": True}, tools=[READ_FILE],
+        messages=[{"role": "system", "content": SYSTEM}, {"role": "user", "content": "Read a.rs"}])
+    session, _ = reply_ids(raw)
+    got = collect(raw.parse())
+    assert got["text"] == "Reading it whole."
+    assert got["calls"] == [{"id": "call_w1", "name": "read_file", "arguments": '{"path": "a.rs"}'}]
+    assert got["finishes"] == ["tool_calls"]
+    assert (got["usage"].prompt_tokens, got["usage"].completion_tokens) == (21, 4)
+    stored = proxylib.recorded_exchange(store, session)
+    assert "Reading it whole." in stored and "read_file" in stored, stored
