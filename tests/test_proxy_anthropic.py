@@ -676,3 +676,84 @@ def test_a_whole_reply_to_a_streamed_request_reaches_the_client_as_a_stream(prox
     assert (final.usage.input_tokens, final.usage.output_tokens) == (21, 4)
     stored = proxylib.recorded_exchange(store, session)
     assert "Writing it whole." in stored and "write_file" in stored, stored
+
+
+# ------------------------------------------------------------ the whole shape, as sent
+
+def texts(messages: list[dict]) -> list[tuple[str, list[str]]]:
+    """Each message's role and texts (a string content, or each text block's text)."""
+    return [(m["role"], [m["content"]] if isinstance(m["content"], str)
+             else [b.get("text", "") for b in m["content"] if b.get("type") == "text"]) for m in messages]
+
+
+def test_a_session_sent_whole_is_forwarded_byte_for_byte(store, upstream):
+    """While a session is sent whole, each message reaches the upstream exactly as the client sent
+    it: leading whitespace kept, no newline added, a prefill `{` as it is."""
+    upstream.push(Turn(text="  Indented answer."), Turn(text='"ok": true}'))
+    history = [{"role": "user", "content": "  Two spaces first, no newline last"}]
+    with proxylib.Proxy(store, upstream.url, upstream.url, config=None) as p:
+        an = client(p)
+        an.messages.create(model=MODEL, max_tokens=50, system=SYSTEM, messages=history)
+        history += [{"role": "assistant", "content": [{"type": "text", "text": "  Indented answer."}]},
+                    {"role": "user", "content": [{"type": "text", "text": "\tA tab first.\n\n"}]},
+                    {"role": "assistant", "content": "{"}]
+        an.messages.create(model=MODEL, max_tokens=50, system=SYSTEM, messages=history)
+    first, second = upstream.model_calls()
+    assert "tools" not in second.json, "the session is still sent whole"
+    assert texts(first.json["messages"]) == texts(history[:1])
+    assert texts(second.json["messages"]) == texts(history)
+
+
+def test_a_session_sent_whole_stays_whole_after_a_restart(store, upstream):
+    """The choice between the whole history and the layers survives a restart on the same store:
+    a short session sent whole goes on being sent whole, without the context tools."""
+    upstream.push(Turn(text="Noted."), Turn(text="47113."))
+    history = [{"role": "user", "content": "Remember: the staging port is 47113."}]
+    with proxylib.Proxy(store, upstream.url, upstream.url, config=None) as p:
+        client(p).messages.create(model=MODEL, max_tokens=50, system=SYSTEM, messages=history)
+    history += [{"role": "assistant", "content": [{"type": "text", "text": "Noted."}]},
+                {"role": "user", "content": "Which port?"}]
+    with proxylib.Proxy(store, upstream.url, upstream.url, config=None) as p:
+        client(p).messages.create(model=MODEL, max_tokens=50, system=SYSTEM, messages=history)
+    first, second = upstream.model_calls()
+    assert "tools" not in first.json and "tools" not in second.json, second.json.get("tools")
+    assert texts(second.json["messages"]) == texts(history)
+    assert proxylib.sessions(store).count("s-") == 1, proxylib.sessions(store)
+
+
+# ------------------------------------------------------------ secrets, forwarding side
+
+AWS_ID = "AKIA" + "Q3EGRZ7TYXNV4K2M"
+AWS_SECRET = "wJalrXUtnFEMI/K7MDENG/bPxRfiCY" + "Q3EGRZ7TYX"
+SECRET_SYSTEM = f"{SYSTEM} Deploy with AWS_ACCESS_KEY_ID={AWS_ID} aws_secret_access_key = {AWS_SECRET}"
+
+
+@pytest.mark.parametrize("whole", [True, False])
+def test_secrets_in_the_system_prompt_are_masked_upstream_and_in_the_record(store, upstream, whole):
+    """What ctxproxy forwards is masked as what it stores is: the system prompt included, in the
+    whole shape and the layered one, and the prompt record keeps the masked text."""
+    upstream.push(Turn(text="Deployed."))
+    config = None if whole else proxylib.LAYERED
+    with proxylib.Proxy(store, upstream.url, upstream.url, config=config) as p:
+        raw = client(p).messages.with_raw_response.create(
+            model=MODEL, max_tokens=50, system=[{"type": "text", "text": SECRET_SYSTEM}],
+            messages=[{"role": "user", "content": f"My key id is {AWS_ID}; deploy."}])
+        session, prompt = reply_ids(raw.headers)
+    [sent] = upstream.model_calls()
+    assert ("tools" not in sent.json) == whole
+    for secret in (AWS_ID, AWS_SECRET):
+        assert secret not in sent.body.decode(), "forwarded unmasked"
+        assert proxylib.files_containing(store.parent, secret.encode()) == []
+    assert "[secret:aws-access-key]" in system_text(sent.json)
+    assert "[secret:aws-secret-key]" in system_text(sent.json)
+    shown = proxylib.shown_prompt(store, session, prompt)
+    assert AWS_ID not in json.dumps(shown) and "[secret:aws-access-key]" in shown["system"]
+
+
+def test_with_redact_secrets_off_the_system_prompt_is_forwarded_as_sent(store, upstream):
+    upstream.push(Turn(text="Deployed."))
+    with proxylib.Proxy(store, upstream.url, upstream.url, config={"redactSecrets": False}) as p:
+        client(p).messages.create(model=MODEL, max_tokens=50, system=SECRET_SYSTEM,
+                                  messages=[{"role": "user", "content": "Deploy."}])
+    [sent] = upstream.model_calls()
+    assert system_text(sent.json) == SECRET_SYSTEM

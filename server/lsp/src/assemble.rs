@@ -28,6 +28,21 @@ use crate::state;
 #[derive(Default)]
 pub struct LastPrompts(Mutex<HashMap<String, PackedPrompt>>);
 
+impl LastPrompts {
+    /// Whether this process assembled (and recorded) a prompt of `session`.
+    pub fn remembers(&self, session: &str) -> bool {
+        self.0
+            .lock()
+            .expect("last prompts lock")
+            .contains_key(session)
+    }
+}
+
+/// Whether a prompt record has the whole shape (`packer::Shape::Whole`).
+pub fn is_whole(record: &AssembleResult) -> bool {
+    record.shape == "whole"
+}
+
 #[derive(Clone, Debug)]
 pub struct Request {
     pub budget: u32,
@@ -80,12 +95,17 @@ impl Request {
 }
 
 /// Packs and formats one prompt; runs on the store's writer thread.
+/// `whole_so_far`: whether the session's newest prompt record has the
+/// whole shape, or it has none; what decides whether this prompt may be
+/// whole when `last` does not hold the previous prompt (the first prompt
+/// after a restart, a preview).
 pub fn run(
     id: PromptId,
     view: &SessionView,
     req: &Request,
     caps: &LayerCaps,
     last: &LastPrompts,
+    whole_so_far: bool,
 ) -> Result<AssembledPrompt<AssembleResult>, ServiceError> {
     let enc = req.encoding;
     let system = req.system.as_ref().map(|s| Counted {
@@ -115,7 +135,7 @@ pub fn run(
         tools_tokens: tools_tokens(enc),
         iteration: id.0,
         calls: req.calls.clone(),
-        whole_allowed: req.whole_history && packer::whole_allowed(earlier, id.0 == 1),
+        whole_allowed: req.whole_history && packer::whole_allowed(earlier, whole_so_far),
     };
     let packed = packer::pack(view, &pack_request, caps).map_err(|e| match e {
         PackError::BudgetTooSmall { .. } => ServiceError::BudgetTooSmall(e.to_string()),

@@ -295,16 +295,38 @@ impl Service {
         if let Some(input) = &request.input {
             self.check_payload(std::slice::from_ref(input), "input")?;
         }
+        // The store is asked only when `last` lacks the previous prompt.
+        let whole_so_far = !last.remembers(session_id) && self.whole_so_far(session_id).await;
         let session = session_id.to_string();
         let encoding = request.encoding;
         assemble::flatten(
             settle(self.store.write(move |w| {
                 w.assemble(&session, encoding, keep, move |id, view, caps| {
-                    assemble::run(id, view, &request, caps, &last)
+                    assemble::run(id, view, &request, caps, &last, whole_so_far)
                 })
             }))
             .await,
         )
+    }
+
+    /// Whether the session has no prompt yet or its newest prompt record
+    /// has the whole shape: the shape a session keeps across restarts
+    /// (`packer::whole_allowed`). An unreadable record keeps the layers.
+    async fn whole_so_far(&self, session_id: &str) -> bool {
+        let session = session_id.to_string();
+        let newest = self
+            .store
+            .read(move |r| match r.session(&session)?.prompts {
+                0 => Ok(None),
+                n => r.prompt(&session, PromptId(n)).map(Some),
+            })
+            .await;
+        match newest {
+            Ok(None) => true,
+            Ok(Some(record)) => assemble::read_record(&record, self.store.db_path())
+                .is_ok_and(|prompt| assemble::is_whole(&prompt)),
+            Err(_) => false,
+        }
     }
 
     /// Whether `state` differs (`state::differs`) from the state of the

@@ -10,6 +10,7 @@ mod api;
 mod context_tools;
 mod histories;
 mod history;
+mod mask;
 mod openai;
 mod receive;
 #[cfg(test)]
@@ -323,13 +324,23 @@ impl Incoming {
         format: crate::format::Format,
         input: Option<ctxproxy_core::message::Message>,
     ) -> assemble::Request {
+        // Recorded as they are forwarded: masked (`mask`).
+        let redact = config.redact_secrets;
         assemble::Request {
             budget: self.budget.unwrap_or(config.budget),
             encoding: config.encoding,
             order: config.order,
             format,
-            system: Some(self.read.system.clone()).filter(|s| !s.is_empty()),
-            input,
+            system: Some(&self.read.system)
+                .filter(|s| !s.is_empty())
+                .map(|s| match redact {
+                    true => mask::system_text(s),
+                    false => s.clone(),
+                }),
+            input: input.map(|m| match redact {
+                true => ctxproxy_core::secrets::mask_message(m),
+                false => m,
+            }),
             calls: config.calls.clone(),
             whole_history: config.whole_history,
         }
@@ -418,10 +429,11 @@ async fn model<A: Api>(State(proxy): State<Arc<Proxy>>, request: Request) -> Res
             Err(e) => return service_error::<A>(e),
         };
         timing.push(("assemble", started.elapsed()));
-        (
-            A::upstream_body(incoming.read.client_body(), prompt.prompt, &turn.session),
-            Some(prompt.prompt_id),
-        )
+        let prompt_id = prompt.prompt_id.clone();
+        match forwarded_body::<A>(&proxy, &incoming.read, prompt, &turn.session) {
+            Ok(body) => (body, Some(prompt_id)),
+            Err(e) => return not_json::<A>(&e),
+        }
     };
     let stream = incoming.read.stream;
     let url = incoming.url.clone();
@@ -444,6 +456,27 @@ async fn model<A: Api>(State(proxy): State<Arc<Proxy>>, request: Request) -> Res
     } else {
         rounds::whole::<A>(exchange).await
     }
+}
+
+/// The body to forward for an assembled prompt: the client's body around
+/// it (`Api::upstream_body`), the client's messages as it sent them when
+/// the prompt has the whole shape, masked as the store masks what it keeps
+/// (unless `redactSecrets` is off).
+fn forwarded_body<A: Api>(
+    proxy: &Proxy,
+    read: &history::Read,
+    assembled: crate::protocol::AssembleResult,
+    session: &str,
+) -> Result<Value, serde_json::Error> {
+    let mut prompt = assembled.prompt;
+    if assembled.shape == "whole" {
+        prompt.messages = read.history.sent_messages()?;
+    }
+    let mut body = A::upstream_body(read.client_body(), prompt, session);
+    if proxy.service.config().redact_secrets {
+        mask::mask_forwarded(&mut body);
+    }
+    Ok(body)
 }
 
 /// `POST /v1/messages/count_tokens`: the upstream counts what would be
@@ -476,12 +509,13 @@ async fn count_tokens(State(proxy): State<Arc<Proxy>>, request: Request) -> Resp
         },
         Some((session, input)) => {
             let request = incoming.assemble_request(&service.config(), A::FORMAT, Some(input));
-            match service.preview_request(&session, request).await {
-                Ok(prompt) => (
-                    A::upstream_body(incoming.read.client_body(), prompt.prompt, &session),
-                    our_headers(&session, None),
-                ),
+            let prompt = match service.preview_request(&session, request).await {
+                Ok(prompt) => prompt,
                 Err(e) => return service_error::<A>(e),
+            };
+            match forwarded_body::<A>(&proxy, &incoming.read, prompt, &session) {
+                Ok(body) => (body, our_headers(&session, None)),
+                Err(e) => return not_json::<A>(&e),
             }
         }
     };
