@@ -386,6 +386,37 @@ def test_a_tool_result_larger_than_the_budget_reaches_the_model_as_its_digest(pr
     assert "b3:" in shown and len(shown) < len(big) / 10, shown[:300]
 
 
+def test_a_stored_output_is_retrieved_only_by_its_own_session(proxy, upstream):
+    """A session's `context_retrieve` reaches what its own lineage stored: another session's
+    `b3:` id, even known, is an unknown id to it."""
+    upstream.push(Turn(text="read it"))
+    big = "".join(f"line {i}: owner_value_{i:05d} = compute(alpha_{i})\n" for i in range(3000))
+    oa = client(proxy)
+    oa.chat.completions.create(model=MODEL, tools=[READ_FILE], extra_headers={"x-ctxproxy-session": "owner"},
+                               messages=[{"role": "user", "content": "Read big.py."},
+                                         {"role": "assistant", "content": None, "tool_calls": [{
+                                             "id": "call_big", "type": "function",
+                                             "function": {"name": "read_file", "arguments": '{"path": "big.py"}'}}]},
+                                         {"role": "tool", "tool_call_id": "call_big", "content": big}])
+    blob = re.search(r"b3:[0-9a-f]+", json.dumps(upstream.model_calls()[0].json["messages"])).group(0)
+
+    def retrieve_it(rec):
+        return Turn(tool_calls=[ToolCall("call_steal", "context_retrieve", {"ids": [blob]})])
+
+    def answer(rec):
+        result = rec.json["messages"][-1]
+        assert result["role"] == "tool" and result["tool_call_id"] == "call_steal", result
+        assert "owner_value_00001" not in result["content"], "another session's output was retrieved"
+        assert "unknown id" in result["content"], result["content"]
+        return Turn(text="not mine")
+
+    upstream.push(retrieve_it, answer)
+    reply = oa.chat.completions.create(model=MODEL, extra_headers={"x-ctxproxy-session": "stranger"},
+                                       messages=[{"role": "user", "content": f"What does {blob} hold?"}])
+    assert not upstream.script_errors, upstream.script_errors
+    assert reply.choices[0].message.content == "not mine"
+
+
 # ----------------------------------------------------------------- errors
 
 def test_malformed_body_is_a_400_in_openai_shape(proxy, upstream):

@@ -788,7 +788,7 @@ fn retrieve_one(
             Ok(("message", "full".into(), body, details))
         }
         ItemId::Blob(hex) => {
-            let b = r.blob(&hex)?;
+            let b = r.session_blob(session, &hex)?;
             Ok((
                 "blob",
                 "full".into(),
