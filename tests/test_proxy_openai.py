@@ -11,6 +11,7 @@ import http.client
 import json
 import re
 import secrets
+import signal
 import socket
 import threading
 import time
@@ -677,3 +678,86 @@ def test_a_whole_reply_to_a_streamed_request_reaches_the_client_as_a_stream(prox
     assert (got["usage"].prompt_tokens, got["usage"].completion_tokens) == (21, 4)
     stored = proxylib.recorded_exchange(store, session)
     assert "Reading it whole." in stored and "read_file" in stored, stored
+
+
+# ------------------------------------------------------------ timeouts
+
+def test_a_client_sending_its_headers_a_byte_at_a_time_is_cut_off(store, upstream):
+    """`--header-timeout`: a client that trickles its request's headers is disconnected, even with
+    a token required (its token is never read)."""
+    with proxylib.Proxy(store, upstream.url, upstream.url, extra=["--token", "t0k", "--header-timeout", "1"]) as p:
+        host, port = p.host_port.split(":")
+        sock = socket.create_connection((host, int(port)), timeout=30)
+        request = b"POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nX-Padding: " + b"a" * 10_000
+        cut_off_after = None
+        for sent, byte in enumerate(request):
+            try:
+                sock.sendall(bytes([byte]))
+            except OSError:
+                cut_off_after = sent
+                break
+            time.sleep(0.01)
+        sock.close()
+        assert cut_off_after is not None, "the connection stayed open through 100 s of trickled headers"
+        assert cut_off_after < len(request)
+
+
+def test_a_body_slower_than_the_body_timeout_is_a_408(store, upstream):
+    with proxylib.Proxy(store, upstream.url, upstream.url, extra=["--body-timeout", "1"]) as p:
+        conn = http.client.HTTPConnection(p.host_port, timeout=30)
+        conn.putrequest("POST", "/v1/chat/completions")
+        conn.putheader("content-type", "application/json")
+        conn.putheader("authorization", f"Bearer {KEY}")
+        conn.putheader("content-length", "100000")
+        conn.endheaders()
+        conn.sock.settimeout(0.2)
+        status = None
+        for _ in range(1000):  # a byte every ~0.2 s at most, never the whole body
+            try:
+                conn.sock.sendall(b" ")
+                reply = conn.sock.recv(65536)
+            except socket.timeout:
+                continue
+            except OSError:
+                break
+            status = reply.split(b"\r\n", 1)[0]
+            body = reply.split(b"\r\n\r\n", 1)[1]
+            break
+        conn.close()
+    assert status is not None and b" 408 " in status, status
+    assert json.loads(body)["error"]["param"] == "body", body
+    assert upstream.model_calls() == []
+
+
+def test_an_upstream_silent_longer_than_its_idle_timeout_is_an_error_the_sdk_raises(store, upstream):
+    upstream.push(proxylib.Stall(text="Starting to answer", every=60, timeout=60))
+    with proxylib.Proxy(store, upstream.url, upstream.url, extra=["--upstream-idle-timeout", "1"]) as p:
+        with pytest.raises(openai.APIError) as e:
+            collect(client(p).chat.completions.create(
+                model=MODEL, stream=True, messages=[{"role": "user", "content": "Answer slowly."}]))
+    assert "upstream" in str(e.value).lower(), e.value
+    assert proxylib.files_containing(store.parent, b"Starting to answer") == []
+
+
+def test_sigterm_with_a_hung_upstream_exits_by_its_deadline_and_stores_nothing(store, upstream):
+    """`--shutdown-timeout`: the requests in flight get that long to finish; a stream the upstream
+    never ends is cancelled then, and nothing of its turn is stored."""
+    marker = "HUNG-" + secrets.token_hex(6)
+    upstream.push(proxylib.Stall(text=marker, every=60, timeout=60))
+    p = proxylib.Proxy(store, upstream.url, upstream.url, extra=["--shutdown-timeout", "1"])
+    with p:
+        body = json.dumps({"model": MODEL, "stream": True,
+                           "messages": [{"role": "user", "content": "Stream me something."}]})
+        conn = http.client.HTTPConnection(p.host_port, timeout=30)
+        conn.request("POST", "/v1/chat/completions", body,
+                     {"content-type": "application/json", "authorization": f"Bearer {KEY}"})
+        resp = conn.getresponse()
+        seen = b""
+        while marker[:7].encode() not in seen:
+            seen += resp.read1(4096)
+        p.proc.send_signal(signal.SIGTERM)
+        code = p.proc.wait(30)  # far beyond the deadline: a proxy that waits for the upstream fails here
+        conn.close()
+    assert code == 0, p.stderr
+    assert "cancelled" in p.stderr, p.stderr
+    assert proxylib.files_containing(store.parent, marker.encode()) == []

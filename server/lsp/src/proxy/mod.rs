@@ -10,6 +10,7 @@ mod api;
 mod context_tools;
 mod histories;
 mod history;
+mod listen;
 mod mask;
 mod openai;
 mod receive;
@@ -61,6 +62,46 @@ pub struct Args {
     /// Require `x-ctxproxy-token: T` on every request; needed to listen beyond loopback.
     #[arg(long, value_name = "T")]
     token: Option<String>,
+    #[command(flatten)]
+    timeouts: Timeouts,
+}
+
+/// How long the proxy waits on its clients and its upstream, in seconds
+/// (fractions allowed); docs/PROXY.md lists them.
+#[derive(clap::Args, Clone, Copy, Debug)]
+pub struct Timeouts {
+    /// Seconds a client has to send a request's headers (the connection is closed after).
+    #[arg(long = "header-timeout", value_name = "SECS", default_value = "10", value_parser = seconds)]
+    pub header: Duration,
+    /// Seconds a client has to send a request's body, once its headers are read (a 408 after).
+    #[arg(long = "body-timeout", value_name = "SECS", default_value = "60", value_parser = seconds)]
+    pub body: Duration,
+    /// Seconds the upstream may go without sending a byte before the request fails.
+    #[arg(long = "upstream-idle-timeout", value_name = "SECS", default_value = "300", value_parser = seconds)]
+    pub upstream_idle: Duration,
+    /// Seconds a shutdown (SIGTERM, Ctrl-C) lets the requests in flight finish before it cancels them.
+    #[arg(long = "shutdown-timeout", value_name = "SECS", default_value = "10", value_parser = seconds)]
+    pub shutdown: Duration,
+}
+
+impl Default for Timeouts {
+    /// The command line's defaults, stated once, in the attributes above.
+    fn default() -> Timeouts {
+        #[derive(clap::Parser)]
+        struct Only {
+            #[command(flatten)]
+            timeouts: Timeouts,
+        }
+        <Only as clap::Parser>::parse_from(["ctxproxy"]).timeouts
+    }
+}
+
+fn seconds(text: &str) -> Result<Duration, String> {
+    text.parse::<f64>()
+        .ok()
+        .filter(|s| s.is_finite() && *s > 0.0)
+        .map(Duration::from_secs_f64)
+        .ok_or_else(|| format!("expected a positive number of seconds, got {text:?}"))
 }
 
 /// Everything a handler needs; one per proxy.
@@ -71,6 +112,8 @@ pub struct Proxy {
     sessions: session::Sessions,
     histories: histories::Histories,
     token: Option<String>,
+    /// `Timeouts::body`.
+    body_timeout: Duration,
 }
 
 pub async fn serve(args: Args) -> anyhow::Result<()> {
@@ -103,19 +146,35 @@ pub async fn serve(args: Args) -> anyhow::Result<()> {
             openai: args.openai_upstream,
             anthropic: args.anthropic_upstream,
         },
-        client: upstream::Client::new().context("building the HTTP client")?,
+        client: upstream::Client::new(args.timeouts.upstream_idle)
+            .context("building the HTTP client")?,
         sessions: session::Sessions::default(),
         histories: histories::Histories::default(),
         token: args.token,
+        body_timeout: args.timeouts.body,
     });
     let listener = tokio::net::TcpListener::bind(args.listen)
         .await
         .with_context(|| format!("listening on {}", args.listen))?;
     let addr = listener.local_addr()?;
     eprintln!("ctxproxy proxy listening on http://{addr}");
-    axum::serve(listener, router(proxy.clone()))
-        .with_graceful_shutdown(shutdown_signal())
-        .await?;
+    let deadlines = listen::Deadlines {
+        headers: args.timeouts.header,
+        shutdown: args.timeouts.shutdown,
+    };
+    let cancelled = listen::serve(
+        listener,
+        router(proxy.clone()),
+        deadlines,
+        shutdown_signal(),
+    )
+    .await;
+    if cancelled > 0 {
+        eprintln!(
+            "ctxproxy proxy: {cancelled} connection(s) still busy after {:?}: cancelled, nothing recorded for their turns",
+            deadlines.shutdown
+        );
+    }
     proxy.service.store().checkpoint().await?;
     Ok(())
 }
@@ -164,6 +223,16 @@ fn not_json<A: Api>(e: &serde_json::Error) -> Response {
         StatusCode::BAD_REQUEST,
         ErrorKind::InvalidRequest,
         &format!("body: not JSON: {e}"),
+        Some("body"),
+    )
+}
+
+/// A 408: the body did not arrive within `--body-timeout`.
+fn body_too_slow<A: Api>(timeout: Duration) -> Response {
+    error::<A>(
+        StatusCode::REQUEST_TIMEOUT,
+        ErrorKind::InvalidRequest,
+        &format!("body: not received within {timeout:?} (--body-timeout)"),
         Some("body"),
     )
 }
@@ -268,15 +337,17 @@ async fn read_request<A: Api>(proxy: &Proxy, request: Request) -> Result<Incomin
     let expected = header_str(&headers, "content-length")
         .and_then(|n| n.parse().ok())
         .unwrap_or(0);
-    let received = receive::receive(
+    let receiving = receive::receive(
         body,
         &proxy.histories,
         A::FORMAT,
         history_key.as_deref(),
         expected,
-    )
-    .await
-    .map_err(|e| bad(&format!("body: {e}"), "body"))?;
+    );
+    let received = tokio::time::timeout(proxy.body_timeout, receiving)
+        .await
+        .map_err(|_| body_too_slow::<A>(proxy.body_timeout))?
+        .map_err(|e| bad(&format!("body: {e}"), "body"))?;
     let (read, _resumed) = received.read::<A>();
     let read = read.map_err(|b| bad(&b.message, &b.param))?;
     let budget = match header_str(&headers, "x-ctxproxy-budget").map(str::parse::<u32>) {
@@ -554,9 +625,15 @@ async fn passthrough(State(proxy): State<Arc<Proxy>>, request: Request) -> Respo
         .path_and_query()
         .map_or_else(|| parts.uri.path().to_string(), |p| p.as_str().to_string());
     let url = proxy.upstreams.url_for(&path);
-    let bytes: Bytes = match axum::body::to_bytes(body, usize::MAX).await {
-        Ok(b) => b,
-        Err(e) => return (StatusCode::BAD_REQUEST, format!("body: {e}")).into_response(),
+    let bytes: Bytes = match tokio::time::timeout(
+        proxy.body_timeout,
+        axum::body::to_bytes(body, usize::MAX),
+    )
+    .await
+    {
+        Ok(Ok(b)) => b,
+        Ok(Err(e)) => return (StatusCode::BAD_REQUEST, format!("body: {e}")).into_response(),
+        Err(_) => return body_too_slow::<openai::OpenAi>(proxy.body_timeout),
     };
     let headers = upstream::request_headers(&parts.headers, false);
     match proxy.client.send(parts.method, &url, headers, bytes).await {

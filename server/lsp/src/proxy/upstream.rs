@@ -3,6 +3,8 @@
 //! such as `openai-project`), and the reqwest client that calls them.
 
 use axum::http::header::{CONNECTION, CONTENT_TYPE};
+use std::time::Duration;
+
 use axum::http::{HeaderMap, Method};
 use bytes::Bytes;
 
@@ -123,13 +125,16 @@ pub struct Client {
 }
 
 impl Client {
-    pub fn new() -> Result<Client, reqwest::Error> {
+    /// `idle`: how long the upstream may go without sending a byte (for
+    /// its status, or within its body) before the request fails.
+    pub fn new(idle: Duration) -> Result<Client, reqwest::Error> {
         // reqwest is built without a crypto provider (aws-lc-rs needs cmake
         // and nasm); ring is installed here, once.
         let _ = rustls::crypto::ring::default_provider().install_default();
         Ok(Client {
             http: reqwest::Client::builder()
-                .connect_timeout(std::time::Duration::from_secs(30))
+                .connect_timeout(Duration::from_secs(30))
+                .read_timeout(idle)
                 .build()?,
         })
     }
