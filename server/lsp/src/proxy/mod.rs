@@ -437,6 +437,22 @@ impl Incoming {
     }
 }
 
+/// A body from this size on is large: once it is read, its new messages
+/// stored and its prompt assembled, the memory that took is given back.
+const LARGE_BODY: usize = 1 << 20;
+
+/// Hands the allocator's free memory back to the system. glibc's malloc
+/// keeps what a large request freed (the parsed body, the store's batches,
+/// spread over the arenas of the threads that made them) for the process's
+/// lifetime; `malloc_trim` releases the free pages of every arena.
+fn give_memory_back() {
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    tokio::task::spawn_blocking(|| {
+        // SAFETY: malloc_trim only walks the allocator's own free lists.
+        unsafe { libc::malloc_trim(0) };
+    });
+}
+
 /// `server-timing: match;dur=0.20, ingest;dur=0.41, assemble;dur=1.20`
 /// (milliseconds): where the time the proxy adds goes (finding the session
 /// and its new messages, then the store's work), for `replay --via-proxy`.
@@ -511,7 +527,12 @@ async fn model<A: Api>(State(proxy): State<Arc<Proxy>>, request: Request) -> Res
     let headers = upstream::request_headers(&incoming.headers, true);
     // From here on only the body's other fields are needed (the stream
     // splicer's options); the history is kept for the next request.
+    let large = incoming.read.history.body().len() >= LARGE_BODY;
     let client_options = incoming.keep_history::<A>(&proxy);
+    if large {
+        // What reading, storing and assembling it took is freed by now.
+        give_memory_back();
+    }
     let exchange = rounds::Exchange {
         proxy: proxy.clone(),
         url,
