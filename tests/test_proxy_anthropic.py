@@ -757,3 +757,49 @@ def test_with_redact_secrets_off_the_system_prompt_is_forwarded_as_sent(store, u
                                   messages=[{"role": "user", "content": "Deploy."}])
     [sent] = upstream.model_calls()
     assert system_text(sent.json) == SECRET_SYSTEM
+
+
+# ------------------------------------------------------------ what is sent is counted
+
+CLAUDE_CODE_SYSTEM = "You are Claude Code, Anthropic's CLI for coding. " + " ".join(
+    f"Rule {i}: keep each edit small, run the tests after it, and say what changed." for i in range(300))
+CLAUDE_CODE_TOOLS = [
+    {"name": f"tool_{i}", "description": f"Tool {i}: reads, edits or runs something in the workspace. " * 6,
+     "input_schema": {"type": "object", "required": ["path"], "properties": {
+         "path": {"type": "string", "description": "A workspace path."},
+         "limit": {"type": "integer", "description": "How many lines at most."}}}}
+    for i in range(20)]
+
+
+def test_the_clients_tool_definitions_are_counted_exactly_in_the_record(proxy, upstream, store):
+    """A Claude Code-shaped request (a long system prompt, 20 tools, a short history): the prompt
+    record counts the client's tool definitions as forwarded, with the real tokenizer, apart
+    (`clientToolsTokens`) and in its total, which is then everything sent."""
+    import bpe_openai
+    o200k = bpe_openai.get_encoding("o200k_base")
+    upstream.push(Turn(text="With tools."), Turn(text="Without tools."))
+    an = client(proxy)
+    messages = [{"role": "user", "content": "Fix the failing test in src/lib.rs."}]
+    records = []
+    for tools, session in ((CLAUDE_CODE_TOOLS, "with-tools"), (None, "without-tools")):
+        raw = an.messages.with_raw_response.create(
+            model=MODEL, max_tokens=50, system=CLAUDE_CODE_SYSTEM, messages=messages,
+            extra_headers={"x-ctxproxy-session": session}, **({"tools": tools} if tools else {}))
+        records.append(proxylib.shown_prompt(store, *reply_ids(raw.headers)))
+    with_tools, without_tools = records
+    sent = upstream.model_calls()[0].json
+    client_tools = [proxylib.without_cache_control(t) for t in sent["tools"]
+                    if t["name"] not in proxylib.CONTEXT_TOOLS]
+    assert [t["name"] for t in client_tools] == [t["name"] for t in CLAUDE_CODE_TOOLS]
+    forwarded = json.dumps(client_tools, separators=(",", ":"), sort_keys=True, ensure_ascii=False)
+    assert with_tools["clientToolsTokens"] == len(o200k.encode_ordinary(forwarded))
+    assert without_tools["clientToolsTokens"] == 0
+    assert with_tools["tokens"]["total"] == without_tools["tokens"]["total"] + with_tools["clientToolsTokens"], \
+        "the total is everything sent: the same request without the tools, plus them"
+    shown = proxylib.cli("show-prompt", *reply_ids_of(with_tools), store=store).stdout
+    assert f"{with_tools['tokens']['total']} tokens" in shown
+    assert f"client tools: {with_tools['clientToolsTokens']} tokens" in shown
+
+
+def reply_ids_of(record: dict) -> tuple[str, str]:
+    return record["sessionId"], record["promptId"]

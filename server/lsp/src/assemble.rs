@@ -54,6 +54,9 @@ pub struct Request {
     pub calls: CallLimits,
     /// `Config::whole_history`.
     pub whole_history: bool,
+    /// `AssembleResult::client_tools_tokens`: the client's tool
+    /// definitions, which the request sends besides the prompt.
+    pub client_tools_tokens: u32,
 }
 
 impl Request {
@@ -90,6 +93,7 @@ impl Request {
             input,
             calls: config.calls.clone(),
             whole_history: config.whole_history,
+            client_tools_tokens: 0,
         })
     }
 }
@@ -154,7 +158,7 @@ pub fn run(
         format: req.format.as_str().to_string(),
         order: req.order.as_str().to_string(),
         tokens: PromptTokens {
-            total: packed.total,
+            total: packed.total + req.client_tools_tokens,
             layers: packed
                 .layers
                 .iter()
@@ -162,6 +166,7 @@ pub fn run(
                 .collect(),
         },
         prefix_reused,
+        client_tools_tokens: req.client_tools_tokens,
         trimmed: packed
             .trimmed
             .iter()

@@ -414,6 +414,18 @@ impl Incoming {
             }),
             calls: config.calls.clone(),
             whole_history: config.whole_history,
+            client_tools_tokens: self.client_tools_tokens(config.encoding),
+        }
+    }
+
+    /// The tokens of the client's tool definitions as they are forwarded
+    /// (compact JSON, keys sorted, as `rounds` serialises the body).
+    fn client_tools_tokens(&self, encoding: ctxproxy_core::tokens::Encoding) -> u32 {
+        match self.read.envelope.get("tools") {
+            Some(tools @ Value::Array(list)) if !list.is_empty() => {
+                ctxproxy_core::tokens::count(encoding, &tools.to_string())
+            }
+            _ => 0,
         }
     }
 
