@@ -334,7 +334,11 @@ impl Api for Anthropic {
             if m["role"] != "assistant" {
                 continue;
             }
-            let Some(blocks) = m["content"].as_array_mut() else {
+            // A message as the client sent it (the whole shape) has its own.
+            let Some(blocks) = m["content"]
+                .as_array_mut()
+                .filter(|blocks| !blocks.iter().any(is_thinking))
+            else {
                 continue;
             };
             let kept = blocks
