@@ -15,7 +15,8 @@
 
 A script entry is a `Turn` (the model's answer: text, tool calls, usage), a
 `Fail` (an error status and body), a `Stall` (a stream that starts, then
-waits for the reader to go away) or a function of the recorded request that
+waits for the reader to go away), a `Cut` (a stream that stops short of its
+end) or a function of the recorded request that
 returns one of those, for answers that depend on what was sent (a
 `context_retrieve` of an id the assembled prompt shows).
 """
@@ -82,6 +83,9 @@ class Turn:
     hold: "threading.Event | None" = None
     hold_after: str = ""
     hold_released: bool | None = None
+    # Answer with the whole JSON reply even when the request asked for a
+    # stream (as some compatible servers do).
+    whole: bool = False
 
 
 @dataclasses.dataclass
@@ -112,7 +116,19 @@ class StreamError:
         "type": "error", "error": {"type": "overloaded_error", "message": "Overloaded"}})
 
 
-Entry = Union[Turn, Fail, Stall, StreamError, Callable[["Recorded"], Union[Turn, Fail, Stall]]]
+@dataclasses.dataclass
+class Cut:
+    """A stream that starts (`text` streamed) and stops short of its end
+    (`[DONE]` / `message_stop`) in one of three ways (`how`): "mid_event",
+    half of an event's `data:` line and then the chunked body ends cleanly;
+    "no_end", the chunked body ends cleanly after a whole event; "close",
+    the connection closes without the chunked body's last chunk."""
+
+    text: str = "partial answer"
+    how: str = "no_end"
+
+
+Entry = Union[Turn, Fail, Stall, StreamError, Cut, Callable[["Recorded"], Union[Turn, Fail, Stall]]]
 
 
 @dataclasses.dataclass
@@ -388,7 +404,7 @@ class ScriptedUpstream:
         with self._lock:
             self.disconnects.append(rec)
 
-    def _next(self, rec: Recorded) -> Turn | Fail | Stall | StreamError:
+    def _next(self, rec: Recorded) -> Turn | Fail | Stall | StreamError | Cut:
         with self._lock:
             entry = self.script.popleft() if self.script else None
         if entry is None:
@@ -440,15 +456,15 @@ class ScriptedUpstream:
         if isinstance(entry, Stall):
             self._stall(h, rec, entry, anthropic, model)
             return
+        if isinstance(entry, Cut):
+            self._cut(h, rec, entry, anthropic, model)
+            return
         if isinstance(entry, StreamError):
-            turn = Turn(text=entry.text)
-            h.start_stream(rec)
-            for name, data in anthropic_events(turn, model)[: 3 + len(range(0, len(entry.text), turn.piece))]:
-                h.write_chunk(f"event: {name}\ndata: {json.dumps(data)}\n\n".encode())
+            self._start_partial(h, rec, entry.text, anthropic, model)
             h.write_chunk(f"event: error\ndata: {json.dumps(entry.error)}\n\n".encode())
             h.end_stream()
             return
-        if not body.get("stream"):
+        if not body.get("stream") or entry.whole:
             h.send_json(rec, 200, anthropic_message(entry, model) if anthropic else openai_completion(entry, model))
             return
         h.start_stream(rec)
@@ -467,24 +483,37 @@ class ScriptedUpstream:
                 entry.hold_released = entry.hold.wait(HOLD_TIMEOUT)
         h.end_stream()
 
-    def _stall(self, h: _Handler, rec: Recorded, stall: Stall, anthropic: bool, model: str):
-        turn = Turn(text=stall.text)
+    def _start_partial(self, h: _Handler, rec: Recorded, text: str, anthropic: bool, model: str):
+        """Starts a stream and sends `text` in it, no further: Anthropic's
+        message_start, the text block's start, ping and its deltas (never its
+        stop); OpenAI's chunks before the finish chunk."""
+        turn = Turn(text=text)
         h.start_stream(rec)
         if anthropic:
-            events = anthropic_events(turn, model)
-            # message_start, the text block's start, ping and its deltas; never its stop.
-            for name, data in events[: 3 + len(range(0, len(stall.text), turn.piece))]:
+            for name, data in anthropic_events(turn, model)[: 3 + len(range(0, len(text), turn.piece))]:
                 h.write_chunk(f"event: {name}\ndata: {json.dumps(data)}\n\n".encode())
-            keepalive = b'event: ping\ndata: {"type": "ping"}\n\n'
         else:
             for data in openai_chunks(turn, model, False)[:-1]:
                 h.write_chunk(f"data: {json.dumps(data)}\n\n".encode())
-            keepalive = b": keep-alive\n\n"
+
+    def _stall(self, h: _Handler, rec: Recorded, stall: Stall, anthropic: bool, model: str):
+        self._start_partial(h, rec, stall.text, anthropic, model)
+        keepalive = b'event: ping\ndata: {"type": "ping"}\n\n' if anthropic else b": keep-alive\n\n"
         deadline = time.monotonic() + stall.timeout
         while time.monotonic() < deadline:
             time.sleep(stall.every)
             h.write_chunk(keepalive)  # raises once the reader is gone
         h.end_stream()
+
+    def _cut(self, h: _Handler, rec: Recorded, cut: Cut, anthropic: bool, model: str):
+        self._start_partial(h, rec, cut.text, anthropic, model)
+        if cut.how == "mid_event":
+            h.write_chunk(b'event: content_block_delta\ndata: {"type": "content_block_delta", "ind'
+                          if anthropic else b'data: {"id": "chatcmpl-cut", "choices": [{"ind')
+        if cut.how == "close":
+            h.close_connection = True
+        else:
+            h.end_stream()
 
 
 def _is_model_call(path: str) -> bool:
@@ -566,6 +595,18 @@ def cli(*args: str, store: pathlib.Path, check: bool = True) -> subprocess.Compl
 
 def sessions(store: pathlib.Path) -> str:
     return cli("sessions", store=store).stdout
+
+
+def recorded_exchange(store: pathlib.Path, session: str, exchange: str = "x1", timeout: float = 15) -> str:
+    """`ctxproxy inspect SESSION EXCHANGE --full`, once the exchange is stored: a streamed reply
+    is recorded after the client has read its last event."""
+    deadline = time.monotonic() + timeout
+    while True:
+        p = cli("inspect", session, exchange, "--full", store=store, check=False)
+        if p.returncode == 0 or time.monotonic() > deadline:
+            assert p.returncode == 0, f"{session} {exchange} was not stored: {p.stderr}"
+            return p.stdout
+        time.sleep(0.05)
 
 
 def raw_request(url: str, method: str = "GET", body: bytes | None = None,

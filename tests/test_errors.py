@@ -265,3 +265,27 @@ async def test_bad_initialization_options_name_the_field(store, options, field):
     finally:
         ctx.client.capabilities = None
         await ctxlib.stop(ctx, graceful=False)
+
+
+async def test_a_blob_is_reachable_only_from_the_lineage_that_stored_it(ctx):
+    """A session reaches the tool outputs its own lineage stored (itself, the sessions it forked
+    from or was called by); another session's `b3:` id is an unknown id to it."""
+    owner = await ctx.open_session()
+    r = await ctx.append(owner, ctxlib.tool_exchange("look", "owner's output\nline two\n"))
+    blob = r["blobs"][0]["id"]
+    fork = await ctx.open_session(parent={"sessionId": owner, "atExchange": 1})
+    child = await ctx.open_session(parent={"sessionId": owner}, child={"query": "Check the output."})
+    stranger = await ctx.open_session()
+    await ctx.append(stranger, [{"role": "user", "content": "unrelated"}, {"role": "assistant", "content": "ok"}])
+    for sid in (owner, fork, child):
+        [item] = await ctx.retrieve(sid, [blob])
+        assert "error" not in item and "owner's output" in item["text"], (sid, item)
+    [item] = await ctx.retrieve(stranger, [blob])
+    assert item["error"]["code"] == -32002 and "owner's output" not in json.dumps(item), item
+    # The stranger's own x1.2 is its own message, never the owner's.
+    [item] = await ctx.retrieve(stranger, ["x1.2"])
+    assert "owner's output" not in json.dumps(item), item
+    # A parent does not reach into what a session forked from it stores.
+    r = await ctx.append(fork, ctxlib.tool_exchange("peek", "the fork's own output\n"))
+    [item] = await ctx.retrieve(owner, [r["blobs"][0]["id"]])
+    assert item["error"]["code"] == -32002, item

@@ -216,15 +216,18 @@ async def test_list_exchanges_paging(ctx):
 
 
 async def test_ids_are_scoped_as_the_contract_says(ctx):
-    """Prompt and exchange ids are per session; blob ids are per workspace."""
+    """Prompt and exchange ids are per session; a blob id reaches only the lineage that stored it
+    (docs/PROTOCOL.md), not another session of the same workspace."""
     a = await ctx.open_session(workspace="/ws/one")
     b = await ctx.open_session(workspace="/ws/one")
     out = "shared output across sessions\n"
     r = await ctx.append(a, ctxlib.tool_exchange("a", out))
     await ctx.append(b, [{"role": "user", "content": "b"}])
     blob = r["blobs"][0]["id"]
+    (it,) = await ctx.retrieve(a, [blob])
+    assert it.get("text") == out, it
     (it,) = await ctx.retrieve(b, [blob])
-    assert it.get("text") == out, f"blob {blob} of session a not retrievable from session b of the same workspace: {it}"
+    assert it["error"]["code"] == -32002, f"blob {blob} of session a retrievable from session b: {it}"
     assert (await ctx.req("ctx/assemble", {"sessionId": a}))["promptId"] == "p1"
     assert (await ctx.req("ctx/assemble", {"sessionId": b}))["promptId"] == "p1"
     assert (await ctx.req("ctx/assemble", {"sessionId": a}))["promptId"] == "p2"

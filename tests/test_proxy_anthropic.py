@@ -242,7 +242,8 @@ def test_system_role_message_in_messages_is_accepted(proxy, upstream):
     assert sent.headers["anthropic-beta"] == "per-turn-control-2026-07-01"
 
 
-def test_thinking_blocks_in_history_are_forwarded_verbatim(proxy, upstream):
+@pytest.mark.parametrize("config", [proxylib.LAYERED, None], ids=["layered", "whole"])
+def test_thinking_blocks_in_history_are_forwarded_verbatim(store, upstream, config):
     upstream.push(Turn(text="ok"))
     thinking = {"type": "thinking", "thinking": "Consider the ledger first.", "signature": "EqQBCkYIBRgCKkD-verbatim=="}
     redacted = {"type": "redacted_thinking", "data": "EmwKAhgBEgy3va3pzix/LafPsn4a"}
@@ -253,12 +254,15 @@ def test_thinking_blocks_in_history_are_forwarded_verbatim(proxy, upstream):
                                            "input": {"path": "l", "content": "x"}}]},
         {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "toolu_t1", "content": "written"}]},
     ]
-    client(proxy).messages.create(model=MODEL, max_tokens=50, system=SYSTEM, tools=[WRITE], messages=history,
+    with proxylib.Proxy(store, upstream.url, upstream.url, config=config) as p:
+        client(p).messages.create(model=MODEL, max_tokens=50, system=SYSTEM, tools=[WRITE], messages=history,
                                   thinking={"type": "enabled", "budget_tokens": 1024})
     body = upstream.model_calls()[0].json
     assert body["thinking"] == {"type": "enabled", "budget_tokens": 1024}
-    blocks = [b for m in body["messages"] if isinstance(m["content"], list) for b in m["content"]]
-    assert thinking in blocks and redacted in blocks, "thinking blocks and signatures kept verbatim"
+    blocks = [proxylib.without_cache_control(b) for m in body["messages"] if isinstance(m["content"], list)
+              for b in m["content"]]
+    assert blocks.count(thinking) == 1 and blocks.count(redacted) == 1, \
+        "thinking blocks and signatures kept verbatim, once"
     assert blocks.index(thinking) < blocks.index(redacted) < next(
         i for i, b in enumerate(blocks) if b.get("type") == "tool_use"), "in their place, before the tool call"
 
@@ -628,3 +632,178 @@ def test_after_a_restart_a_new_sub_agent_is_still_a_child_call(store, upstream):
     assert sub != main
     state = proxylib.shown_prompt(store, sub, "p1")["state"]
     assert (state["call"]["depth"], state["call"].get("parentSessionId")) == (1, main), state
+
+
+# ------------------------------------------------------------ streams that do not end as streams end
+
+@pytest.mark.parametrize("how", ["mid_event", "no_end", "close"])
+def test_a_cut_stream_raises_and_its_retry_continues_the_session(proxy, upstream, store, how):
+    """An upstream stream that stops before `message_stop` reaches the client as an `error` event the
+    SDK raises, never as a finished message; nothing of it is stored, so the client's retry of the
+    same request continues the session instead of forking it."""
+    marker = "CUTSHORT-" + secrets.token_hex(6)
+    upstream.push(Turn(text="Noted."), proxylib.Cut(text=marker, how=how), Turn(text="The whole answer."))
+    an = client(proxy)
+    history = [{"role": "user", "content": "Plan the parser."}]
+    first = an.messages.with_raw_response.create(model=MODEL, max_tokens=100, system=SYSTEM, messages=history)
+    session, _ = reply_ids(first.headers)
+    history += [{"role": "assistant", "content": "Noted."}, {"role": "user", "content": "Now write it."}]
+    with pytest.raises(anthropic.APIError):
+        with an.messages.stream(model=MODEL, max_tokens=100, system=SYSTEM, messages=history) as s:
+            s.get_final_message()
+    assert proxylib.files_containing(store.parent, marker.encode()) == []
+
+    with an.messages.with_streaming_response.create(model=MODEL, max_tokens=100, system=SYSTEM, stream=True,
+                                                    messages=history) as raw:
+        assert reply_ids(raw.headers)[0] == session, "the retry continues the session"
+        events = [json.loads(line[5:]) for line in raw.iter_lines() if line.startswith("data:")]
+    assert "".join(e["delta"].get("text", "") for e in events if e["type"] == "content_block_delta") \
+        == "The whole answer."
+    assert proxylib.sessions(store).count("s-") == 1, proxylib.sessions(store)
+
+
+def test_a_whole_reply_to_a_streamed_request_reaches_the_client_as_a_stream(proxy, upstream, store):
+    """An upstream that answers a streamed request with its whole JSON message: the client gets it
+    as the API's events (the SDK's stream helper puts the message together) and it is stored."""
+    upstream.push(Turn(text="Writing it whole.", thinking="A short plan.",
+                       tool_calls=[ToolCall("toolu_w1", "write_file", {"path": "a.txt", "content": "A"})],
+                       input_tokens=21, output_tokens=4, whole=True))
+    with client(proxy).messages.stream(model=MODEL, max_tokens=100, system=SYSTEM, tools=[WRITE],
+                                       messages=[{"role": "user", "content": "Write a.txt"}]) as s:
+        final = s.get_final_message()
+        session, _ = reply_ids(s.response.headers)
+    assert [b.type for b in final.content] == ["thinking", "text", "tool_use"]
+    assert final.content[0].signature == "sig-EqQBCgIYAhIM"
+    assert final.content[1].text == "Writing it whole."
+    assert final.content[2].id == "toolu_w1" and final.content[2].input == {"path": "a.txt", "content": "A"}
+    assert final.stop_reason == "tool_use"
+    assert (final.usage.input_tokens, final.usage.output_tokens) == (21, 4)
+    stored = proxylib.recorded_exchange(store, session)
+    assert "Writing it whole." in stored and "write_file" in stored, stored
+
+
+# ------------------------------------------------------------ the whole shape, as sent
+
+def texts(messages: list[dict]) -> list[tuple[str, list[str]]]:
+    """Each message's role and texts (a string content, or each text block's text)."""
+    return [(m["role"], [m["content"]] if isinstance(m["content"], str)
+             else [b.get("text", "") for b in m["content"] if b.get("type") == "text"]) for m in messages]
+
+
+def test_a_session_sent_whole_is_forwarded_byte_for_byte(store, upstream):
+    """While a session is sent whole, each message reaches the upstream exactly as the client sent
+    it: leading whitespace kept, no newline added, a prefill `{` as it is."""
+    upstream.push(Turn(text="  Indented answer."), Turn(text='"ok": true}'))
+    history = [{"role": "user", "content": "  Two spaces first, no newline last"}]
+    with proxylib.Proxy(store, upstream.url, upstream.url, config=None) as p:
+        an = client(p)
+        an.messages.create(model=MODEL, max_tokens=50, system=SYSTEM, messages=history)
+        history += [{"role": "assistant", "content": [{"type": "text", "text": "  Indented answer."}]},
+                    {"role": "user", "content": [{"type": "text", "text": "\tA tab first.\n\n"}]},
+                    {"role": "assistant", "content": "{"}]
+        an.messages.create(model=MODEL, max_tokens=50, system=SYSTEM, messages=history)
+    first, second = upstream.model_calls()
+    assert "tools" not in second.json, "the session is still sent whole"
+    assert texts(first.json["messages"]) == texts(history[:1])
+    assert texts(second.json["messages"]) == texts(history)
+
+
+def test_a_session_sent_whole_stays_whole_after_a_restart(store, upstream):
+    """The choice between the whole history and the layers survives a restart on the same store:
+    a short session sent whole goes on being sent whole, without the context tools."""
+    upstream.push(Turn(text="Noted."), Turn(text="47113."))
+    history = [{"role": "user", "content": "Remember: the staging port is 47113."}]
+    with proxylib.Proxy(store, upstream.url, upstream.url, config=None) as p:
+        client(p).messages.create(model=MODEL, max_tokens=50, system=SYSTEM, messages=history)
+    history += [{"role": "assistant", "content": [{"type": "text", "text": "Noted."}]},
+                {"role": "user", "content": "Which port?"}]
+    with proxylib.Proxy(store, upstream.url, upstream.url, config=None) as p:
+        client(p).messages.create(model=MODEL, max_tokens=50, system=SYSTEM, messages=history)
+    first, second = upstream.model_calls()
+    assert "tools" not in first.json and "tools" not in second.json, second.json.get("tools")
+    assert texts(second.json["messages"]) == texts(history)
+    assert proxylib.sessions(store).count("s-") == 1, proxylib.sessions(store)
+
+
+# ------------------------------------------------------------ secrets, forwarding side
+
+AWS_ID = "AKIA" + "Q3EGRZ7TYXNV4K2M"
+AWS_SECRET = "wJalrXUtnFEMI/K7MDENG/bPxRfiCY" + "Q3EGRZ7TYX"
+SECRET_SYSTEM = f"{SYSTEM} Deploy with AWS_ACCESS_KEY_ID={AWS_ID} aws_secret_access_key = {AWS_SECRET}"
+
+
+@pytest.mark.parametrize("whole", [True, False])
+def test_secrets_in_the_system_prompt_are_masked_upstream_and_in_the_record(store, upstream, whole):
+    """What ctxproxy forwards is masked as what it stores is: the system prompt included, in the
+    whole shape and the layered one, and the prompt record keeps the masked text."""
+    upstream.push(Turn(text="Deployed."))
+    config = None if whole else proxylib.LAYERED
+    with proxylib.Proxy(store, upstream.url, upstream.url, config=config) as p:
+        raw = client(p).messages.with_raw_response.create(
+            model=MODEL, max_tokens=50, system=[{"type": "text", "text": SECRET_SYSTEM}],
+            messages=[{"role": "user", "content": f"My key id is {AWS_ID}; deploy."}])
+        session, prompt = reply_ids(raw.headers)
+    [sent] = upstream.model_calls()
+    assert ("tools" not in sent.json) == whole
+    for secret in (AWS_ID, AWS_SECRET):
+        assert secret not in sent.body.decode(), "forwarded unmasked"
+        assert proxylib.files_containing(store.parent, secret.encode()) == []
+    assert "[secret:aws-access-key]" in system_text(sent.json)
+    assert "[secret:aws-secret-key]" in system_text(sent.json)
+    shown = proxylib.shown_prompt(store, session, prompt)
+    assert AWS_ID not in json.dumps(shown) and "[secret:aws-access-key]" in shown["system"]
+
+
+def test_with_redact_secrets_off_the_system_prompt_is_forwarded_as_sent(store, upstream):
+    upstream.push(Turn(text="Deployed."))
+    with proxylib.Proxy(store, upstream.url, upstream.url, config={"redactSecrets": False}) as p:
+        client(p).messages.create(model=MODEL, max_tokens=50, system=SECRET_SYSTEM,
+                                  messages=[{"role": "user", "content": "Deploy."}])
+    [sent] = upstream.model_calls()
+    assert system_text(sent.json) == SECRET_SYSTEM
+
+
+# ------------------------------------------------------------ what is sent is counted
+
+CLAUDE_CODE_SYSTEM = "You are Claude Code, Anthropic's CLI for coding. " + " ".join(
+    f"Rule {i}: keep each edit small, run the tests after it, and say what changed." for i in range(300))
+CLAUDE_CODE_TOOLS = [
+    {"name": f"tool_{i}", "description": f"Tool {i}: reads, edits or runs something in the workspace. " * 6,
+     "input_schema": {"type": "object", "required": ["path"], "properties": {
+         "path": {"type": "string", "description": "A workspace path."},
+         "limit": {"type": "integer", "description": "How many lines at most."}}}}
+    for i in range(20)]
+
+
+def test_the_clients_tool_definitions_are_counted_exactly_in_the_record(proxy, upstream, store):
+    """A Claude Code-shaped request (a long system prompt, 20 tools, a short history): the prompt
+    record counts the client's tool definitions as forwarded, with the real tokenizer, apart
+    (`clientToolsTokens`) and in its total, which is then everything sent."""
+    import bpe_openai
+    o200k = bpe_openai.get_encoding("o200k_base")
+    upstream.push(Turn(text="With tools."), Turn(text="Without tools."))
+    an = client(proxy)
+    messages = [{"role": "user", "content": "Fix the failing test in src/lib.rs."}]
+    records = []
+    for tools, session in ((CLAUDE_CODE_TOOLS, "with-tools"), (None, "without-tools")):
+        raw = an.messages.with_raw_response.create(
+            model=MODEL, max_tokens=50, system=CLAUDE_CODE_SYSTEM, messages=messages,
+            extra_headers={"x-ctxproxy-session": session}, **({"tools": tools} if tools else {}))
+        records.append(proxylib.shown_prompt(store, *reply_ids(raw.headers)))
+    with_tools, without_tools = records
+    sent = upstream.model_calls()[0].json
+    client_tools = [proxylib.without_cache_control(t) for t in sent["tools"]
+                    if t["name"] not in proxylib.CONTEXT_TOOLS]
+    assert [t["name"] for t in client_tools] == [t["name"] for t in CLAUDE_CODE_TOOLS]
+    forwarded = json.dumps(client_tools, separators=(",", ":"), sort_keys=True, ensure_ascii=False)
+    assert with_tools["clientToolsTokens"] == len(o200k.encode_ordinary(forwarded))
+    assert without_tools["clientToolsTokens"] == 0
+    assert with_tools["tokens"]["total"] == without_tools["tokens"]["total"] + with_tools["clientToolsTokens"], \
+        "the total is everything sent: the same request without the tools, plus them"
+    shown = proxylib.cli("show-prompt", *reply_ids_of(with_tools), store=store).stdout
+    assert f"{with_tools['tokens']['total']} tokens" in shown
+    assert f"client tools: {with_tools['clientToolsTokens']} tokens" in shown
+
+
+def reply_ids_of(record: dict) -> tuple[str, str]:
+    return record["sessionId"], record["promptId"]

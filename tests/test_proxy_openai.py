@@ -9,8 +9,10 @@ from __future__ import annotations
 
 import http.client
 import json
+import pathlib
 import re
 import secrets
+import signal
 import socket
 import threading
 import time
@@ -386,6 +388,37 @@ def test_a_tool_result_larger_than_the_budget_reaches_the_model_as_its_digest(pr
     assert "b3:" in shown and len(shown) < len(big) / 10, shown[:300]
 
 
+def test_a_stored_output_is_retrieved_only_by_its_own_session(proxy, upstream):
+    """A session's `context_retrieve` reaches what its own lineage stored: another session's
+    `b3:` id, even known, is an unknown id to it."""
+    upstream.push(Turn(text="read it"))
+    big = "".join(f"line {i}: owner_value_{i:05d} = compute(alpha_{i})\n" for i in range(3000))
+    oa = client(proxy)
+    oa.chat.completions.create(model=MODEL, tools=[READ_FILE], extra_headers={"x-ctxproxy-session": "owner"},
+                               messages=[{"role": "user", "content": "Read big.py."},
+                                         {"role": "assistant", "content": None, "tool_calls": [{
+                                             "id": "call_big", "type": "function",
+                                             "function": {"name": "read_file", "arguments": '{"path": "big.py"}'}}]},
+                                         {"role": "tool", "tool_call_id": "call_big", "content": big}])
+    blob = re.search(r"b3:[0-9a-f]+", json.dumps(upstream.model_calls()[0].json["messages"])).group(0)
+
+    def retrieve_it(rec):
+        return Turn(tool_calls=[ToolCall("call_steal", "context_retrieve", {"ids": [blob]})])
+
+    def answer(rec):
+        result = rec.json["messages"][-1]
+        assert result["role"] == "tool" and result["tool_call_id"] == "call_steal", result
+        assert "owner_value_00001" not in result["content"], "another session's output was retrieved"
+        assert "unknown id" in result["content"], result["content"]
+        return Turn(text="not mine")
+
+    upstream.push(retrieve_it, answer)
+    reply = oa.chat.completions.create(model=MODEL, extra_headers={"x-ctxproxy-session": "stranger"},
+                                       messages=[{"role": "user", "content": f"What does {blob} hold?"}])
+    assert not upstream.script_errors, upstream.script_errors
+    assert reply.choices[0].message.content == "not mine"
+
+
 # ----------------------------------------------------------------- errors
 
 def test_malformed_body_is_a_400_in_openai_shape(proxy, upstream):
@@ -513,6 +546,24 @@ def test_unknown_path_is_forwarded_with_the_clients_headers(proxy, upstream):
     assert status == 404 and json.loads(body)["error"]["code"] == "not_found", "the upstream's status and body"
 
 
+def test_headers_the_clients_connection_header_names_stay_on_its_hop(proxy, upstream):
+    """Hop-by-hop headers (RFC 9110 §7.6.1): the standard set and every header named in the
+    client's `Connection` header are not forwarded; end-to-end ones are."""
+    upstream.push(Turn(text="one hop"))
+    conn = http.client.HTTPConnection(proxy.host_port, timeout=30)
+    conn.request("POST", "/v1/chat/completions",
+                 json.dumps({"model": MODEL, "messages": [{"role": "user", "content": "hi"}]}),
+                 {"content-type": "application/json", "authorization": f"Bearer {KEY}",
+                  "connection": "keep-alive, X-Hop-Secret", "x-hop-secret": "this hop only",
+                  "keep-alive": "timeout=5", "x-end-to-end": "kept"})
+    resp = conn.getresponse()
+    assert resp.status == 200 and json.loads(resp.read())["choices"][0]["message"]["content"] == "one hop"
+    conn.close()
+    [sent] = upstream.model_calls()
+    assert "x-hop-secret" not in sent.headers and "keep-alive" not in sent.headers, sent.headers
+    assert sent.headers["x-end-to-end"] == "kept"
+
+
 def test_paths_without_v1_are_accepted(proxy, upstream):
     upstream.push(Turn(text="no prefix"))
     oa = openai.OpenAI(base_url=proxy.url, api_key=KEY, max_retries=0)
@@ -586,3 +637,162 @@ def test_token_is_required_when_given(store, upstream):
         reply = client(p, default_headers={"x-ctxproxy-token": token}).chat.completions.create(
             model=MODEL, messages=[{"role": "user", "content": "hi"}])
         assert reply.choices[0].message.content == "let in"
+
+
+# ------------------------------------------------------------ streams that do not end as streams end
+
+@pytest.mark.parametrize("how", ["mid_event", "no_end", "close"])
+def test_a_cut_stream_raises_and_its_retry_continues_the_session(proxy, upstream, store, how):
+    """An upstream stream that stops before `[DONE]` reaches the client as an error the SDK raises,
+    never as a finished reply; nothing of it is stored, so the client's retry of the same request
+    continues the session instead of forking it."""
+    marker = "CUTSHORT-" + secrets.token_hex(6)
+    upstream.push(Turn(text="Noted."), proxylib.Cut(text=marker, how=how), Turn(text="The whole answer."))
+    oa = client(proxy)
+    history = [{"role": "system", "content": SYSTEM}, {"role": "user", "content": "Plan the parser."}]
+    first = oa.chat.completions.with_raw_response.create(model=MODEL, messages=history)
+    session, _ = reply_ids(first)
+    history += [{"role": "assistant", "content": "Noted."}, {"role": "user", "content": "Now write it."}]
+    with pytest.raises(openai.APIError):
+        collect(oa.chat.completions.create(model=MODEL, stream=True, messages=history))
+    assert proxylib.files_containing(store.parent, marker.encode()) == []
+
+    raw = oa.chat.completions.with_raw_response.create(model=MODEL, stream=True, messages=history)
+    assert collect(raw.parse())["text"] == "The whole answer."
+    assert reply_ids(raw)[0] == session, "the retry continues the session"
+    assert proxylib.sessions(store).count("s-") == 1, proxylib.sessions(store)
+
+
+def test_a_whole_reply_to_a_streamed_request_reaches_the_client_as_a_stream(proxy, upstream, store):
+    """An upstream that answers a streamed request with its whole JSON reply: the client gets that
+    reply as the API's stream (text, tool call, finish reason, usage) and the reply is stored."""
+    upstream.push(Turn(text="Reading it whole.", tool_calls=[ToolCall("call_w1", "read_file", {"path": "a.rs"})],
+                       input_tokens=21, output_tokens=4, whole=True))
+    raw = client(proxy).chat.completions.with_raw_response.create(
+        model=MODEL, stream=True, stream_options={"include_usage": True}, tools=[READ_FILE],
+        messages=[{"role": "system", "content": SYSTEM}, {"role": "user", "content": "Read a.rs"}])
+    session, _ = reply_ids(raw)
+    got = collect(raw.parse())
+    assert got["text"] == "Reading it whole."
+    assert got["calls"] == [{"id": "call_w1", "name": "read_file", "arguments": '{"path": "a.rs"}'}]
+    assert got["finishes"] == ["tool_calls"]
+    assert (got["usage"].prompt_tokens, got["usage"].completion_tokens) == (21, 4)
+    stored = proxylib.recorded_exchange(store, session)
+    assert "Reading it whole." in stored and "read_file" in stored, stored
+
+
+# ------------------------------------------------------------ timeouts
+
+def test_a_client_sending_its_headers_a_byte_at_a_time_is_cut_off(store, upstream):
+    """`--header-timeout`: a client that trickles its request's headers is disconnected, even with
+    a token required (its token is never read)."""
+    with proxylib.Proxy(store, upstream.url, upstream.url, extra=["--token", "t0k", "--header-timeout", "1"]) as p:
+        host, port = p.host_port.split(":")
+        sock = socket.create_connection((host, int(port)), timeout=30)
+        request = b"POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nX-Padding: " + b"a" * 10_000
+        cut_off_after = None
+        for sent, byte in enumerate(request):
+            try:
+                sock.sendall(bytes([byte]))
+            except OSError:
+                cut_off_after = sent
+                break
+            time.sleep(0.01)
+        sock.close()
+        assert cut_off_after is not None, "the connection stayed open through 100 s of trickled headers"
+        assert cut_off_after < len(request)
+
+
+def test_a_body_slower_than_the_body_timeout_is_a_408(store, upstream):
+    with proxylib.Proxy(store, upstream.url, upstream.url, extra=["--body-timeout", "1"]) as p:
+        conn = http.client.HTTPConnection(p.host_port, timeout=30)
+        conn.putrequest("POST", "/v1/chat/completions")
+        conn.putheader("content-type", "application/json")
+        conn.putheader("authorization", f"Bearer {KEY}")
+        conn.putheader("content-length", "100000")
+        conn.endheaders()
+        conn.sock.settimeout(0.2)
+        status = None
+        for _ in range(1000):  # a byte every ~0.2 s at most, never the whole body
+            try:
+                conn.sock.sendall(b" ")
+                reply = conn.sock.recv(65536)
+            except socket.timeout:
+                continue
+            except OSError:
+                break
+            status = reply.split(b"\r\n", 1)[0]
+            body = reply.split(b"\r\n\r\n", 1)[1]
+            break
+        conn.close()
+    assert status is not None and b" 408 " in status, status
+    assert json.loads(body)["error"]["param"] == "body", body
+    assert upstream.model_calls() == []
+
+
+def test_an_upstream_silent_longer_than_its_idle_timeout_is_an_error_the_sdk_raises(store, upstream):
+    upstream.push(proxylib.Stall(text="Starting to answer", every=60, timeout=60))
+    with proxylib.Proxy(store, upstream.url, upstream.url, extra=["--upstream-idle-timeout", "1"]) as p:
+        with pytest.raises(openai.APIError) as e:
+            collect(client(p).chat.completions.create(
+                model=MODEL, stream=True, messages=[{"role": "user", "content": "Answer slowly."}]))
+    assert "upstream" in str(e.value).lower(), e.value
+    assert proxylib.files_containing(store.parent, b"Starting to answer") == []
+
+
+def test_sigterm_with_a_hung_upstream_exits_by_its_deadline_and_stores_nothing(store, upstream):
+    """`--shutdown-timeout`: the requests in flight get that long to finish; a stream the upstream
+    never ends is cancelled then, and nothing of its turn is stored."""
+    marker = "HUNG-" + secrets.token_hex(6)
+    upstream.push(proxylib.Stall(text=marker, every=60, timeout=60))
+    p = proxylib.Proxy(store, upstream.url, upstream.url, extra=["--shutdown-timeout", "1"])
+    with p:
+        body = json.dumps({"model": MODEL, "stream": True,
+                           "messages": [{"role": "user", "content": "Stream me something."}]})
+        conn = http.client.HTTPConnection(p.host_port, timeout=30)
+        conn.request("POST", "/v1/chat/completions", body,
+                     {"content-type": "application/json", "authorization": f"Bearer {KEY}"})
+        resp = conn.getresponse()
+        seen = b""
+        while marker[:7].encode() not in seen:
+            seen += resp.read1(4096)
+        p.proc.send_signal(signal.SIGTERM)
+        code = p.proc.wait(30)  # far beyond the deadline: a proxy that waits for the upstream fails here
+        conn.close()
+    assert code == 0, p.stderr
+    assert "cancelled" in p.stderr, p.stderr
+    assert proxylib.files_containing(store.parent, marker.encode()) == []
+
+
+# ------------------------------------------------------------ memory
+
+def vm_rss_mb(pid: int) -> float:
+    for line in pathlib.Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) / 1024
+    raise AssertionError(f"no VmRSS for {pid}")
+
+
+def test_a_body_of_100000_tiny_messages_costs_a_bounded_multiple_of_itself(store, upstream):
+    """One 4 MB body of 100,000 tiny messages (50,000 exchanges to store): the proxy's resident
+    memory grows by at most 40 times the body while it is handled, and keeps no more once idle
+    (the store prepares a bounded number of exchanges at a time; the allocator's free memory is
+    given back after a large request)."""
+    messages = [{"role": "user" if i % 2 == 0 else "assistant", "content": f"m{i}"} for i in range(100_000)]
+    messages[-1] = {"role": "user", "content": "last"}
+    body = json.dumps({"model": MODEL, "messages": messages}).encode()
+    upstream.push(Turn(text="warmed up", delay=0), Turn(text="ok", delay=0))
+    with proxylib.Proxy(store, upstream.url, upstream.url, config=None) as p:
+        # A small request first: the tokenizer's tables and the store's caches are loaded then.
+        assert client(p).chat.completions.create(
+            model=MODEL, messages=[{"role": "user", "content": "hi"}]).choices[0].message.content == "warmed up"
+        before = vm_rss_mb(p.proc.pid)
+        status, _, _ = proxylib.raw_request(p.url + "/v1/chat/completions", "POST", body, {
+            "content-type": "application/json", "authorization": f"Bearer {KEY}"}, timeout=600)
+        assert status == 200
+        after = vm_rss_mb(p.proc.pid)
+        time.sleep(2)
+        idle = vm_rss_mb(p.proc.pid)
+    bound = 40 * len(body) / 2**20
+    assert after - before < bound, f"RSS {before:.0f} MB -> {after:.0f} MB for a {len(body) / 2**20:.1f} MB body"
+    assert idle - before < bound, f"RSS {before:.0f} MB -> {idle:.0f} MB once idle"

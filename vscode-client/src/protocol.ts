@@ -125,6 +125,9 @@ export type AssembleResult = FormattedPrompt & {
   format: PromptFormat;
   order: LayerOrder;
   tokens: PromptTokens;
+  /** Tokens of the client's own tool definitions (the proxy's requests), sent as they came:
+   * counted apart from the layers, and part of `tokens.total`; 0 without them. */
+  clientToolsTokens: number;
   prefixReused: number;
   trimmed: Trim[];
   /** The superseded exchanges the prompt covers, as headers at most; absent when none. */

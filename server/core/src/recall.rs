@@ -199,7 +199,7 @@ pub fn passage(
         }
     }
     // Stable: texts of equal rank stay in message order.
-    best.sort_by(|a, b| b.0.cmp(&a.0));
+    best.sort_by_key(|b| std::cmp::Reverse(b.0));
     best.truncate(TEXTS_PER_HIT);
     let mut names: Vec<String> = Vec::new();
     let mut whole = String::new();

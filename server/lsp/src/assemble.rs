@@ -29,6 +29,21 @@ use crate::state;
 #[derive(Default)]
 pub struct LastPrompts(Mutex<HashMap<String, PackedPrompt>>);
 
+impl LastPrompts {
+    /// Whether this process assembled (and recorded) a prompt of `session`.
+    pub fn remembers(&self, session: &str) -> bool {
+        self.0
+            .lock()
+            .expect("last prompts lock")
+            .contains_key(session)
+    }
+}
+
+/// Whether a prompt record has the whole shape (`packer::Shape::Whole`).
+pub fn is_whole(record: &AssembleResult) -> bool {
+    record.shape == "whole"
+}
+
 #[derive(Clone, Debug)]
 pub struct Request {
     pub budget: u32,
@@ -40,6 +55,9 @@ pub struct Request {
     pub calls: CallLimits,
     /// `Config::whole_history`.
     pub whole_history: bool,
+    /// `AssembleResult::client_tools_tokens`: the client's tool
+    /// definitions, which the request sends besides the prompt.
+    pub client_tools_tokens: u32,
 }
 
 impl Request {
@@ -85,17 +103,23 @@ impl Request {
             input,
             calls: config.calls.clone(),
             whole_history: config.whole_history,
+            client_tools_tokens: 0,
         })
     }
 }
 
 /// Packs and formats one prompt; runs on the store's writer thread.
+/// `whole_so_far`: whether the session's newest prompt record has the
+/// whole shape, or it has none; what decides whether this prompt may be
+/// whole when `last` does not hold the previous prompt (the first prompt
+/// after a restart, a preview).
 pub fn run(
     id: PromptId,
     view: &SessionView,
     req: &Request,
     caps: &LayerCaps,
     last: &LastPrompts,
+    whole_so_far: bool,
 ) -> Result<AssembledPrompt<AssembleResult>, ServiceError> {
     let enc = req.encoding;
     let system = req.system.as_ref().map(|s| Counted {
@@ -125,7 +149,7 @@ pub fn run(
         tools_tokens: tools_tokens(enc),
         iteration: id.0,
         calls: req.calls.clone(),
-        whole_allowed: req.whole_history && packer::whole_allowed(earlier, id.0 == 1),
+        whole_allowed: req.whole_history && packer::whole_allowed(earlier, whole_so_far),
     };
     let packed = packer::pack(view, &pack_request, caps).map_err(|e| match e {
         PackError::BudgetTooSmall { .. } => ServiceError::BudgetTooSmall(e.to_string()),
@@ -144,7 +168,7 @@ pub fn run(
         format: req.format.as_str().to_string(),
         order: req.order.as_str().to_string(),
         tokens: PromptTokens {
-            total: packed.total,
+            total: packed.total + req.client_tools_tokens,
             layers: packed
                 .layers
                 .iter()
@@ -152,6 +176,7 @@ pub fn run(
                 .collect(),
         },
         prefix_reused,
+        client_tools_tokens: req.client_tools_tokens,
         trimmed: packed
             .trimmed
             .iter()

@@ -200,6 +200,12 @@ pub fn explain_text(v: &AssembleResult) -> String {
     if let Some(reason) = &v.reason {
         out.push_str(&format!("shape: {} ({reason})\n", v.shape));
     }
+    if v.client_tools_tokens > 0 {
+        out.push_str(&format!(
+            "client tools: {} tokens (the client's tool definitions, sent as they came; in the total)\n",
+            v.client_tools_tokens
+        ));
+    }
     if let Some(s) = &v.state {
         let c = &s.call;
         out.push_str(&format!(

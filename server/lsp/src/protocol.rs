@@ -405,6 +405,12 @@ pub struct AssembleResult {
     pub order: String,
     pub tokens: PromptTokens,
     pub prefix_reused: u32,
+    /// Tokens of the client's own tool definitions (the proxy's requests),
+    /// sent as they came: counted apart from the layers the budget governs,
+    /// and part of `tokens.total`, which is everything sent. 0 without them
+    /// and in records made before it was kept.
+    #[serde(default)]
+    pub client_tools_tokens: u32,
     pub trimmed: Vec<Trim>,
     /// The superseded exchanges this prompt covers (shown as headers at
     /// most), consecutive ids grouped; absent when none.

@@ -296,6 +296,8 @@ impl Service {
         if let Some(input) = &request.input {
             self.check_payload(std::slice::from_ref(input), "input")?;
         }
+        // The store is asked only when `last` lacks the previous prompt.
+        let whole_so_far = !last.remembers(session_id) && self.whole_so_far(session_id).await;
         let session = session_id.to_string();
         let (encoding, budget) = (request.encoding, request.budget);
         assemble::flatten(
@@ -307,11 +309,33 @@ impl Service {
                     budget,
                     question.as_deref(),
                     keep,
-                    move |id, view, caps| assemble::run(id, view, &request, caps, &last),
+                    move |id, view, caps| {
+                        assemble::run(id, view, &request, caps, &last, whole_so_far)
+                    },
                 )
             }))
             .await,
         )
+    }
+
+    /// Whether the session has no prompt yet or its newest prompt record
+    /// has the whole shape: the shape a session keeps across restarts
+    /// (`packer::whole_allowed`). An unreadable record keeps the layers.
+    async fn whole_so_far(&self, session_id: &str) -> bool {
+        let session = session_id.to_string();
+        let newest = self
+            .store
+            .read(move |r| match r.session(&session)?.prompts {
+                0 => Ok(None),
+                n => r.prompt(&session, PromptId(n)).map(Some),
+            })
+            .await;
+        match newest {
+            Ok(None) => true,
+            Ok(Some(record)) => assemble::read_record(&record, self.store.db_path())
+                .is_ok_and(|prompt| assemble::is_whole(&prompt)),
+            Err(_) => false,
+        }
     }
 
     /// Whether `state` differs (`state::differs`) from the state of the
@@ -773,7 +797,7 @@ fn retrieve_one(
             Ok(("message", "full".into(), body, details))
         }
         ItemId::Blob(hex) => {
-            let b = r.blob(&hex)?;
+            let b = r.session_blob(session, &hex)?;
             Ok((
                 "blob",
                 "full".into(),

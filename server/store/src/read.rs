@@ -253,9 +253,24 @@ impl<'a> Reader<'a> {
         Ok(out)
     }
 
-    /// A blob by any unambiguous hex prefix of 8 to 64 characters.
+    /// A blob by any unambiguous hex prefix of 8 to 64 characters,
+    /// whichever session stored it: for the store's owner (the CLI), not
+    /// for a session's requests (`session_blob`).
     pub fn blob(&self, hex_prefix: &str) -> Result<BlobText> {
-        let hash = self.resolve_blob(hex_prefix)?;
+        let hash = self.resolve_blob(hex_prefix, None)?;
+        self.blob_text(hash)
+    }
+
+    /// A blob `session` reaches: one a message of its lineage holds (the
+    /// session, the sessions it forked from or was called by, up to its
+    /// root). Any other is an unknown id, as if it did not exist.
+    pub fn session_blob(&self, session: &str, hex_prefix: &str) -> Result<BlobText> {
+        self.session(session)?;
+        let hash = self.resolve_blob(hex_prefix, Some(session))?;
+        self.blob_text(hash)
+    }
+
+    fn blob_text(&self, hash: BlobHash) -> Result<BlobText> {
         let (bytes, tokens): (i64, u32) = self.conn.query_row(
             "SELECT bytes, tokens FROM blobs WHERE hash = ?1",
             [&hash.0[..]],
@@ -272,14 +287,34 @@ impl<'a> Reader<'a> {
         })
     }
 
-    fn resolve_blob(&self, hex_prefix: &str) -> Result<BlobHash> {
+    /// The blob whose hex starts with `hex_prefix`; with `reach`, among
+    /// the blobs that session's lineage holds only.
+    fn resolve_blob(&self, hex_prefix: &str, reach: Option<&str>) -> Result<BlobHash> {
         let upper = format!("{hex_prefix}g");
-        let mut stmt = self
-            .conn
-            .prepare("SELECT hex FROM blobs WHERE hex >= ?1 AND hex < ?2 ORDER BY hex LIMIT 3")?;
-        let found: Vec<String> = stmt
-            .query_map(params![hex_prefix, upper], |r| r.get(0))?
-            .collect::<std::result::Result<_, _>>()?;
+        let found: Vec<String> = match reach {
+            None => self
+                .conn
+                .prepare_cached(
+                    "SELECT hex FROM blobs WHERE hex >= ?1 AND hex < ?2 ORDER BY hex LIMIT 3",
+                )?
+                .query_map(params![hex_prefix, upper], |r| r.get(0))?
+                .collect::<std::result::Result<_, _>>()?,
+            Some(session) => self
+                .conn
+                .prepare_cached(
+                    "WITH RECURSIVE lineage(id) AS (
+                         SELECT ?3
+                         UNION SELECT s.parent_id FROM sessions s JOIN lineage l ON s.id = l.id
+                         WHERE s.parent_id IS NOT NULL)
+                     SELECT b.hex FROM blobs b
+                     WHERE b.hex >= ?1 AND b.hex < ?2
+                       AND EXISTS (SELECT 1 FROM messages m JOIN lineage l ON m.session_id = l.id
+                                   WHERE m.blob_hash = b.hash)
+                     ORDER BY b.hex LIMIT 3",
+                )?
+                .query_map(params![hex_prefix, upper, session], |r| r.get(0))?
+                .collect::<std::result::Result<_, _>>()?,
+        };
         match found.as_slice() {
             [] => Err(StoreError::UnknownId(format!("b3:{hex_prefix}"))),
             [one] => Ok(BlobHash::from_hex(one).expect("stored hex is valid")),

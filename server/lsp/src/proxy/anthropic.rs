@@ -334,7 +334,11 @@ impl Api for Anthropic {
             if m["role"] != "assistant" {
                 continue;
             }
-            let Some(blocks) = m["content"].as_array_mut() else {
+            // A message as the client sent it (the whole shape) has its own.
+            let Some(blocks) = m["content"]
+                .as_array_mut()
+                .filter(|blocks| !blocks.iter().any(is_thinking))
+            else {
                 continue;
             };
             let kept = blocks
@@ -424,6 +428,70 @@ impl Api for Anthropic {
         out
     }
 
+    fn stream_events(reply: &Value) -> Vec<sse::Event> {
+        let event = |name: &str, data: Value| sse::Event {
+            event: name.to_string(),
+            data: data.to_string(),
+        };
+        let mut head = reply.clone();
+        head["content"] = json!([]);
+        head["stop_reason"] = Value::Null;
+        head["stop_sequence"] = Value::Null;
+        let mut events = vec![event(
+            "message_start",
+            json!({"type": "message_start", "message": head}),
+        )];
+        for (index, block) in reply["content"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .enumerate()
+        {
+            let (start, delta) = match block["type"].as_str().unwrap_or_default() {
+                "text" => (
+                    json!({"type": "text", "text": ""}),
+                    Some(json!({"type": "text_delta", "text": block["text"]})),
+                ),
+                "thinking" => (
+                    json!({"type": "thinking", "thinking": "", "signature": ""}),
+                    Some(json!({"type": "thinking_delta", "thinking": block["thinking"]})),
+                ),
+                "tool_use" => {
+                    let mut start = block.clone();
+                    start["input"] = json!({});
+                    let input = json!({"type": "input_json_delta", "partial_json": block["input"].to_string()});
+                    (start, Some(input))
+                }
+                // Blocks the API streams whole (redacted thinking, server tool results).
+                _ => (block.clone(), None),
+            };
+            events.push(event(
+                "content_block_start",
+                json!({"type": "content_block_start", "index": index, "content_block": start}),
+            ));
+            let signature = block
+                .get("signature")
+                .filter(|_| block["type"] == "thinking")
+                .map(|s| json!({"type": "signature_delta", "signature": s}));
+            for delta in delta.into_iter().chain(signature) {
+                events.push(event(
+                    "content_block_delta",
+                    json!({"type": "content_block_delta", "index": index, "delta": delta}),
+                ));
+            }
+            events.push(event(
+                "content_block_stop",
+                json!({"type": "content_block_stop", "index": index}),
+            ));
+        }
+        events.push(event(
+            "message_delta",
+            json!({"type": "message_delta", "delta": {"stop_reason": reply["stop_reason"], "stop_sequence": reply["stop_sequence"]}, "usage": reply["usage"]}),
+        ));
+        events.push(event("message_stop", json!({"type": "message_stop"})));
+        events
+    }
+
     type Splicer = EventSplicer;
     fn splicer(_client: &Value) -> EventSplicer {
         EventSplicer::default()
@@ -453,6 +521,8 @@ pub struct EventSplicer {
     stop_sequence: Value,
     client_blocks: Vec<Value>,
     failed: bool,
+    /// This round's stream sent `message_stop`.
+    round_stopped: bool,
 }
 
 impl EventSplicer {
@@ -549,7 +619,10 @@ impl Splicer for EventSplicer {
                 self.stop_sequence = data["delta"]["stop_sequence"].clone();
                 Vec::new()
             }
-            "message_stop" => Vec::new(),
+            "message_stop" => {
+                self.round_stopped = true;
+                Vec::new()
+            }
             "error" => {
                 self.failed = true;
                 event.encode()
@@ -559,6 +632,7 @@ impl Splicer for EventSplicer {
     }
 
     fn end_round(&mut self) -> Value {
+        self.round_stopped = false;
         add_usage(&mut self.usage, &std::mem::take(&mut self.round_usage));
         let mut round = std::mem::take(&mut self.round);
         round.sort_by_key(|b| b.upstream_index);
@@ -600,6 +674,10 @@ impl Splicer for EventSplicer {
 
     fn failed(&self) -> bool {
         self.failed
+    }
+
+    fn round_ended(&self) -> bool {
+        self.round_stopped
     }
 
     fn error_event(&self, body: &Value) -> Vec<u8> {

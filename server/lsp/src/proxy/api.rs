@@ -110,6 +110,10 @@ pub trait Api: Send + Sync + 'static {
     /// round: one message, context calls left out, usage summed.
     fn splice(rounds: &[Value]) -> Value;
 
+    /// A whole reply as the events the API streams for it, for an
+    /// upstream that answers a streamed request with its whole reply.
+    fn stream_events(reply: &Value) -> Vec<sse::Event>;
+
     /// The stream splicer for a streamed request.
     type Splicer: Splicer;
     fn splicer(client: &Value) -> Self::Splicer;
@@ -130,6 +134,9 @@ pub trait Splicer: Send + 'static {
     fn keep_alive(&self) -> Vec<u8>;
     /// Whether the upstream's stream reported an error event.
     fn failed(&self) -> bool;
+    /// Whether this round's stream reached the API's last event (`[DONE]`,
+    /// `message_stop`): a stream that ends before it was cut short.
+    fn round_ended(&self) -> bool;
     /// An error body (the upstream's, or ours) as an event of this stream.
     fn error_event(&self, body: &Value) -> Vec<u8>;
 }

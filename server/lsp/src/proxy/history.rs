@@ -80,6 +80,34 @@ impl History {
         &self.messages[self.leading..]
     }
 
+    /// The client's history messages as it sent them, the system prompt's
+    /// left out: parsed again from the body, for a prompt of the whole
+    /// shape, which forwards them so.
+    pub fn sent_messages(&self) -> Result<Vec<Value>, serde_json::Error> {
+        // A message is history when the ones before it state the whole system prompt.
+        let before = |i: usize| i.checked_sub(1).map_or(0, |p| self.ends[p].1);
+        let history = (0..self.ends.len()).filter(|&i| before(i) >= self.leading);
+        if self.open.is_none() {
+            let mut body: Value = serde_json::from_slice(&self.body)?;
+            let Value::Array(mut messages) = body["messages"].take() else {
+                return Ok(Vec::new());
+            };
+            let first = history.min().unwrap_or(messages.len());
+            return Ok(messages.split_off(first.min(messages.len())));
+        }
+        history
+            .map(|i| {
+                let bytes = &self.body[self.start_of(i)..self.ends[i].0];
+                // A message after the first starts at the comma before it.
+                let at = bytes
+                    .iter()
+                    .position(|b| !(b.is_ascii_whitespace() || *b == b','))
+                    .unwrap_or(bytes.len());
+                serde_json::from_slice(&bytes[at..])
+            })
+            .collect()
+    }
+
     /// The history with its fingerprints, for the session finder.
     pub fn sent(&self) -> Sent<'_> {
         Sent {

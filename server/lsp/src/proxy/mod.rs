@@ -10,6 +10,8 @@ mod api;
 mod context_tools;
 mod histories;
 mod history;
+mod listen;
+mod mask;
 mod openai;
 mod receive;
 #[cfg(test)]
@@ -60,6 +62,46 @@ pub struct Args {
     /// Require `x-ctxproxy-token: T` on every request; needed to listen beyond loopback.
     #[arg(long, value_name = "T")]
     token: Option<String>,
+    #[command(flatten)]
+    timeouts: Timeouts,
+}
+
+/// How long the proxy waits on its clients and its upstream, in seconds
+/// (fractions allowed); docs/PROXY.md lists them.
+#[derive(clap::Args, Clone, Copy, Debug)]
+pub struct Timeouts {
+    /// Seconds a client has to send a request's headers (the connection is closed after).
+    #[arg(long = "header-timeout", value_name = "SECS", default_value = "10", value_parser = seconds)]
+    pub header: Duration,
+    /// Seconds a client has to send a request's body, once its headers are read (a 408 after).
+    #[arg(long = "body-timeout", value_name = "SECS", default_value = "60", value_parser = seconds)]
+    pub body: Duration,
+    /// Seconds the upstream may go without sending a byte before the request fails.
+    #[arg(long = "upstream-idle-timeout", value_name = "SECS", default_value = "300", value_parser = seconds)]
+    pub upstream_idle: Duration,
+    /// Seconds a shutdown (SIGTERM, Ctrl-C) lets the requests in flight finish before it cancels them.
+    #[arg(long = "shutdown-timeout", value_name = "SECS", default_value = "10", value_parser = seconds)]
+    pub shutdown: Duration,
+}
+
+impl Default for Timeouts {
+    /// The command line's defaults, stated once, in the attributes above.
+    fn default() -> Timeouts {
+        #[derive(clap::Parser)]
+        struct Only {
+            #[command(flatten)]
+            timeouts: Timeouts,
+        }
+        <Only as clap::Parser>::parse_from(["ctxproxy"]).timeouts
+    }
+}
+
+fn seconds(text: &str) -> Result<Duration, String> {
+    text.parse::<f64>()
+        .ok()
+        .filter(|s| s.is_finite() && *s > 0.0)
+        .map(Duration::from_secs_f64)
+        .ok_or_else(|| format!("expected a positive number of seconds, got {text:?}"))
 }
 
 /// Everything a handler needs; one per proxy.
@@ -70,6 +112,8 @@ pub struct Proxy {
     sessions: session::Sessions,
     histories: histories::Histories,
     token: Option<String>,
+    /// `Timeouts::body`.
+    body_timeout: Duration,
 }
 
 pub async fn serve(args: Args) -> anyhow::Result<()> {
@@ -102,19 +146,35 @@ pub async fn serve(args: Args) -> anyhow::Result<()> {
             openai: args.openai_upstream,
             anthropic: args.anthropic_upstream,
         },
-        client: upstream::Client::new().context("building the HTTP client")?,
+        client: upstream::Client::new(args.timeouts.upstream_idle)
+            .context("building the HTTP client")?,
         sessions: session::Sessions::default(),
         histories: histories::Histories::default(),
         token: args.token,
+        body_timeout: args.timeouts.body,
     });
     let listener = tokio::net::TcpListener::bind(args.listen)
         .await
         .with_context(|| format!("listening on {}", args.listen))?;
     let addr = listener.local_addr()?;
     eprintln!("ctxproxy proxy listening on http://{addr}");
-    axum::serve(listener, router(proxy.clone()))
-        .with_graceful_shutdown(shutdown_signal())
-        .await?;
+    let deadlines = listen::Deadlines {
+        headers: args.timeouts.header,
+        shutdown: args.timeouts.shutdown,
+    };
+    let cancelled = listen::serve(
+        listener,
+        router(proxy.clone()),
+        deadlines,
+        shutdown_signal(),
+    )
+    .await;
+    if cancelled > 0 {
+        eprintln!(
+            "ctxproxy proxy: {cancelled} connection(s) still busy after {:?}: cancelled, nothing recorded for their turns",
+            deadlines.shutdown
+        );
+    }
     proxy.service.store().checkpoint().await?;
     Ok(())
 }
@@ -163,6 +223,16 @@ fn not_json<A: Api>(e: &serde_json::Error) -> Response {
         StatusCode::BAD_REQUEST,
         ErrorKind::InvalidRequest,
         &format!("body: not JSON: {e}"),
+        Some("body"),
+    )
+}
+
+/// A 408: the body did not arrive within `--body-timeout`.
+fn body_too_slow<A: Api>(timeout: Duration) -> Response {
+    error::<A>(
+        StatusCode::REQUEST_TIMEOUT,
+        ErrorKind::InvalidRequest,
+        &format!("body: not received within {timeout:?} (--body-timeout)"),
         Some("body"),
     )
 }
@@ -267,15 +337,17 @@ async fn read_request<A: Api>(proxy: &Proxy, request: Request) -> Result<Incomin
     let expected = header_str(&headers, "content-length")
         .and_then(|n| n.parse().ok())
         .unwrap_or(0);
-    let received = receive::receive(
+    let receiving = receive::receive(
         body,
         &proxy.histories,
         A::FORMAT,
         history_key.as_deref(),
         expected,
-    )
-    .await
-    .map_err(|e| bad(&format!("body: {e}"), "body"))?;
+    );
+    let received = tokio::time::timeout(proxy.body_timeout, receiving)
+        .await
+        .map_err(|_| body_too_slow::<A>(proxy.body_timeout))?
+        .map_err(|e| bad(&format!("body: {e}"), "body"))?;
     let (read, _resumed) = received.read::<A>();
     let read = read.map_err(|b| bad(&b.message, &b.param))?;
     let budget = match header_str(&headers, "x-ctxproxy-budget").map(str::parse::<u32>) {
@@ -323,15 +395,37 @@ impl Incoming {
         format: crate::format::Format,
         input: Option<ctxproxy_core::message::Message>,
     ) -> assemble::Request {
+        // Recorded as they are forwarded: masked (`mask`).
+        let redact = config.redact_secrets;
         assemble::Request {
             budget: self.budget.unwrap_or(config.budget),
             encoding: config.encoding,
             order: config.order,
             format,
-            system: Some(self.read.system.clone()).filter(|s| !s.is_empty()),
-            input,
+            system: Some(&self.read.system)
+                .filter(|s| !s.is_empty())
+                .map(|s| match redact {
+                    true => mask::system_text(s),
+                    false => s.clone(),
+                }),
+            input: input.map(|m| match redact {
+                true => ctxproxy_core::secrets::mask_message(m),
+                false => m,
+            }),
             calls: config.calls.clone(),
             whole_history: config.whole_history,
+            client_tools_tokens: self.client_tools_tokens(config.encoding),
+        }
+    }
+
+    /// The tokens of the client's tool definitions as they are forwarded
+    /// (compact JSON, keys sorted, as `rounds` serialises the body).
+    fn client_tools_tokens(&self, encoding: ctxproxy_core::tokens::Encoding) -> u32 {
+        match self.read.envelope.get("tools") {
+            Some(tools @ Value::Array(list)) if !list.is_empty() => {
+                ctxproxy_core::tokens::count(encoding, &tools.to_string())
+            }
+            _ => 0,
         }
     }
 
@@ -353,6 +447,22 @@ impl Incoming {
         }
         self.read.envelope
     }
+}
+
+/// A body from this size on is large: once it is read, its new messages
+/// stored and its prompt assembled, the memory that took is given back.
+const LARGE_BODY: usize = 1 << 20;
+
+/// Hands the allocator's free memory back to the system. glibc's malloc
+/// keeps what a large request freed (the parsed body, the store's batches,
+/// spread over the arenas of the threads that made them) for the process's
+/// lifetime; `malloc_trim` releases the free pages of every arena.
+fn give_memory_back() {
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    tokio::task::spawn_blocking(|| {
+        // SAFETY: malloc_trim only walks the allocator's own free lists.
+        unsafe { libc::malloc_trim(0) };
+    });
 }
 
 /// `server-timing: match;dur=0.20, ingest;dur=0.41, assemble;dur=1.20`
@@ -418,17 +528,23 @@ async fn model<A: Api>(State(proxy): State<Arc<Proxy>>, request: Request) -> Res
             Err(e) => return service_error::<A>(e),
         };
         timing.push(("assemble", started.elapsed()));
-        (
-            A::upstream_body(incoming.read.client_body(), prompt.prompt, &turn.session),
-            Some(prompt.prompt_id),
-        )
+        let prompt_id = prompt.prompt_id.clone();
+        match forwarded_body::<A>(&proxy, &incoming.read, prompt, &turn.session) {
+            Ok(body) => (body, Some(prompt_id)),
+            Err(e) => return not_json::<A>(&e),
+        }
     };
     let stream = incoming.read.stream;
     let url = incoming.url.clone();
     let headers = upstream::request_headers(&incoming.headers, true);
     // From here on only the body's other fields are needed (the stream
     // splicer's options); the history is kept for the next request.
+    let large = incoming.read.history.body().len() >= LARGE_BODY;
     let client_options = incoming.keep_history::<A>(&proxy);
+    if large {
+        // What reading, storing and assembling it took is freed by now.
+        give_memory_back();
+    }
     let exchange = rounds::Exchange {
         proxy: proxy.clone(),
         url,
@@ -444,6 +560,27 @@ async fn model<A: Api>(State(proxy): State<Arc<Proxy>>, request: Request) -> Res
     } else {
         rounds::whole::<A>(exchange).await
     }
+}
+
+/// The body to forward for an assembled prompt: the client's body around
+/// it (`Api::upstream_body`), the client's messages as it sent them when
+/// the prompt has the whole shape, masked as the store masks what it keeps
+/// (unless `redactSecrets` is off).
+fn forwarded_body<A: Api>(
+    proxy: &Proxy,
+    read: &history::Read,
+    assembled: crate::protocol::AssembleResult,
+    session: &str,
+) -> Result<Value, serde_json::Error> {
+    let mut prompt = assembled.prompt;
+    if assembled.shape == "whole" {
+        prompt.messages = read.history.sent_messages()?;
+    }
+    let mut body = A::upstream_body(read.client_body(), prompt, session);
+    if proxy.service.config().redact_secrets {
+        mask::mask_forwarded(&mut body);
+    }
+    Ok(body)
 }
 
 /// `POST /v1/messages/count_tokens`: the upstream counts what would be
@@ -476,12 +613,13 @@ async fn count_tokens(State(proxy): State<Arc<Proxy>>, request: Request) -> Resp
         },
         Some((session, input)) => {
             let request = incoming.assemble_request(&service.config(), A::FORMAT, Some(input));
-            match service.preview_request(&session, request).await {
-                Ok(prompt) => (
-                    A::upstream_body(incoming.read.client_body(), prompt.prompt, &session),
-                    our_headers(&session, None),
-                ),
+            let prompt = match service.preview_request(&session, request).await {
+                Ok(prompt) => prompt,
                 Err(e) => return service_error::<A>(e),
+            };
+            match forwarded_body::<A>(&proxy, &incoming.read, prompt, &session) {
+                Ok(body) => (body, our_headers(&session, None)),
+                Err(e) => return not_json::<A>(&e),
             }
         }
     };
@@ -520,9 +658,15 @@ async fn passthrough(State(proxy): State<Arc<Proxy>>, request: Request) -> Respo
         .path_and_query()
         .map_or_else(|| parts.uri.path().to_string(), |p| p.as_str().to_string());
     let url = proxy.upstreams.url_for(&path);
-    let bytes: Bytes = match axum::body::to_bytes(body, usize::MAX).await {
-        Ok(b) => b,
-        Err(e) => return (StatusCode::BAD_REQUEST, format!("body: {e}")).into_response(),
+    let bytes: Bytes = match tokio::time::timeout(
+        proxy.body_timeout,
+        axum::body::to_bytes(body, usize::MAX),
+    )
+    .await
+    {
+        Ok(Ok(b)) => b,
+        Ok(Err(e)) => return (StatusCode::BAD_REQUEST, format!("body: {e}")).into_response(),
+        Err(_) => return body_too_slow::<openai::OpenAi>(proxy.body_timeout),
     };
     let headers = upstream::request_headers(&parts.headers, false);
     match proxy.client.send(parts.method, &url, headers, bytes).await {

@@ -291,6 +291,61 @@ impl Api for OpenAi {
         out
     }
 
+    fn stream_events(reply: &Value) -> Vec<sse::Event> {
+        let choice = &reply["choices"][0];
+        let message = &choice["message"];
+        let mut delta = json!({"role": "assistant"});
+        for key in ["content", "refusal"] {
+            if let Some(v) = message.get(key).filter(|v| !v.is_null()) {
+                delta[key] = v.clone();
+            }
+        }
+        if let Some(calls) = message["tool_calls"].as_array() {
+            delta["tool_calls"] = calls
+                .iter()
+                .enumerate()
+                .map(|(index, call)| {
+                    let mut call = call.clone();
+                    call["index"] = json!(index);
+                    call
+                })
+                .collect();
+        }
+        let chunk = |choices: Value| {
+            let mut chunk = json!({"object": "chat.completion.chunk", "choices": choices});
+            for key in [
+                "id",
+                "created",
+                "model",
+                "system_fingerprint",
+                "service_tier",
+            ] {
+                if let Some(v) = reply.get(key) {
+                    chunk[key] = v.clone();
+                }
+            }
+            chunk
+        };
+        let mut chunks = vec![
+            chunk(json!([{"index": 0, "delta": delta, "finish_reason": null}])),
+            chunk(json!([{"index": 0, "delta": {}, "finish_reason": choice["finish_reason"]}])),
+        ];
+        if let Some(usage) = reply.get("usage").filter(|u| !u.is_null()) {
+            let mut last = chunk(json!([]));
+            last["usage"] = usage.clone();
+            chunks.push(last);
+        }
+        chunks
+            .into_iter()
+            .map(|c| c.to_string())
+            .chain([DONE.to_string()])
+            .map(|data| sse::Event {
+                event: String::new(),
+                data,
+            })
+            .collect()
+    }
+
     type Splicer = ChunkSplicer;
     fn splicer(client: &Value) -> ChunkSplicer {
         ChunkSplicer {
@@ -329,6 +384,9 @@ struct StreamedCall {
     client_index: Option<u64>,
 }
 
+/// The `data:` of the event that ends a completion stream.
+const DONE: &str = "[DONE]";
+
 /// Splices the chunks of every round into one completion stream: the first
 /// round's id and role, client tool-call indexes renumbered, context calls
 /// withheld, one final chunk with the summed usage, one `[DONE]`.
@@ -347,6 +405,8 @@ pub struct ChunkSplicer {
     finish_reason: Option<Value>,
     usage: Value,
     failed: bool,
+    /// This round's stream sent `[DONE]`.
+    round_done: bool,
 }
 
 impl ChunkSplicer {
@@ -372,8 +432,12 @@ impl ChunkSplicer {
 
 impl Splicer for ChunkSplicer {
     fn event(&mut self, event: sse::Event) -> Vec<u8> {
+        if event.data == DONE {
+            // Ours is sent once, by `finish`.
+            self.round_done = true;
+            return Vec::new();
+        }
         let Ok(mut chunk) = serde_json::from_str::<Value>(&event.data) else {
-            // `[DONE]` (sent once, by `finish`) or a line that is not JSON.
             return Vec::new();
         };
         if chunk.get("error").is_some() {
@@ -452,6 +516,7 @@ impl Splicer for ChunkSplicer {
     }
 
     fn end_round(&mut self) -> Value {
+        self.round_done = false;
         let calls: Vec<Value> = self
             .round_calls
             .iter()
@@ -494,7 +559,7 @@ impl Splicer for ChunkSplicer {
         out.extend(
             sse::Event {
                 event: String::new(),
-                data: "[DONE]".into(),
+                data: DONE.into(),
             }
             .encode(),
         );
@@ -519,6 +584,10 @@ impl Splicer for ChunkSplicer {
 
     fn failed(&self) -> bool {
         self.failed
+    }
+
+    fn round_ended(&self) -> bool {
+        self.round_done
     }
 
     fn error_event(&self, body: &Value) -> Vec<u8> {

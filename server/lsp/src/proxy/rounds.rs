@@ -215,14 +215,17 @@ async fn pump<A: Api>(x: Exchange, first: reqwest::Response, tx: mpsc::Sender<By
 }
 
 /// Relays one round's events through the splicer as they arrive. False
-/// when the stream cannot go on: the client left, the upstream broke off,
-/// or it sent an error event.
+/// when the stream cannot go on: the client left, the upstream broke off
+/// or stopped before its last event, or it sent an error event.
 async fn relay_round<A: Api>(
     splicer: &mut A::Splicer,
     resp: reqwest::Response,
     tx: &mpsc::Sender<Bytes>,
     keep_alive: bool,
 ) -> bool {
+    if upstream::is_json(resp.headers()) {
+        return relay_whole_reply::<A>(splicer, resp, tx).await;
+    }
     let mut framer = sse::Framer::default();
     let mut stream = resp.bytes_stream();
     let mut tick = tokio::time::interval(KEEP_ALIVE_EVERY);
@@ -242,12 +245,8 @@ async fn relay_round<A: Api>(
             None => break,
             Some(Ok(bytes)) => framer.push(&bytes),
             Some(Err(e)) => {
-                let body = A::error_body(
-                    ErrorKind::Upstream,
-                    &format!("the upstream broke off its stream: {e}"),
-                    None,
-                );
-                let _ = tx.send(Bytes::from(splicer.error_event(&body))).await;
+                let message = format!("the upstream broke off its stream: {e}");
+                let _ = tx.send(round_failed::<A>(splicer, &message)).await;
                 return false;
             }
         };
@@ -259,13 +258,52 @@ async fn relay_round<A: Api>(
             }
         }
     }
-    if let Some(event) = framer.finish() {
+    if splicer.failed() {
+        return false;
+    }
+    // An event still without its blank line is dropped (the SSE rule for
+    // a stream's end), so a stream cut mid-event ends here too.
+    if !splicer.round_ended() {
+        let message = "the upstream's stream ended before its last event";
+        let _ = tx.send(round_failed::<A>(splicer, message)).await;
+        return false;
+    }
+    true
+}
+
+/// A whole JSON reply to a streamed request, relayed as the events the
+/// API would have streamed for it.
+async fn relay_whole_reply<A: Api>(
+    splicer: &mut A::Splicer,
+    resp: reqwest::Response,
+    tx: &mpsc::Sender<Bytes>,
+) -> bool {
+    let reply = match resp.bytes().await {
+        Ok(bytes) => serde_json::from_slice::<Value>(&bytes).map_err(|e| e.to_string()),
+        Err(e) => Err(e.to_string()),
+    };
+    let reply = match reply {
+        Ok(reply) => reply,
+        Err(e) => {
+            let message =
+                format!("the upstream's whole reply to a streamed request is unreadable: {e}");
+            let _ = tx.send(round_failed::<A>(splicer, &message)).await;
+            return false;
+        }
+    };
+    for event in A::stream_events(&reply) {
         let out = splicer.event(event);
         if !out.is_empty() && tx.send(Bytes::from(out)).await.is_err() {
             return false;
         }
     }
-    !splicer.failed()
+    !splicer.failed() && splicer.round_ended()
+}
+
+/// Our error event for a round that failed: it ends the client's stream
+/// so that its SDK raises, and nothing is recorded.
+fn round_failed<A: Api>(splicer: &A::Splicer, message: &str) -> Bytes {
+    Bytes::from(splicer.error_event(&A::error_body(ErrorKind::Upstream, message, None)))
 }
 
 /// Awaits `work`, sending `keep_alive` every few seconds meanwhile; `None`

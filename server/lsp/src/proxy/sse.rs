@@ -89,16 +89,6 @@ impl Framer {
         events
     }
 
-    /// The event a stream that ended without its blank line leaves.
-    pub fn finish(&mut self) -> Option<Event> {
-        if !self.buffer.is_empty() {
-            let line = String::from_utf8_lossy(&std::mem::take(&mut self.buffer)).into_owned();
-            self.line(line.trim_end_matches('\r'));
-        }
-        self.scanned = 0;
-        self.dispatch()
-    }
-
     fn line(&mut self, line: &str) -> Option<Event> {
         if line.is_empty() {
             return self.dispatch();
@@ -138,9 +128,7 @@ mod tests {
 
     fn frame_all(chunks: &[&[u8]]) -> Vec<Event> {
         let mut f = Framer::default();
-        let mut out: Vec<Event> = chunks.iter().flat_map(|c| f.push(c)).collect();
-        out.extend(f.finish());
-        out
+        chunks.iter().flat_map(|c| f.push(c)).collect()
     }
 
     #[test]
@@ -167,14 +155,10 @@ mod tests {
     }
 
     #[test]
-    fn a_stream_cut_before_its_blank_line_still_yields_its_last_event() {
-        assert_eq!(
-            frame_all(&[b"data: {\"x\":1}"]),
-            vec![Event {
-                event: String::new(),
-                data: "{\"x\":1}".into()
-            }]
-        );
+    fn an_event_cut_before_its_blank_line_is_never_dispatched() {
+        // The SSE rule: at the end of the stream, pending data is discarded.
+        assert_eq!(frame_all(&[b"data: {\"x\":1}\n\ndata: {\"y\":"]).len(), 1);
+        assert_eq!(frame_all(&[b"event: message_stop\ndata: {}\n"]), vec![]);
     }
 
     fn event_strategy() -> impl Strategy<Value = Event> {

@@ -2,11 +2,15 @@
 //! headers that cross (a denylist: an allowlist drops headers clients need,
 //! such as `openai-project`), and the reqwest client that calls them.
 
+use axum::http::header::{CONNECTION, CONTENT_TYPE};
+use std::time::Duration;
+
 use axum::http::{HeaderMap, Method};
 use bytes::Bytes;
 
 /// Hop-by-hop headers (RFC 9110 §7.6.1) and the ones the transport sets
-/// again; never forwarded in either direction.
+/// again; never forwarded in either direction, nor any header a message's
+/// own `Connection` names.
 const HOP_BY_HOP: [&str; 10] = [
     "connection",
     "keep-alive",
@@ -52,15 +56,33 @@ pub struct Unreachable {
     pub source: reqwest::Error,
 }
 
+/// The hop-by-hop headers of a message: the standard set and every header
+/// its `Connection` names (RFC 9110 §7.6.1), lowercased.
+fn hop_by_hop(headers: &HeaderMap) -> Vec<String> {
+    let named = headers
+        .get_all(CONNECTION)
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .flat_map(|v| v.split(','))
+        .map(|name| name.trim().to_ascii_lowercase())
+        .filter(|name| !name.is_empty());
+    HOP_BY_HOP
+        .iter()
+        .map(|n| n.to_string())
+        .chain(named)
+        .collect()
+}
+
 /// What the proxy forwards of a client's request headers: all but the
 /// hop-by-hop ones, `host`, and ctxproxy's own `x-ctxproxy-*`. When the
 /// proxy reads the body itself (`decoded`), `accept-encoding` goes too, so
 /// that the upstream answers in plain bytes.
 pub fn request_headers(incoming: &HeaderMap, decoded: bool) -> HeaderMap {
+    let hop_by_hop = hop_by_hop(incoming);
     let mut out = HeaderMap::new();
     for (name, value) in incoming {
         let n = name.as_str();
-        if HOP_BY_HOP.contains(&n)
+        if hop_by_hop.iter().any(|h| h == n)
             || n == "host"
             || n.starts_with("x-ctxproxy-")
             || (decoded && n == "accept-encoding")
@@ -75,15 +97,25 @@ pub fn request_headers(incoming: &HeaderMap, decoded: bool) -> HeaderMap {
 /// The upstream's response headers the client gets: all but the hop-by-hop
 /// ones; when the proxy rewrote the body, its encoding headers go too.
 pub fn response_headers(upstream: &HeaderMap, rewritten: bool) -> HeaderMap {
+    let hop_by_hop = hop_by_hop(upstream);
     let mut out = HeaderMap::new();
     for (name, value) in upstream {
         let n = name.as_str();
-        if HOP_BY_HOP.contains(&n) || (rewritten && n == "content-encoding") {
+        if hop_by_hop.iter().any(|h| h == n) || (rewritten && n == "content-encoding") {
             continue;
         }
         out.append(name.clone(), value.clone());
     }
     out
+}
+
+/// Whether a response's body is JSON (`application/json`, any parameters).
+pub fn is_json(headers: &HeaderMap) -> bool {
+    headers
+        .get(CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.split(';').next())
+        .is_some_and(|t| t.trim().eq_ignore_ascii_case("application/json"))
 }
 
 /// The HTTP client; one per proxy, its connections pooled.
@@ -93,13 +125,16 @@ pub struct Client {
 }
 
 impl Client {
-    pub fn new() -> Result<Client, reqwest::Error> {
+    /// `idle`: how long the upstream may go without sending a byte (for
+    /// its status, or within its body) before the request fails.
+    pub fn new(idle: Duration) -> Result<Client, reqwest::Error> {
         // reqwest is built without a crypto provider (aws-lc-rs needs cmake
         // and nasm); ring is installed here, once.
         let _ = rustls::crypto::ring::default_provider().install_default();
         Ok(Client {
             http: reqwest::Client::builder()
-                .connect_timeout(std::time::Duration::from_secs(30))
+                .connect_timeout(Duration::from_secs(30))
+                .read_timeout(idle)
                 .build()?,
         })
     }

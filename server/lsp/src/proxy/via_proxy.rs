@@ -41,7 +41,7 @@ use axum::Router;
 use ctxproxy_core::tokens::{self, Encoding};
 use serde_json::{json, Value};
 
-use super::{histories::Histories, router, session::Sessions, upstream, Proxy};
+use super::{histories::Histories, router, session::Sessions, upstream, Proxy, Timeouts};
 use crate::service::Service;
 use crate::timing::percentile;
 use ctxproxy_core::message::{Message, Role};
@@ -354,10 +354,11 @@ pub async fn run(session: &[RecordedExchange], service: Service) -> anyhow::Resu
             openai: up_url.clone(),
             anthropic: up_url,
         },
-        client: upstream::Client::new()?,
+        client: upstream::Client::new(Timeouts::default().upstream_idle)?,
         sessions: Sessions::default(),
         histories: Histories::default(),
         token: None,
+        body_timeout: Timeouts::default().body,
     });
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
     let url = format!("http://{}/v1/chat/completions", listener.local_addr()?);

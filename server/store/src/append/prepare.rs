@@ -111,6 +111,11 @@ struct Shape {
 /// output, for a later read of the same path in the same append.
 type Reads = HashMap<String, (ExchangeId, BlobHash, Vec<u8>)>;
 
+/// How many batches of an append are prepared ahead of the one stored
+/// next: enough to keep the pool busy, few enough that an append of
+/// thousands of exchanges does not hold them all in memory at once.
+const IN_FLIGHT: usize = 64;
+
 /// What the pool hands back to the writer during an append.
 enum Ready {
     Masked(usize, Vec<Message>),
@@ -164,17 +169,24 @@ impl Writer {
         let seqs: Vec<u32> = batches.iter().map(|b| b.0).collect();
         rayon::in_place_scope_fifo(|scope| {
             let (tx, rx) = mpsc::channel();
-            for (i, (_, messages)) in batches.into_iter().enumerate() {
-                spawn(scope, &tx, move || {
-                    Ready::Masked(i, masked(messages, redact))
-                });
-            }
+            let mut unmasked = batches.into_iter().enumerate();
             // Batches that came ready before an earlier one, by place.
             let mut masked_early = BTreeMap::new();
             let mut prepared_early = BTreeMap::new();
             let mut recorded_early = BTreeMap::new();
-            let (mut next_plan, mut next_record, mut next_store) = (0, 0, 0);
+            let (mut next_mask, mut next_plan, mut next_record, mut next_store) = (0, 0, 0, 0);
             while next_store < seqs.len() {
+                // At most IN_FLIGHT batches past the stored ones are worked
+                // on: an append of many exchanges holds a few of them in
+                // their intermediate forms, not all (the batch `next_store`
+                // is always among them, so a job is always running).
+                while next_mask < seqs.len() && next_mask < next_store + IN_FLIGHT {
+                    let (i, (_, messages)) = unmasked.next().expect("a batch per exchange");
+                    spawn(scope, &tx, move || {
+                        Ready::Masked(i, masked(messages, redact))
+                    });
+                    next_mask += 1;
+                }
                 // Every job sends once, and this thread holds a sender.
                 match rx.recv().expect("a sender is held") {
                     Ok(Ready::Masked(i, messages)) => {
