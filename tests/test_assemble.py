@@ -254,9 +254,9 @@ async def test_format_shapes(ctx, order):
         problems, n_tool = _check_openai(o)
         assert not problems, f"openai @{budget}:\n" + "\n".join(problems[:20])
         assert o["messages"][0]["role"] == "system" and SYSTEM in o["messages"][0]["content"]
-        # Cache-stable: the input, then L0 last (the input stays in the next
-        # prompt's cached prefix). seed003: L0 first, the input last.
-        at = -2 if order == "cache-stable" else -1
+        # Cache-stable: the input, then the recall block if any, then L0 last (the input stays
+        # in the next prompt's cached prefix). seed003: L0 first, the recall block, the input last.
+        at = (-3 if o.get("recall") else -2) if order == "cache-stable" else -1
         assert INPUT["content"] in o["messages"][at]["content"] and o["messages"][at]["role"] == "user"
         if order == "cache-stable":
             assert o["messages"][-1]["content"].startswith("## Current context"), o["messages"][-1]
@@ -275,7 +275,7 @@ async def test_format_shapes(ctx, order):
         t = await ctx.req("ctx/assemble", {**base, "format": "text"})
         assert isinstance(t.get("text"), str) and SYSTEM in t["text"] and INPUT["content"] in t["text"]
         for r in (o, an, t):
-            assert r["tokens"]["total"] <= budget
+            assert _history(r["tokens"]) <= budget
             assert _content_tokens(r, "o200k_base") <= r["tokens"]["total"], \
                 f"{r['format'] if 'format' in r else ''}: returned text counts more tokens than tokens.total"
 

@@ -135,14 +135,15 @@ async def test_one_shot_at_max_depth_cuts_the_context_and_the_record_says_why(ct
     layers = {r["layer"]: r for r in a["layers"]}
     assert [i["id"] for i in layers["currentContext"]["items"]] == ["call"]
     assert not any(layers[n]["items"] for n in ("headers", "summaries", "references", "recent"))
-    assert a["tokens"]["total"] <= a["budget"]
+    assert a["tokens"]["layers"]["currentContext"] <= a["budget"]
 
     # Its own exchanges do not turn it into a loop: still one shot, no history layers.
     await ctx.append(c1a, [{"role": "user", "content": "Under which condition?"},
                            {"role": "assistant", "content": "When the placeholder is longer than width."}])
     b = await ctx.req("ctx/assemble", {"sessionId": c1a, "budget": 1200, "input": {"role": "user", "content": "again?"}})
     assert b["shape"] == "oneShot" and [msg["role"] for msg in b["messages"]] == ["user", "user"]
-    assert b["tokens"]["total"] <= 1200
+    # The budget governs the call and its context; the input and the tools are counted apart.
+    assert b["tokens"]["layers"]["currentContext"] <= 1200 < b["tokens"]["total"]
     assert "context cut from" in b["reason"]
 
     # The record keeps the shape, the reason and the state; explain and show-prompt read it.
