@@ -21,6 +21,11 @@ from test_store_disk import cli
 # mcts-cubic b1 costs more than its full history": the floor is 108.6%).
 OVER_FULL_HISTORY = {("mcts-cubic", "b1"): 1.12}
 
+# Long coding sessions recorded before the recall block was made and kept out of its tuning: the
+# recall target (half of the needed facts in the prompt at the turn that asks) is stated for
+# sessions a change was not tuned on (docs/ASSEMBLY.md, "The budget and the recall block").
+HELD_OUT_FROM_RECALL = {"go-tally", "js-mdtable"}
+
 
 def sessions_of(report):
     return report["sessions"] if "sessions" in report else [dict(report, name="main")]
@@ -56,6 +61,8 @@ def test_every_session_meets_its_rule(fixture):
             assert tokens <= 0.12, (where, tokens)
             assert effective <= 0.25, (where, effective)
             assert 3 * ours["factsInPrompt"] >= ours["facts"], (where, ours)
+            if fixture.stem in HELD_OUT_FROM_RECALL:
+                assert 2 * ours["factsInPrompt"] >= ours["facts"], (where, ours)
             continue
         assert effective <= OVER_FULL_HISTORY.get((fixture.stem, session["name"]), 1.0), (where, effective)
         if any(t["baselines"]["full-history"]["total"] > session["budget"] for t in turns):
