@@ -134,12 +134,18 @@ pub fn question_words(question: &str) -> Vec<String> {
     out
 }
 
+/// The most earlier exchanges a distinctive word may occur in, of
+/// `exchanges`: a quarter of them, or two in a short session.
+pub fn common_count(exchanges: u32) -> u32 {
+    (exchanges / 4).max(2)
+}
+
 /// The question's words that occur in at least one of `exchanges` earlier
 /// exchanges, rarest first; those in at most a quarter of them (or two, in
 /// a short session) are `distinctive`, the words to search for. A word
 /// every other exchange uses points at nothing by itself.
 pub fn weigh(words: Vec<RecallWord>, exchanges: u32) -> Vec<RecallWord> {
-    let common = (exchanges / 4).max(2);
+    let common = common_count(exchanges);
     let mut out: Vec<RecallWord> = words
         .into_iter()
         .filter(|w| w.exchanges >= 1)

@@ -20,6 +20,10 @@ use rusqlite::{params, Connection, OptionalExtension};
 use crate::read;
 use crate::Result;
 
+/// How far back recall looks: the newest this many exchanges before the
+/// question. The index is read within their row ids only, so an assemble
+/// costs the same in a session of 2,000 exchanges as in one of 100,000.
+const HORIZON: u32 = 2_000;
 /// Exchanges ranked by the index before their passages are cut: more than
 /// fit the block, since some fall below the bar or are shown whole.
 const CANDIDATES: u32 = 16;
@@ -48,13 +52,20 @@ pub(crate) fn recall(
         for_exchange,
         hits: Vec::new(),
     };
-    let earlier = for_exchange.0 - 1;
+    let first = for_exchange.0.saturating_sub(HORIZON).max(1);
+    let earlier = for_exchange.0 - first;
     if earlier == 0 || caps.recall_max == 0 {
         return Ok(none);
     }
+    let Some(rows) = row_ids(conn, session, first, for_exchange)? else {
+        return Ok(none);
+    };
+    // A word in more than this many of them is not distinctive: counting
+    // stops there.
+    let common = recall::common_count(earlier);
     let mut words = Vec::new();
     for word in recall::question_words(&question) {
-        let exchanges = exchanges_with(conn, session, for_exchange, &phrase(&word))?;
+        let exchanges = exchanges_with(conn, rows, &phrase(&word), common)?;
         words.push(RecallWord {
             word,
             exchanges,
@@ -74,12 +85,14 @@ pub(crate) fn recall(
     let ranked: Vec<u32> = conn
         .prepare_cached(
             "SELECT e.seq FROM exchange_text t JOIN exchanges e ON e.id = t.rowid
-             WHERE exchange_text MATCH ?1 AND e.session_id = ?2 AND e.seq < ?3
-             ORDER BY bm25(exchange_text), e.seq LIMIT ?4",
+             WHERE exchange_text MATCH ?1 AND t.rowid BETWEEN ?2 AND ?3
+                AND e.session_id = ?4 AND e.seq < ?5
+             ORDER BY bm25(exchange_text), e.seq LIMIT ?6",
         )?
-        .query_map(params![query, session, for_exchange.0, CANDIDATES], |r| {
-            r.get(0)
-        })?
+        .query_map(
+            params![query, rows.0, rows.1, session, for_exchange.0, CANDIDATES],
+            |r| r.get(0),
+        )?
         .collect::<std::result::Result<_, _>>()?;
     let per_hit = caps.recall_max / HITS_PER_BLOCK;
     let mut hits = Vec::new();
@@ -100,20 +113,35 @@ fn phrase(word: &str) -> String {
     format!("\"{}\"", word.replace('"', "\"\""))
 }
 
-/// In how many of the session's exchanges before `before` the index finds
-/// `query`.
-fn exchanges_with(
+/// The row ids of the session's exchanges `first ..` up to before
+/// `before`: the range the index is read in. `None` when it has none.
+fn row_ids(
     conn: &Connection,
     session: &str,
+    first: u32,
     before: ExchangeId,
-    query: &str,
-) -> Result<u32> {
+) -> Result<Option<(i64, i64)>> {
+    let (lo, hi): (Option<i64>, Option<i64>) = conn
+        .prepare_cached(
+            "SELECT min(id), max(id) FROM exchanges WHERE session_id = ?1 AND seq >= ?2 AND seq < ?3",
+        )?
+        .query_row(params![session, first, before.0], |r| {
+            Ok((r.get(0)?, r.get(1)?))
+        })?;
+    Ok(lo.zip(hi))
+}
+
+/// In how many rows of the range the index finds `query`, counted up to
+/// `common + 1`. The rows of another session written between the
+/// session's own (several sessions at once) count too: a word's rarity is
+/// an estimate, and reading only the range keeps it cheap.
+fn exchanges_with(conn: &Connection, rows: (i64, i64), query: &str, common: u32) -> Result<u32> {
     Ok(conn
         .prepare_cached(
-            "SELECT count(*) FROM exchange_text t JOIN exchanges e ON e.id = t.rowid
-             WHERE exchange_text MATCH ?1 AND e.session_id = ?2 AND e.seq < ?3",
+            "SELECT count(*) FROM (SELECT rowid FROM exchange_text
+             WHERE exchange_text MATCH ?1 AND rowid BETWEEN ?2 AND ?3 LIMIT ?4)",
         )?
-        .query_row(params![query, session, before.0], |r| r.get(0))?)
+        .query_row(params![query, rows.0, rows.1, common + 1], |r| r.get(0))?)
 }
 
 /// The text of the message that opened exchange `seq`.
