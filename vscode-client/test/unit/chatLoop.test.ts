@@ -23,6 +23,7 @@ function fakeSidecar() {
         format: "openai",
         order: "cache-stable",
         tokens: { total: 10, layers: {} },
+        clientToolsTokens: 0,
         prefixReused: 0,
         trimmed: [],
         layers: [],
