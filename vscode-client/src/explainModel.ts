@@ -48,6 +48,7 @@ export const LAYER_LABELS: Record<string, string> = {
   headers: "L2 headers",
   summaries: "L3 summaries",
   references: "L4 references",
+  recall: "Recall",
   input: "Input",
 };
 

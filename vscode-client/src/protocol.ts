@@ -85,6 +85,7 @@ export const LAYER_NAMES = [
   "headers",
   "summaries",
   "references",
+  "recall",
   "input",
 ] as const;
 export type LayerName = (typeof LAYER_NAMES)[number];

@@ -19,6 +19,7 @@ const LAYER_COLORS: Record<string, string> = {
   headers: "var(--vscode-charts-green, #89d185)",
   summaries: "var(--vscode-terminal-ansiCyan, #11a8cd)",
   references: "var(--vscode-charts-orange, #d18616)",
+  recall: "var(--vscode-terminal-ansiMagenta, #bc3fbc)",
   input: "var(--vscode-charts-purple, #b180d7)",
   [OUTSIDE_LAYERS]: "var(--vscode-disabledForeground, #8888)",
 };
