@@ -24,6 +24,8 @@ use crate::Result;
 /// question. The index is read within their row ids only, so an assemble
 /// costs the same in a session of 2,000 exchanges as in one of 100,000.
 const HORIZON: u32 = 2_000;
+/// A word's commonness is checked first among this many newest exchanges.
+const NEWEST: u32 = 200;
 /// Exchanges ranked by the index before their passages are cut: more than
 /// fit the block, since some fall below the bar or are shown whole.
 const CANDIDATES: u32 = 16;
@@ -63,9 +65,18 @@ pub(crate) fn recall(
     // A word in more than this many of them is not distinctive: counting
     // stops there.
     let common = recall::common_count(earlier);
+    // A word common among the newest exchanges is common: checked there
+    // first, where counting it stops soonest.
+    let newest = for_exchange.0.saturating_sub(NEWEST).max(first);
+    let newest_rows = row_ids(conn, session, newest, for_exchange)?.unwrap_or(rows);
+    let newest_common = recall::common_count(for_exchange.0 - newest);
     let mut words = Vec::new();
     for word in recall::question_words(&question) {
-        let exchanges = exchanges_with(conn, rows, &phrase(&word), common)?;
+        let query = phrase(&word);
+        let exchanges = match exchanges_with(conn, newest_rows, &query, newest_common)? {
+            n if n > newest_common => common + 1,
+            _ => exchanges_with(conn, rows, &query, common)?,
+        };
         words.push(RecallWord {
             word,
             exchanges,
@@ -114,21 +125,24 @@ fn phrase(word: &str) -> String {
 }
 
 /// The row ids of the session's exchanges `first ..` up to before
-/// `before`: the range the index is read in. `None` when it has none.
+/// `before`: the range the index is read in (a session's exchanges get
+/// increasing row ids, a fork's copies too). `None` when it has none.
 fn row_ids(
     conn: &Connection,
     session: &str,
     first: u32,
     before: ExchangeId,
 ) -> Result<Option<(i64, i64)>> {
-    let (lo, hi): (Option<i64>, Option<i64>) = conn
-        .prepare_cached(
-            "SELECT min(id), max(id) FROM exchanges WHERE session_id = ?1 AND seq >= ?2 AND seq < ?3",
-        )?
-        .query_row(params![session, first, before.0], |r| {
-            Ok((r.get(0)?, r.get(1)?))
-        })?;
-    Ok(lo.zip(hi))
+    let id = |seq: u32| -> Result<Option<i64>> {
+        Ok(conn
+            .prepare_cached("SELECT id FROM exchanges WHERE session_id = ?1 AND seq = ?2")?
+            .query_row(params![session, seq], |r| r.get(0))
+            .optional()?)
+    };
+    if first >= before.0 {
+        return Ok(None);
+    }
+    Ok(id(first)?.zip(id(before.0 - 1)?))
 }
 
 /// In how many rows of the range the index finds `query`, counted up to
