@@ -295,3 +295,16 @@ async def test_empty_session_and_no_input(ctx):
     assert "hello" in json.dumps(a["messages"])
     # assemble does not store the input
     assert await ctx.list_exchanges(sid) == []
+
+
+async def test_a_large_system_prompt_is_counted_apart_from_the_budget(ctx):
+    """The budget governs the history: a system prompt larger than the whole budget is sent as it
+    is, counted in the total, and neither refused nor squeezing the history."""
+    sid = await _load(ctx)
+    system = "You are a coding assistant. " + " ".join(
+        f"Rule {i}: read a file before editing it and say why." for i in range(1500))
+    small = await ctx.req("ctx/assemble", {"sessionId": sid, "input": INPUT})
+    large = await ctx.req("ctx/assemble", {"sessionId": sid, "input": INPUT, "system": system})
+    assert large["tokens"]["layers"]["system"] > large["budget"] == 16000
+    assert large["tokens"]["total"] == small["tokens"]["total"] + large["tokens"]["layers"]["system"]
+    assert _history(large["tokens"]) == _history(small["tokens"]) <= large["budget"]
