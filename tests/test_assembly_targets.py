@@ -80,6 +80,19 @@ def test_a_conversation_holds_as_much_as_a_sliding_window(fixture):
         assert ours["factsReachable"] == ours["facts"], (fixture.stem, ours)
 
 
+@pytest.mark.parametrize("fixture", sorted(f for f in SESSIONS.glob("*.jsonl") if conversational(f)),
+                         ids=lambda p: p.stem)
+def test_a_conversation_that_fits_the_budget_is_all_in_view(fixture):
+    """At a budget the whole conversation fits, a sliding window of it holds every turn, and so does
+    the prompt: every answer the questions need is in it."""
+    at_default = report(fixture)
+    largest = max(t["baselines"]["full-history"]["total"] for t in at_default["turns"])
+    at_fitting = report(fixture, "--budget", str(largest + largest // 10))
+    ours, window = strategy(at_fitting, "ctxproxy"), strategy(at_fitting, "sliding-window")
+    assert window["factsInPrompt"] == window["facts"], window
+    assert ours["factsInPrompt"] == ours["facts"], (fixture.stem, ours)
+
+
 @pytest.mark.parametrize("fixture", ["python-semver", "ts-trace-mapping"])
 def test_a_larger_budget_shows_more(fixture):
     path = SESSIONS / f"{fixture}.jsonl"

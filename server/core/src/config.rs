@@ -177,8 +177,8 @@ pub struct Config {
     pub digest: DigestLimits,
     pub calls: CallLimits,
     pub order: LayerOrder,
-    /// A short session's prompt may be its whole history, without L0 or the
-    /// context tools, while that costs no more than the layers
+    /// A session's prompt may be its whole history, without L0 or the
+    /// context tools, while that fits the budget
     /// (`packer::Shape::Whole`). Off: every prompt is layered and offers the
     /// context tools from the first.
     pub whole_history: bool,

@@ -48,7 +48,27 @@ impl Writer {
         ) -> std::result::Result<AssembledPrompt<T>, E>,
     ) -> Result<std::result::Result<T, E>> {
         let caps = self.settings.layers.caps(budget);
-        let window = packer::window_len(&caps);
+        // An unknown session has none: `read::session_view` says it is unknown.
+        let count: u32 = self
+            .conn
+            .query_row(
+                "SELECT exchange_count FROM sessions WHERE id = ?1",
+                [session],
+                |r| r.get(0),
+            )
+            .optional()?
+            .unwrap_or(0);
+        let window = packer::view_len(&caps, budget, count, |older| {
+            // Either encoding's count, whichever is larger: the other may
+            // not be counted yet, and the packer checks the loaded view
+            // exactly.
+            self.conn.query_row(
+                "SELECT COALESCE(SUM(MAX(full_o200k, full_cl100k)), 0) FROM exchanges
+                 WHERE session_id = ?1 AND seq <= ?2",
+                params![session, older],
+                |r| r.get::<_, i64>(0).map(|n| n as u64),
+            )
+        })?;
         self.count_for_view(session, encoding, &caps, window)?;
         let mut view = read::session_view(&self.conn, session, encoding, &caps, window)?;
         view.recall = recall::recall(

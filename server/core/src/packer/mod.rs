@@ -45,13 +45,13 @@ pub use prompt::{
     shared_prefix_tokens, ItemForm, Layer, LayerItem, LayerReport, PackError, PackRequest,
     PackedPrompt, PromptMessage, Shape, Trim,
 };
-pub use regions::{references_horizon, window_len};
+pub use regions::{references_horizon, view_len, window_len};
 pub use whole::whole_allowed;
 
 /// Packs a prompt. A child session at the maximum depth gets the one-shot
 /// shape: its query and its context cut to fit, no history. A session whose
-/// whole history costs no more than its layered prompt gets the whole shape
-/// (`whole`), until its first layered prompt.
+/// whole history fits the budget gets the whole shape (`whole`), until its
+/// first layered prompt.
 ///
 /// Any other prompt is packed in three phases: what is guaranteed (system, input, L0,
 /// the header list, every exchange of the window at least as its header)

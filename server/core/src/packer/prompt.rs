@@ -212,8 +212,7 @@ pub enum Shape {
     /// The layers: L0, headers, summaries, references, the recent tail.
     Layered,
     /// The session's whole history as it was sent, nothing left out, no L0
-    /// and no context tools: chosen while that costs no more than the
-    /// layered prompt.
+    /// and no context tools: chosen while the history fits the budget.
     Whole {
         /// Tokens the layered prompt would have cost.
         layered: u32,

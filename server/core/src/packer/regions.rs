@@ -39,6 +39,30 @@ pub fn window_len(caps: &LayerCaps) -> u32 {
     }
 }
 
+/// How many of the newest exchanges of a session of `count` the view
+/// loads for a prompt of `budget`: `window_len`, or all of them while the
+/// whole history may fit the budget, since the whole shape shows every
+/// exchange (a sliding window of the budget would hold them all).
+/// `older_full` sums the full tokens of the `n` oldest exchanges; it is
+/// asked only when at most `budget` tokens could hold them (each exchange
+/// is at least one message).
+pub fn view_len<E>(
+    caps: &LayerCaps,
+    budget: u32,
+    count: u32,
+    older_full: impl FnOnce(u32) -> Result<u64, E>,
+) -> Result<u32, E> {
+    let window = window_len(caps);
+    let older = count.saturating_sub(window);
+    if older == 0 || u64::from(older) * u64::from(MESSAGE_OVERHEAD + 1) > u64::from(budget) {
+        return Ok(window);
+    }
+    Ok(match older_full(older)? <= u64::from(budget) {
+        true => count,
+        false => window,
+    })
+}
+
 /// Where the regions start, from the number of exchanges.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(super) struct Regions {

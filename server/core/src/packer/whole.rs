@@ -1,8 +1,10 @@
 //! The whole shape: the session's history as it was sent, every message,
-//! no L0 and no context tools. A short session's layered prompt costs more
-//! than its history (L0 and the tools' definitions outweigh what there is
-//! to leave out), so while nothing would be left out and the history costs
-//! no more than the layered prompt, the prompt is the history itself.
+//! no L0 and no context tools. While the history fits the budget a sliding
+//! window of the budget would hold all of it, so the prompt holds all of it
+//! too: nothing left out, nothing to retrieve. A short session's layered
+//! prompt even costs more than its history (L0 and the tools' definitions
+//! outweigh what there is to leave out). Once the history outgrows the
+//! budget the prompt is layered, and stays so.
 
 use super::emit::{exchange_messages, pair_tool_calls};
 use super::prompt::{
@@ -15,7 +17,7 @@ use crate::view::SessionView;
 
 /// The whole history as a prompt, when the view holds all of it, every
 /// tool output of it is shown whole (nothing lives only in a blob), its
-/// history fits the budget, and it costs no more than `layered`. A child call
+/// history fits the budget. A child call
 /// (its lineage is in L0) and a session with superseded exchanges (their
 /// state was replaced on purpose) keep the layers.
 pub(super) fn pack(view: &SessionView, req: &PackRequest, layered: u32) -> Option<PackedPrompt> {
@@ -75,7 +77,7 @@ pub(super) fn pack(view: &SessionView, req: &PackRequest, layered: u32) -> Optio
         .collect();
     pair_tool_calls(&mut messages);
     let total = messages.iter().map(|m| m.charged).sum::<u32>() + REPLY_PRIMER;
-    (total - (REPLY_PRIMER + system_tokens + input_tokens) <= req.budget && total <= layered)
+    (total - (REPLY_PRIMER + system_tokens + input_tokens) <= req.budget)
         .then_some(PackedPrompt {
             messages,
             tools_tokens: 0,
