@@ -45,7 +45,7 @@ impl LayerCaps {
     /// one saves; the per-item caps (a header, a summary, L0) stay put.
     /// At the default budget: a tail of 3,000 tokens, 5 exchanges kept in
     /// full at a compaction, 40 summaries, 200 headers, 30 references and
-    /// 2,000 tokens of recall (docs/ASSEMBLY.md: how the shares were chosen).
+    /// 1,000 tokens of recall (docs/ASSEMBLY.md: how the shares were chosen).
     pub fn for_budget(budget: u32) -> LayerCaps {
         let share =
             |num: u32, den: u32| (u64::from(budget) * u64::from(num) / u64::from(den)) as u32;
