@@ -1,4 +1,4 @@
-"""Issue 14's targets, checked on every shipped session with the real binary's report
+"""The assembly targets, checked on every shipped session with the real binary's report
 (`ctxproxy replay FILE --report --json`, default settings), as docs/ASSEMBLY.md states them:
 
 - every fact a later question needs is in the prompt or one retrieve away;

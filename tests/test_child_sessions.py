@@ -1,4 +1,4 @@
-"""Recursive calls (seed 002): child sessions opened with a query and a context, their depth and
+"""Recursive calls: child sessions opened with a query and a context, their depth and
 lineage in L0, the one-shot prompt at maxDepth, the state envelope and `stateChanged`; and the
 recorded recursive session (fixtures/tools/rlm_session.py) replayed by hand over LSP."""
 

@@ -1,4 +1,4 @@
-"""Superseded exchanges (seed 000): `supersedes` on ctx/append and ctx/housekeeping, the prompt
+"""Superseded exchanges (reasoning steps that replace state): `supersedes` on ctx/append and ctx/housekeeping, the prompt
 showing them as headers at most, explain / show-prompt saying by what, retrieve and search still
 finding them, and every bad entry refused naming its field."""
 

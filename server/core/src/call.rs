@@ -1,4 +1,4 @@
-//! Recursive calls (seed 002): what a child session was called with, the
+//! Recursive calls: what a child session was called with, the
 //! lines L0 shows about its place in the call tree, and the reason a call
 //! at the maximum depth gets a one-shot prompt.
 
@@ -60,7 +60,7 @@ pub struct CallSummary {
 /// Characters of the query and the parent's objective L0 shows, as the
 /// objective's own cap.
 const LINE_CHARS: usize = 200;
-/// Characters of the context's start L0 shows (seed 002's preview is 200).
+/// Characters of the context's start L0 shows (a recursive runtime's preview is 200).
 const CONTEXT_PREVIEW_CHARS: usize = 120;
 
 pub fn summary(place: &CallPlace) -> CallSummary {

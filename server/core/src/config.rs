@@ -1,7 +1,7 @@
 //! Every cap and limit, in one place. Values arrive from initializationOptions,
 //! `workspace/didChangeConfiguration` or the CLI. The layers that hold
 //! history are sized by the prompt's budget unless pinned
-//! (`LayerSettings`); the per-item caps are seed 003's except where a
+//! (`LayerSettings`); the per-item caps are the layered design's except where a
 //! measured reason changed them (docs/ASSEMBLY.md): L0 100 tokens (it is new
 //! on every turn).
 
@@ -45,7 +45,7 @@ impl LayerCaps {
     /// one saves; the per-item caps (a header, a summary, L0) stay put.
     /// At the default budget: a tail of 3,000 tokens, 5 exchanges kept in
     /// full at a compaction, 40 summaries, 200 headers, 30 references and
-    /// 2,000 tokens of recall (docs/ASSEMBLY.md: how the shares were chosen).
+    /// 1,000 tokens of recall (docs/ASSEMBLY.md: how the shares were chosen).
     pub fn for_budget(budget: u32) -> LayerCaps {
         let share =
             |num: u32, den: u32| (u64::from(budget) * u64::from(num) / u64::from(den)) as u32;
@@ -105,7 +105,7 @@ impl LayerSettings {
     }
 }
 
-/// Recursive calls (seed 002): how deep a call tree goes, and how much
+/// Recursive calls: how deep a call tree goes, and how much
 /// context a call at the bottom gets in its one-shot prompt.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct CallLimits {
@@ -115,7 +115,7 @@ pub struct CallLimits {
     /// level multiplies the calls, and two show every shape a call takes.
     pub max_depth: u32,
     /// At most this many tokens of a one-shot call's context: about the
-    /// 8,000 characters seed 002's runtime keeps
+    /// 8,000 characters a recursive runtime keeps
     /// (`MAX_ONESHOT_CONTEXT_CHARS`), at four characters a token.
     pub one_shot_context_max: u32,
 }

@@ -16,7 +16,7 @@ use crate::summary::{looks_like_path, ExchangeFacts, ToolClass, Trio};
 use crate::text::{clip_chars, one_line};
 use crate::tokens::Encoding;
 
-/// Where in its work the conversation is (seed 001's phases).
+/// Where in its work the conversation is (a tutoring agent's phases).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
 pub enum Phase {
     #[default]

@@ -1,5 +1,5 @@
 //! Supersession: an exchange that replaces the state earlier ones built (a
-//! reasoning step that decomposes, synthesises or refines, as seed 000's
+//! reasoning step that decomposes, synthesises or refines, as an
 //! MCTS reasoner does) makes their text obsolete. Here: the ranges a client
 //! names (`x3-x9`, `x12`), the map the store keeps (superseded exchange →
 //! its first superseder), and its grouping into ranges for reports.

@@ -440,7 +440,7 @@ fn layered() -> String {
     "layered".into()
 }
 
-/// The state envelope (seed 002): the call a prompt serves and the current
+/// The state envelope (recursive calls): the call a prompt serves and the current
 /// context (L0) as fields, within `layers.currentContextMax` tokens.
 #[derive(Debug, Serialize, Deserialize, Clone, PartialEq)]
 #[serde(rename_all = "camelCase")]

@@ -1,4 +1,4 @@
-//! The state envelope (seed 002's missing "bounded, typed state surface"):
+//! The state envelope (the "bounded, typed state surface" recursive calls need):
 //! the call a prompt serves (session, depth, iteration, parent, tools,
 //! budget) and the current context (L0) as fields, capped as L0 is; and
 //! when one differs from the previous prompt's enough to tell observers.

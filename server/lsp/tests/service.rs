@@ -85,7 +85,7 @@ async fn open_append_assemble_retrieve() {
     insta::assert_snapshot!(snapshot);
 }
 
-/// A call tree (seed 002): a root, a child at depth 1 and its child at
+/// A call tree (recursive calls): a root, a child at depth 1 and its child at
 /// depth 2 = maxDepth. Snapshotted: the child's layered prompt (L0 with its
 /// lineage) and state envelope, the one-shot prompt with its reason, and
 /// the listing with depths and parents. Token figures that depend on the

@@ -134,7 +134,7 @@ ALTER TABLE exchange_text_stemmed RENAME TO exchange_text;
     // An exchange that replaces the state earlier ones built (`supersedes`)
     // is recorded on each of them: the superseder's seq, its first one.
     M::up("ALTER TABLE exchanges ADD COLUMN superseded_by INTEGER;"),
-    // Recursive calls (seed 002): a session opened by another is a 'fork'
+    // Recursive calls: a session opened by another is a 'fork'
     // (it shares the history up to `fork_at`) or a 'child' (a call made
     // after `fork_at`: none of the history, only the query and context
     // kept here, and the parent's objective when it called). A fork is as

@@ -30,7 +30,7 @@ pub struct NewSession {
     pub child: Option<ChildCall>,
 }
 
-/// What a child session is called with (seed 002's `llm_query(query, context)`).
+/// What a child session is called with (a recursive runtime's `llm_query(query, context)`).
 #[derive(Clone, Debug, Default)]
 pub struct ChildCall {
     pub query: String,

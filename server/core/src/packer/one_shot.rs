@@ -1,4 +1,4 @@
-//! The one-shot shape of a call at the maximum depth (seed 002's
+//! The one-shot shape of a call at the maximum depth (a recursive runtime's
 //! `buildOneShotPrompt`): the system prompt, one message with the query and
 //! the context cut to fit, then the input. No history layers and no L0: the
 //! call makes no further calls and loops no further.
@@ -17,7 +17,7 @@ use crate::tokens;
 /// input, the tools and the query, at most `calls.one_shot_context_max`.
 /// The context tools are offered only to a call with exchanges of its own:
 /// they are the only way to its history, and before it has any there is
-/// nothing to retrieve (seed 002's one-shot prompt offers none).
+/// nothing to retrieve (a recursive runtime's one-shot prompt offers none).
 pub(super) fn pack(
     depth: u32,
     lineage: &CallLineage,

@@ -81,8 +81,7 @@ pub(super) fn upgrade<'a>(
         // worth its tokens on every turn: the header points at the
         // exchange, one retrieve away. Small exchanges (a call and a short
         // answer) end so. One that saves a third or more stays: its values
-        // are in the prompt, and it sits in the cached prefix (the rule
-        // was halving: docs/ASSEMBLY.md compares the two).
+        // are in the prompt, and it sits in the cached prefix.
         // A superseding exchange is the state the reasoning carries
         // forward: its summary is worth its tokens whatever it saves.
         let summary = p.cost(Level::Summary, false);

@@ -10,7 +10,7 @@
 //! that repeats nothing opens a branch of its own: a child session of the
 //! key's main branch when its system prompt differs from the main branch's (a
 //! sub-agent, such as Claude Code's Task agents, sends the same session id
-//! with a system prompt of its own: seed 002's recursive calls), else a root
+//! with a system prompt of its own: a recursive call), else a root
 //! session (a client's side request under the same id).
 //!
 //! Messages are compared by fingerprint: of the message as the client sent
