@@ -120,6 +120,33 @@ def test_claude_code_writes_a_file_through_the_proxy(tmp_path, store, upstream, 
     assert proxylib.files_containing(store.parent, ANTHROPIC_KEY.encode()) == []
 
 
+def test_claude_code_run_by_ctxproxy_run_writes_a_file_and_is_reported(tmp_path, store, upstream):
+    """`ctxproxy run claude …`: no proxy started by hand, no base URL set; run points Claude Code
+    at a proxy of its own, passes its output and status through, and reports the session."""
+    claude = find_tool("CTXPROXY_CLAUDE", TOOLS / "node" / "node_modules" / ".bin" / "claude", "claude")
+    work = tmp_path / "work"
+    work.mkdir()
+    target = work / "hello.txt"
+    upstream.push(
+        Turn(text="I'll create the file.",
+             tool_calls=[ToolCall("toolu_01WriteHello", "Write", {"file_path": str(target), "content": "hi\n"})]),
+        Turn(text="Created hello.txt."))
+    env = claude_env(tmp_path / "home", "unused")
+    del env["ANTHROPIC_BASE_URL"]
+    p = subprocess.run([str(proxylib.ctxlib.binary()), "run", "--store", str(store),
+                        "--anthropic-upstream", upstream.url, "--openai-upstream", upstream.url,
+                        claude, "-p", "Create hello.txt containing hi.", "--allowedTools", "Write",
+                        "--output-format", "json"],
+                       cwd=work, env=env, capture_output=True, text=True, timeout=RUN_TIMEOUT,
+                       stdin=subprocess.DEVNULL)
+    assert p.returncode == 0, f"ctxproxy run claude exited {p.returncode}\n{p.stdout}\n{p.stderr}"
+    assert json.loads(p.stdout)["result"] == "Created hello.txt."
+    assert target.read_text() == "hi\n"
+    [(session, _, prompts)] = session_rows(store)
+    assert prompts >= 2
+    assert re.search(rf"session {session}: {prompts} request\(s\), the client sent \d+ tokens", p.stderr), p.stderr
+
+
 # ------------------------------------------------------------------------ Aider
 
 def test_aider_edits_a_file_through_the_proxy(tmp_path, store, upstream, proxy):

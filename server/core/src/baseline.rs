@@ -72,6 +72,13 @@ fn raw_text(m: &Message) -> String {
     text
 }
 
+/// What one message of a client's history costs as it sends it: its text
+/// and calls (`raw_text`) and a message's overhead. What full history is
+/// counted by, here and in what `ctxproxy run` says the client sent.
+pub fn message_tokens(m: &Message, encoding: Encoding) -> u32 {
+    tokens::count(encoding, &raw_text(m)) + MESSAGE_OVERHEAD
+}
+
 /// The prompt each baseline sends when each exchange opens: all earlier
 /// exchanges, then the exchange's first message. One prompt per exchange.
 /// `opening` begins every history (a child call's query and context, which
@@ -82,11 +89,7 @@ pub fn replay(
     exchanges: &[Vec<Message>],
     encoding: Encoding,
 ) -> Vec<RawPrompt> {
-    let entry = |m: &Message| {
-        let text = raw_text(m);
-        let n = tokens::count(encoding, &text) + MESSAGE_OVERHEAD;
-        (m.role, text, n)
-    };
+    let entry = |m: &Message| (m.role, raw_text(m), message_tokens(m, encoding));
     let mut history: Vec<(Role, String, u32)> = opening.iter().map(entry).collect();
     let mut dropped: Option<(usize, usize)> = None;
     let mut prompts = Vec::new();
@@ -95,7 +98,7 @@ pub fn replay(
             continue;
         };
         let input_text = raw_text(input);
-        let input_tokens = tokens::count(encoding, &input_text) + MESSAGE_OVERHEAD;
+        let input_tokens = message_tokens(input, encoding);
         let kept: Vec<usize> = match strategy {
             Strategy::FullHistory => (0..history.len()).collect(),
             Strategy::Cline { window } => {

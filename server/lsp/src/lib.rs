@@ -5,7 +5,7 @@
 //!
 //! Layers, bottom first (no module uses one above it): `error`; `protocol`,
 //! `config`, `format`, `frames`, `recorded`, `state`; `assemble`; `service`; `server`,
-//! `proxy`, `report`, `report_html`, `replay`, `bench`, `inspect`, `doctor`.
+//! `proxy`, `run`, `report`, `report_html`, `replay`, `bench`, `inspect`, `doctor`.
 
 pub mod assemble;
 pub mod bench;
@@ -21,6 +21,7 @@ pub mod recorded;
 pub mod replay;
 pub mod report;
 pub mod report_html;
+pub mod run;
 pub mod server;
 pub mod service;
 pub mod state;

@@ -4,7 +4,7 @@
 use std::path::PathBuf;
 
 use clap::{Parser, Subcommand};
-use ctxproxy::{bench, config, doctor, inspect, proxy, replay, server};
+use ctxproxy::{bench, config, doctor, inspect, proxy, replay, run, server};
 
 #[derive(Parser)]
 #[command(
@@ -38,6 +38,9 @@ enum Command {
     },
     /// Serve the OpenAI / Anthropic model APIs over HTTP: assistants use ctxproxy by changing their base URL.
     Proxy(proxy::Args),
+    /// Run an assistant through a proxy of its own on a free loopback port (`ctxproxy run claude -p "…"`);
+    /// prints what each session was sent and forwarded, and exits with the assistant's status.
+    Run(run::Args),
     /// Replay a recorded session (JSON Lines) as an editor would, and print a per-turn table.
     Replay(replay::Args),
     /// Show an exchange, message, blob or prompt of a session.
@@ -140,6 +143,10 @@ fn main() -> anyhow::Result<()> {
             std::process::exit(code)
         }
         Command::Proxy(args) => runtime.block_on(proxy::serve(args)),
+        Command::Run(args) => {
+            let code = runtime.block_on(run::run(args))?;
+            std::process::exit(code)
+        }
         Command::Replay(args) => runtime.block_on(replay::run(args)),
         Command::Inspect {
             session,

@@ -77,17 +77,16 @@ pub(super) fn pack(view: &SessionView, req: &PackRequest, layered: u32) -> Optio
         .collect();
     pair_tool_calls(&mut messages);
     let total = messages.iter().map(|m| m.charged).sum::<u32>() + REPLY_PRIMER;
-    (total - (REPLY_PRIMER + system_tokens + input_tokens) <= req.budget)
-        .then_some(PackedPrompt {
-            messages,
-            tools_tokens: 0,
-            total,
-            layers,
-            trimmed: Vec::new(),
-            superseded: Vec::new(),
-            recall: Vec::new(),
-            shape: Shape::Whole { layered },
-        })
+    (total - (REPLY_PRIMER + system_tokens + input_tokens) <= req.budget).then_some(PackedPrompt {
+        messages,
+        tools_tokens: 0,
+        total,
+        layers,
+        trimmed: Vec::new(),
+        superseded: Vec::new(),
+        recall: Vec::new(),
+        shape: Shape::Whole { layered },
+    })
 }
 
 /// Whether a session's next prompt may have the whole shape

@@ -19,6 +19,7 @@ mod resumed_tests;
 mod rounds;
 mod session;
 mod sse;
+pub mod tally;
 mod upstream;
 pub mod via_proxy;
 
@@ -47,6 +48,17 @@ pub struct Args {
     /// Address to listen on; port 0 lets the OS choose (the ready line says which).
     #[arg(long, default_value = "127.0.0.1:8787")]
     listen: SocketAddr,
+    /// Require `x-ctxproxy-token: T` on every request; needed to listen beyond loopback.
+    #[arg(long, value_name = "T")]
+    token: Option<String>,
+    #[command(flatten)]
+    options: Options,
+}
+
+/// What a proxy is run with besides where it listens: the store, the
+/// settings, the upstreams and the timeouts (`ctxproxy proxy` and `ctxproxy run`).
+#[derive(clap::Args)]
+pub struct Options {
     /// The store database (default: $CTXPROXY_STORE, else <data dir>/ctxproxy/store.db).
     #[arg(long)]
     store: Option<PathBuf>,
@@ -59,9 +71,6 @@ pub struct Args {
     /// Base URL of the Anthropic API.
     #[arg(long, default_value = "https://api.anthropic.com")]
     anthropic_upstream: String,
-    /// Require `x-ctxproxy-token: T` on every request; needed to listen beyond loopback.
-    #[arg(long, value_name = "T")]
-    token: Option<String>,
     #[command(flatten)]
     timeouts: Timeouts,
 }
@@ -114,8 +123,11 @@ pub struct Proxy {
     token: Option<String>,
     /// `Timeouts::body`.
     body_timeout: Duration,
+    /// What each session was sent and forwarded, when kept (`ctxproxy run`).
+    tally: Option<tally::Tally>,
 }
 
+/// `ctxproxy proxy`: serves until SIGTERM or Ctrl-C.
 pub async fn serve(args: Args) -> anyhow::Result<()> {
     if !args.listen.ip().is_loopback() && args.token.is_none() {
         anyhow::bail!(
@@ -123,6 +135,28 @@ pub async fn serve(args: Args) -> anyhow::Result<()> {
             args.listen
         );
     }
+    let opened = open(args.options, args.listen, args.token, false).await?;
+    eprintln!("ctxproxy proxy listening on http://{}", opened.addr);
+    opened.serve_until(shutdown_signal()).await?;
+    Ok(())
+}
+
+/// A proxy bound to its address, not yet serving.
+pub struct Opened {
+    pub addr: SocketAddr,
+    proxy: Arc<Proxy>,
+    listener: tokio::net::TcpListener,
+    deadlines: listen::Deadlines,
+}
+
+/// Opens the store and binds `listen`; with `tally`, the proxy keeps what
+/// each session was sent and forwarded (`Opened::serve_until` returns it).
+pub async fn open(
+    args: Options,
+    listen: SocketAddr,
+    token: Option<String>,
+    tally: bool,
+) -> anyhow::Result<Opened> {
     let mut config = ctxproxy_core::config::Config::default();
     let mut store_path = None;
     if let Some(text) = &args.config {
@@ -140,6 +174,7 @@ pub async fn serve(args: Args) -> anyhow::Result<()> {
         std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
     }
     std::thread::spawn(ctxproxy_core::tokens::warm_up);
+    let tally = tally.then(|| tally::Tally::new(config.encoding));
     let proxy = Arc::new(Proxy {
         service: Service::open(store_path, config, None)?,
         upstreams: Upstreams {
@@ -150,33 +185,52 @@ pub async fn serve(args: Args) -> anyhow::Result<()> {
             .context("building the HTTP client")?,
         sessions: session::Sessions::default(),
         histories: histories::Histories::default(),
-        token: args.token,
+        token,
         body_timeout: args.timeouts.body,
+        tally,
     });
-    let listener = tokio::net::TcpListener::bind(args.listen)
+    let listener = tokio::net::TcpListener::bind(listen)
         .await
-        .with_context(|| format!("listening on {}", args.listen))?;
-    let addr = listener.local_addr()?;
-    eprintln!("ctxproxy proxy listening on http://{addr}");
-    let deadlines = listen::Deadlines {
-        headers: args.timeouts.header,
-        shutdown: args.timeouts.shutdown,
-    };
-    let cancelled = listen::serve(
+        .with_context(|| format!("listening on {listen}"))?;
+    Ok(Opened {
+        addr: listener.local_addr()?,
+        proxy,
         listener,
-        router(proxy.clone()),
-        deadlines,
-        shutdown_signal(),
-    )
-    .await;
-    if cancelled > 0 {
-        eprintln!(
-            "ctxproxy proxy: {cancelled} connection(s) still busy after {:?}: cancelled, nothing recorded for their turns",
-            deadlines.shutdown
-        );
+        deadlines: listen::Deadlines {
+            headers: args.timeouts.header,
+            shutdown: args.timeouts.shutdown,
+        },
+    })
+}
+
+impl Opened {
+    /// Serves until `shutdown` completes and the requests in flight finish
+    /// (or `--shutdown-timeout` passes), then checkpoints the store. Returns
+    /// the tally, when kept.
+    pub async fn serve_until(
+        self,
+        shutdown: impl std::future::Future<Output = ()>,
+    ) -> anyhow::Result<Vec<tally::SessionTally>> {
+        let Opened {
+            proxy,
+            listener,
+            deadlines,
+            ..
+        } = self;
+        let cancelled = listen::serve(listener, router(proxy.clone()), deadlines, shutdown).await;
+        if cancelled > 0 {
+            eprintln!(
+                "ctxproxy proxy: {cancelled} connection(s) still busy after {:?}: cancelled, nothing recorded for their turns",
+                deadlines.shutdown
+            );
+        }
+        proxy.service.store().checkpoint().await?;
+        Ok(proxy
+            .tally
+            .as_ref()
+            .map(tally::Tally::sessions)
+            .unwrap_or_default())
     }
-    proxy.service.store().checkpoint().await?;
-    Ok(())
 }
 
 async fn shutdown_signal() {
@@ -515,6 +569,8 @@ async fn model<A: Api>(State(proxy): State<Arc<Proxy>>, request: Request) -> Res
         return service_error::<A>(e);
     }
     timing.push(("ingest", started.elapsed()));
+    // The tokens the prompt forwarded holds; `None`: the client's body as sent.
+    let mut forwarded_tokens = None;
     let (upstream_body, prompt_id) = if incoming.passthrough {
         match incoming.whole_body() {
             Ok(body) => (body, None),
@@ -529,11 +585,15 @@ async fn model<A: Api>(State(proxy): State<Arc<Proxy>>, request: Request) -> Res
         };
         timing.push(("assemble", started.elapsed()));
         let prompt_id = prompt.prompt_id.clone();
+        forwarded_tokens = Some(prompt.tokens.total);
         match forwarded_body::<A>(&proxy, &incoming.read, prompt, &turn.session) {
             Ok(body) => (body, Some(prompt_id)),
             Err(e) => return not_json::<A>(&e),
         }
     };
+    if let Some(tally) = &proxy.tally {
+        tally.record(&turn.session, &incoming, forwarded_tokens);
+    }
     let stream = incoming.read.stream;
     let url = incoming.url.clone();
     let headers = upstream::request_headers(&incoming.headers, true);

@@ -359,6 +359,7 @@ pub async fn run(session: &[RecordedExchange], service: Service) -> anyhow::Resu
         histories: Histories::default(),
         token: None,
         body_timeout: Timeouts::default().body,
+        tally: None,
     });
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
     let url = format!("http://{}/v1/chat/completions", listener.local_addr()?);

@@ -1,0 +1,89 @@
+"""`ctxproxy run COMMAND`: one run of a client through a proxy of its own. The client here is a
+Python program on the official OpenAI SDK, which finds the proxy only through the `OPENAI_BASE_URL`
+that `run` sets; the model is the scripted upstream on loopback. What `run` owes its user: the
+client's arguments, standard input, output and exit status pass through, its session is recorded
+in the store, and at the end it says what each session was sent and forwarded. (Claude Code run
+this way: tests/test_proxy_assistants.py.)"""
+
+from __future__ import annotations
+
+import pathlib
+import re
+import subprocess
+import sys
+import textwrap
+
+import ctxlib
+import proxylib
+from proxylib import Turn
+
+CLIENT = textwrap.dedent("""\
+    import os, sys
+    import openai
+
+    question = sys.stdin.readline().strip()
+    client = openai.OpenAI(api_key="sk-dummy", max_retries=0, timeout=60)
+    history = [{"role": "user", "content": question}]
+    for follow_up in sys.argv[1:]:
+        reply = client.chat.completions.create(model="test-model", messages=history)
+        print(reply.choices[0].message.content)
+        history += [{"role": "assistant", "content": reply.choices[0].message.content},
+                    {"role": "user", "content": follow_up}]
+    print("base url:", os.environ["OPENAI_BASE_URL"])
+    sys.exit(3)
+    """)
+
+
+def run(store: pathlib.Path, upstream_url: str, *command: str, **kw) -> subprocess.CompletedProcess:
+    return subprocess.run([str(ctxlib.binary()), "run", "--store", str(store),
+                           "--openai-upstream", upstream_url, "--anthropic-upstream", upstream_url,
+                           *command],
+                          capture_output=True, text=True, timeout=120,
+                          env=proxylib.env_without_proxies(), **kw)
+
+
+def test_a_client_run_through_the_proxy_keeps_its_io_and_status_and_is_reported(tmp_path, store, upstream):
+    client = tmp_path / "client.py"
+    client.write_text(CLIENT)
+    upstream.push(Turn(text="The port is 8443."), Turn(text="Yes, 8443 over TLS."))
+    p = run(store, upstream.url, "--", sys.executable, str(client), "and then?", "thanks",
+            input="Which port does the service use?\n")
+    assert p.returncode == 3, p.stderr
+    lines = p.stdout.splitlines()
+    assert lines[:2] == ["The port is 8443.", "Yes, 8443 over TLS."]
+    assert re.fullmatch(r"base url: http://127\.0\.0\.1:\d+/v1", lines[2]), lines
+    calls = upstream.model_calls()
+    assert len(calls) == 2
+    assert "Which port does the service use?" in str(calls[0].json["messages"])
+
+    [row] = [line for line in proxylib.sessions(store).splitlines() if line.startswith("s-")]
+    session = row.split()[0]
+    reported = re.search(rf"session {session}: 2 request\(s\), the client sent (\d+) tokens, "
+                         rf"ctxproxy forwarded (\d+)", p.stderr)
+    assert reported, p.stderr
+    sent, forwarded = map(int, reported.groups())
+    assert sent > 0 and forwarded > 0
+    shown = proxylib.cli("show-prompt", session, "p2", store=store).stdout
+    assert "Which port does the service use?" in shown
+    assert re.search(r"1 session\(s\): sent \d+ tokens, forwarded \d+", p.stderr), p.stderr
+
+
+def test_a_run_without_model_requests_says_so(tmp_path, store, upstream):
+    p = run(store, upstream.url, "--", sys.executable, "-c", "print('no model here')")
+    assert p.returncode == 0, p.stderr
+    assert p.stdout == "no model here\n"
+    assert "no model request went through the proxy" in p.stderr
+
+
+def test_a_command_that_cannot_start_exits_127_and_names_it(tmp_path, store, upstream):
+    p = run(store, upstream.url, "--", "no-such-assistant-here", "--flag")
+    assert p.returncode == 127
+    assert "cannot start `no-such-assistant-here`" in p.stderr
+
+
+def test_an_assistant_whose_api_is_not_served_is_refused_before_it_runs(tmp_path, store, upstream):
+    for assistant, api in [("codex", "Responses API"), ("gemini", "Gemini API")]:
+        p = run(store, upstream.url, assistant, "exec", "hello")
+        assert p.returncode != 0
+        assert f"ctxproxy run {assistant}" in p.stderr and api in p.stderr, p.stderr
+    assert upstream.model_calls() == []
