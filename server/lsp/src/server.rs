@@ -14,10 +14,10 @@ use tower_lsp_server::ls_types::notification::Notification;
 use tower_lsp_server::ls_types::*;
 use tower_lsp_server::{Client, LanguageServer, LspService, Server};
 
-use crate::config;
 use crate::frames::{frame_limit, FrameLimit};
-use crate::protocol::{to_wire, CtxEvent};
-use crate::service::{Reply, Service, ServiceError};
+use ctxproxy_service::config;
+use ctxproxy_service::protocol::{to_wire, CtxEvent};
+use ctxproxy_service::service::{Reply, Service, ServiceError};
 
 /// `ctx/event`: a state change, pushed to the client.
 enum EventNotification {}

@@ -1,0 +1,15 @@
+//! ctxproxy's service: every `ctx/` method behind one `Service`, independent
+//! of the transport. The LSP server, the HTTP proxy and `ctxproxy replay` all
+//! drive it, so each computation has one place.
+//!
+//! Layers, bottom first (no module uses one above it): `error`; `protocol`,
+//! `config`, `format`, `recorded`, `state`; `assemble`; `service`.
+
+pub mod assemble;
+pub mod config;
+pub mod error;
+pub mod format;
+pub mod protocol;
+pub mod recorded;
+pub mod service;
+pub mod state;
