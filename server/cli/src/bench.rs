@@ -15,7 +15,8 @@ use std::time::{Duration, Instant};
 use serde_json::{json, Value};
 
 use crate::timing::percentile;
-use ctxproxy_service::protocol::OpenSessionResult;
+use ctxproxy_service::api::OpenSessionResult;
+use ctxproxy_service::from_json;
 use ctxproxy_service::service::Service;
 
 #[derive(clap::Args)]
@@ -102,7 +103,7 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
         let dir = tempfile::tempdir()?;
         let service = Service::open(dir.path().join("store.db"), Default::default(), None)?;
         let session = service
-            .open_session(json!({"title": format!("bench {size}")}))
+            .open_session(from_json::parse(json!({"title": format!("bench {size}")}))?)
             .await?;
         let session = session.session_id;
         let started = Instant::now();
@@ -112,7 +113,9 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
             let end = (i + args.batch).min(size);
             let messages: Vec<Value> = (i..end).flat_map(exchange).collect();
             service
-                .append(json!({"sessionId": session, "messages": messages}))
+                .append(from_json::parse(
+                    json!({"sessionId": session, "messages": messages}),
+                )?)
                 .await?;
             i = end;
         }
@@ -124,7 +127,9 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
         for _ in 0..args.assembles {
             let t = Instant::now();
             let r = service
-                .assemble(json!({"sessionId": session, "input": input}))
+                .assemble(from_json::parse(
+                    json!({"sessionId": session, "input": input}),
+                )?)
                 .await?;
             times.push(t.elapsed());
             total = r.tokens.total;
@@ -143,7 +148,7 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
         // Closed as a server closes its store (the log moved into the
         // database file), so that no close is still writing in the
         // background while the next figures are taken.
-        service.store().checkpoint().await?;
+        service.checkpoint().await?;
     }
     if let Some(kib) = peak_rss_kib() {
         println!("peak memory (VmHWM): {:.1} MiB", kib as f64 / 1024.0);
@@ -245,7 +250,9 @@ async fn long_line_append(bytes: usize) -> anyhow::Result<Duration> {
         .collect();
     let dir = tempfile::tempdir()?;
     let service = Service::open(dir.path().join("store.db"), Default::default(), None)?;
-    let session = service.open_session(json!({"title": "long line"})).await?;
+    let session = service
+        .open_session(from_json::parse(json!({"title": "long line"}))?)
+        .await?;
     let messages = json!([
         {"role": "user", "content": "Print the bundle."},
         {"role": "assistant", "content": "", "toolCalls": [
@@ -254,7 +261,9 @@ async fn long_line_append(bytes: usize) -> anyhow::Result<Duration> {
     ]);
     let started = Instant::now();
     service
-        .append(json!({"sessionId": session.session_id, "messages": messages}))
+        .append(from_json::parse(
+            json!({"sessionId": session.session_id, "messages": messages}),
+        )?)
         .await?;
     Ok(started.elapsed())
 }

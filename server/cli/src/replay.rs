@@ -16,7 +16,10 @@ use crate::{report, report_html};
 use ctxproxy_core::ids::{ExchangeId, ItemId};
 use ctxproxy_core::recorded::{self, Origin, RecordedExchange, RecordedFile, Step};
 use ctxproxy_core::supersede;
-use ctxproxy_service::protocol::WireMessage;
+use ctxproxy_service::api::{
+    AppendParams, AssembleParams, ChildParams, ListExchangesParams, OpenSessionParams, ParentRef,
+    PathParams, SearchParams, StatsParams, WireMessage,
+};
 use ctxproxy_service::recorded::Turn;
 use ctxproxy_service::service::Service;
 
@@ -133,7 +136,7 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
         // Leave the store as it was: no half-replayed session (forks first).
         let mut failed = Vec::new();
         for id in replayed.ids.iter().rev() {
-            if let Err(r) = service.store().remove_session(id).await {
+            if let Err(r) = service.remove_session(id).await {
                 failed.push(format!("{id}: {r}"));
             }
         }
@@ -150,11 +153,15 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
             ))
         });
     }
-    service.store().checkpoint().await?;
+    service.checkpoint().await?;
     let mut reports = Vec::new();
     for (i, s) in session_file.sessions.iter().enumerate() {
         let id = &replayed.ids[i];
-        let stats = service.stats(json!({"sessionId": id})).await?;
+        let stats = service
+            .stats(StatsParams {
+                session_id: Some(id.clone()),
+            })
+            .await?;
         let history: Vec<RecordedExchange> = session_file.history(i).into_iter().cloned().collect();
         let turns = replayed.history_turns(&session_file, i);
         let own_from = s.shared() as usize;
@@ -282,14 +289,23 @@ impl SessionHeader {
                 Some(("child", file.sessions[*from].name.clone(), *at))
             }
         };
-        let path = service.path(json!({"sessionId": id})).await?;
+        let path = service
+            .path(PathParams {
+                session_id: id.to_string(),
+                exchange_id: None,
+            })
+            .await?;
         let depth = path.sessions.last().map_or(0, |p| p.depth);
         // Every exchange, a page of 10,000 (the most `ctx/listExchanges` gives) at a time.
         const PAGE: usize = 10_000;
         let mut listed = Vec::new();
         loop {
             let page = service
-                .list_exchanges(json!({"sessionId": id, "from": listed.len() + 1, "limit": PAGE}))
+                .list_exchanges(ListExchangesParams {
+                    session_id: id.to_string(),
+                    from: Some(listed.len() as u32 + 1),
+                    limit: Some(PAGE as u32),
+                })
                 .await?
                 .exchanges;
             let last = page.len() < PAGE;
@@ -354,7 +370,11 @@ async fn replay_file(
     replayed: &mut Replayed,
 ) -> anyhow::Result<()> {
     let opened = service
-        .open_session(json!({"title": title, "workspace": "replay"}))
+        .open_session(OpenSessionParams {
+            title: Some(title.to_string()),
+            workspace: Some("replay".into()),
+            ..OpenSessionParams::default()
+        })
         .await?;
     replayed.ids.push(opened.session_id);
     replayed.turns.push(Vec::new());
@@ -362,27 +382,36 @@ async fn replay_file(
         match step {
             Step::Open(i) => {
                 let s = &file.sessions[*i];
-                let mut params = json!({
-                    "title": s.title.clone().unwrap_or_else(|| format!("{title} {}", s.name)),
-                    "workspace": "replay",
-                });
-                match &s.origin {
-                    Origin::Main => {}
-                    Origin::Fork { from, at } => {
-                        params["parent"] =
-                            json!({"sessionId": replayed.ids[*from], "atExchange": at});
-                    }
+                let parent = |from: &usize, at: &u32| ParentRef {
+                    session_id: replayed.ids[*from].clone(),
+                    at_exchange: Some(json!(at)),
+                };
+                let (parent, child) = match &s.origin {
+                    Origin::Main => (None, None),
+                    Origin::Fork { from, at } => (Some(parent(from, at)), None),
                     Origin::Child {
                         from,
                         at,
                         query,
                         context,
-                    } => {
-                        params["parent"] =
-                            json!({"sessionId": replayed.ids[*from], "atExchange": at});
-                        params["child"] = json!({"query": query, "context": context});
-                    }
-                }
+                    } => (
+                        Some(parent(from, at)),
+                        Some(ChildParams {
+                            query: query.clone(),
+                            context: context.clone(),
+                        }),
+                    ),
+                };
+                let params = OpenSessionParams {
+                    title: Some(
+                        s.title
+                            .clone()
+                            .unwrap_or_else(|| format!("{title} {}", s.name)),
+                    ),
+                    workspace: Some("replay".into()),
+                    parent,
+                    child,
+                };
                 let opened = service
                     .open_session(params)
                     .await
@@ -417,7 +446,12 @@ async fn replay_turn(
     let mut search_ranks = Vec::with_capacity(x.needs.len());
     if !x.needs.is_empty() {
         let found = service
-            .search(json!({"sessionId": session, "query": question, "limit": SEARCH_DEPTH}))
+            .search(SearchParams {
+                session_id: Some(session.to_string()),
+                workspace: None,
+                query: question.clone(),
+                limit: Some(SEARCH_DEPTH),
+            })
             .await
             .with_context(|| format!("searching for the needs of exchange {id}"))?;
         for need in &x.needs {
@@ -432,16 +466,21 @@ async fn replay_turn(
         }
     }
     let prompt = service
-        .assemble(json!({"sessionId": session, "input": messages[0], "format": "text"}))
+        .assemble(AssembleParams {
+            session_id: session.to_string(),
+            input: Some(messages[0].clone()),
+            format: Some("text".into()),
+            ..AssembleParams::default()
+        })
         .await
         .with_context(|| format!("assembling the prompt before exchange {id}"))?;
-    let supersedes: Vec<String> = x.supersedes.iter().map(ToString::to_string).collect();
-    let mut params = json!({"sessionId": session, "messages": messages});
-    if !supersedes.is_empty() {
-        params["supersedes"] = json!(supersedes);
-    }
     let appended = service
-        .append(params)
+        .append(AppendParams {
+            session_id: session.to_string(),
+            messages,
+            exchange: None,
+            supersedes: x.supersedes.iter().map(ToString::to_string).collect(),
+        })
         .await
         .with_context(|| format!("appending exchange {id}"))?;
     let blobs = appended.blobs.into_iter().map(|b| b.id).collect();

@@ -14,7 +14,7 @@ use ctxproxy_core::message::Message;
 use serde_json::{json, Value};
 
 use ctxproxy_core::recorded::RecordedExchange;
-use ctxproxy_service::protocol::StatsResult;
+use ctxproxy_service::api::StatsResult;
 use ctxproxy_service::recorded::Turn;
 
 /// The prompt layers, in prompt order: the JSON key and the text table's column.

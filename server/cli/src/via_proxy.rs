@@ -432,7 +432,7 @@ pub async fn run(session: &[RecordedExchange], service: Service) -> anyhow::Resu
             history.push(message);
         }
     }
-    proxy.service().store().checkpoint().await?;
+    proxy.service().checkpoint().await?;
     Ok(calls)
 }
 

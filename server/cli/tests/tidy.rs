@@ -276,7 +276,7 @@ fn protocol_md_documents_every_method() {
 fn protocol_md_documents_every_event_kind() {
     let protocol = read(&root().join("docs/PROTOCOL.md"));
     let events = between(&protocol, "## `ctx/event`", "\n## ");
-    let source = read(&root().join("server/service/src/protocol.rs"));
+    let source = read(&root().join("server/service/src/api.rs"));
     let variants = between(&source, "pub enum CtxEvent {", "\n}");
     let kinds: Vec<String> = variants
         .lines()

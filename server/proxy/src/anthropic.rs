@@ -13,8 +13,8 @@ use super::api::{
     ErrorKind, Splicer,
 };
 use super::sse;
+use ctxproxy_service::api::FormattedPrompt;
 use ctxproxy_service::format::Format;
-use ctxproxy_service::protocol::FormattedPrompt;
 
 pub struct Anthropic;
 

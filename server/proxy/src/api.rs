@@ -6,8 +6,8 @@ use ctxproxy_core::message::Message;
 use serde_json::{Map, Value};
 
 use super::sse;
+use ctxproxy_service::api::FormattedPrompt;
 use ctxproxy_service::format::Format;
-use ctxproxy_service::protocol::FormattedPrompt;
 
 /// The two tools the proxy answers itself.
 pub const CONTEXT_TOOLS: [&str; 2] = ["context_retrieve", "context_search"];

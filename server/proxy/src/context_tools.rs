@@ -6,7 +6,7 @@
 use serde::Deserialize;
 
 use super::api::ContextCall;
-use ctxproxy_service::protocol::{
+use ctxproxy_service::api::{
     RetrieveParams, RetrieveResult, RetrievedItem, SearchParams, SearchResult,
 };
 use ctxproxy_service::service::Service;
@@ -45,7 +45,7 @@ async fn answer(service: &Service, session: &str, call: &ContextCall) -> String 
     let result = match call.name.as_str() {
         "context_retrieve" => match serde_json::from_str::<RetrieveArgs>(&call.arguments) {
             Ok(a) => service
-                .retrieve_parsed(RetrieveParams {
+                .retrieve(RetrieveParams {
                     session_id: session.to_string(),
                     ids: a.ids,
                     format: a.format,
@@ -59,7 +59,7 @@ async fn answer(service: &Service, session: &str, call: &ContextCall) -> String 
         },
         _ => match serde_json::from_str::<SearchArgs>(&call.arguments) {
             Ok(a) => service
-                .search_parsed(SearchParams {
+                .search(SearchParams {
                     session_id: Some(session.to_string()),
                     workspace: None,
                     query: a.query,

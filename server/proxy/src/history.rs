@@ -425,7 +425,7 @@ pub(crate) mod test_support {
 
     use super::{read_whole, Read};
     use crate::api::{Api, BadRequest};
-    use ctxproxy_service::protocol::FormattedPrompt;
+    use ctxproxy_service::api::FormattedPrompt;
 
     pub fn pretty(v: &Value) -> String {
         serde_json::to_string_pretty(v).unwrap()
@@ -447,7 +447,7 @@ pub(crate) mod test_support {
             .messages()
             .iter()
             .map(|m| {
-                serde_json::to_value(ctxproxy_service::protocol::WireMessage::from_core(m)).unwrap()
+                serde_json::to_value(ctxproxy_service::api::WireMessage::from_core(m)).unwrap()
             })
             .collect();
         pretty(&json!({"system": r.system, "stream": r.stream, "messages": messages}))

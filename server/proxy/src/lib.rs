@@ -193,7 +193,7 @@ pub async fn serve(args: Args) -> anyhow::Result<()> {
             deadlines.shutdown
         );
     }
-    proxy.service.store().checkpoint().await?;
+    proxy.service.checkpoint().await?;
     Ok(())
 }
 
@@ -587,7 +587,7 @@ async fn model<A: Api>(State(proxy): State<Arc<Proxy>>, request: Request) -> Res
 fn forwarded_body<A: Api>(
     proxy: &Proxy,
     read: &history::Read,
-    assembled: ctxproxy_service::protocol::AssembleResult,
+    assembled: ctxproxy_service::api::AssembleResult,
     session: &str,
 ) -> Result<Value, serde_json::Error> {
     let mut prompt = assembled.prompt;

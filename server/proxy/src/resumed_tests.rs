@@ -14,7 +14,7 @@ use super::histories::Histories;
 use super::history::{read_whole, Read};
 use super::openai::OpenAi;
 use super::receive::receive;
-use ctxproxy_service::protocol::WireMessage;
+use ctxproxy_service::api::WireMessage;
 
 /// Everything a read gives the proxy, as JSON.
 fn reading(r: &Read) -> Value {

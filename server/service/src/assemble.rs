@@ -16,13 +16,13 @@ use ctxproxy_core::tokens::{self, Encoding};
 use ctxproxy_core::view::SessionView;
 use ctxproxy_store::{AssembledPrompt, PromptRecord, StoreError};
 
-use crate::config::{parse_encoding, parse_order};
-use crate::error::ServiceError;
-use crate::format::{self, Format};
-use crate::protocol::{
+use crate::api::{
     AssembleParams, AssembleResult, LayerItem, LayerReport, PromptTokens, RecallShown,
     SupersededRange, Trim,
 };
+use crate::config::{parse_encoding, parse_order};
+use crate::error::ServiceError;
+use crate::format::{self, Format};
 use crate::state;
 
 /// The previous prompt of each session, to measure prefix reuse.

@@ -10,7 +10,7 @@ use serde::Deserialize;
 use serde_json::Value;
 
 use crate::error::ServiceError;
-use crate::protocol;
+use crate::from_json;
 
 #[derive(Debug, Deserialize, Default)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
@@ -60,7 +60,7 @@ pub fn apply(base: &Config, value: Value) -> Result<(Config, Option<PathBuf>), S
         Value::Object(mut map) if map.contains_key("ctx") => map.remove("ctx").unwrap_or_default(),
         v => v,
     };
-    let w: WireConfig = protocol::parse(value)?;
+    let w: WireConfig = from_json::parse(value)?;
     let mut c = base.clone();
     if let Some(e) = w.encoding {
         c.encoding = parse_encoding(&e, "encoding")?;

@@ -7,7 +7,7 @@ use ctxproxy_core::packer::PromptMessage;
 use ctxproxy_core::render::Block;
 use serde_json::{json, Value};
 
-use crate::protocol::{AssembleResult, FormattedPrompt, PathResult};
+use crate::api::{AssembleResult, FormattedPrompt, PathResult};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Format {

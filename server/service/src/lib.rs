@@ -2,14 +2,15 @@
 //! of the transport. The LSP server, the HTTP proxy and `ctxproxy replay` all
 //! drive it, so each computation has one place.
 //!
-//! Layers, bottom first (no module uses one above it): `error`; `protocol`,
+//! Layers, bottom first (no module uses one above it): `error`, `from_json`; `api`,
 //! `config`, `format`, `recorded`, `state`; `assemble`; `service`.
 
+pub mod api;
 pub mod assemble;
 pub mod config;
 pub mod error;
 pub mod format;
-pub mod protocol;
+pub mod from_json;
 pub mod recorded;
 pub mod service;
 pub mod state;

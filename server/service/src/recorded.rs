@@ -2,7 +2,7 @@
 //! is `core::recorded`'s, the one parser of the format): the data the
 //! replay report is built from.
 
-use crate::protocol::AssembleResult;
+use crate::api::AssembleResult;
 
 /// What replay saw at one turn.
 #[derive(Clone)]

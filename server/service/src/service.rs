@@ -5,7 +5,7 @@
 //! so state changes are applied in the order requests arrive.
 
 use std::collections::HashMap;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
 use base64::engine::general_purpose::STANDARD as BASE64;
@@ -22,11 +22,11 @@ pub use ctxproxy_store::{ChildCall, NewSession};
 use serde_json::Value;
 use tokio::sync::mpsc;
 
+use crate::api::*;
 use crate::assemble;
 use crate::config;
 pub use crate::error::ServiceError;
 use crate::format;
-use crate::protocol::*;
 use crate::state;
 
 /// A method's typed result.
@@ -61,18 +61,30 @@ impl Service {
         })
     }
 
-    pub fn store(&self) -> &Store {
-        &self.store
+    /// The store's database file.
+    pub fn store_path(&self) -> &Path {
+        self.store.db_path()
+    }
+
+    /// Moves the write-ahead log into the database file, as a clean exit
+    /// leaves the store: `store.db` alone.
+    pub async fn checkpoint(&self) -> Reply<()> {
+        Ok(self.store.checkpoint().await?)
+    }
+
+    /// Removes a session and what only it holds (a replay that failed
+    /// halfway).
+    pub async fn remove_session(&self, session_id: &str) -> Reply<()> {
+        Ok(self.store.remove_session(session_id).await?)
     }
 
     pub fn config(&self) -> Config {
         self.config.lock().expect("config lock").clone()
     }
 
-    /// Applies `workspace/didChangeConfiguration`; the store path cannot
-    /// change while running.
-    pub async fn configure(&self, value: Value) -> Reply<Done> {
-        let (next, _) = config::apply(&self.config(), value)?;
+    /// Applies new settings (`workspace/didChangeConfiguration`, read by
+    /// `config::apply`); the store path cannot change while running.
+    pub async fn configure(&self, next: Config) -> Reply<Done> {
         let settings = config::ingest_settings(&next);
         *self.config.lock().expect("config lock") = next;
         settle(self.store.write(move |w| w.configure(settings))).await?;
@@ -102,8 +114,7 @@ impl Service {
         }
     }
 
-    pub async fn open_session(&self, params: Value) -> Reply<OpenSessionResult> {
-        let p: OpenSessionParams = parse(params)?;
+    pub async fn open_session(&self, p: OpenSessionParams) -> Reply<OpenSessionResult> {
         let parent = match p.parent {
             None => None,
             Some(parent) => {
@@ -150,8 +161,7 @@ impl Service {
         Ok(settle(self.store.write(move |w| w.open_session(new))).await?)
     }
 
-    pub async fn append(&self, params: Value) -> Reply<AppendResult> {
-        let p: AppendParams = parse(params)?;
+    pub async fn append(&self, p: AppendParams) -> Reply<AppendResult> {
         let messages = to_core_messages(&p.messages, "messages")?;
         self.check_payload(&messages, "messages")?;
         let expected = match &p.exchange {
@@ -228,8 +238,7 @@ impl Service {
         Ok(())
     }
 
-    pub async fn assemble(&self, params: Value) -> Reply<AssembleResult> {
-        let p: AssembleParams = parse(params)?;
+    pub async fn assemble(&self, p: AssembleParams) -> Reply<AssembleResult> {
         let request = assemble::Request::from_params(&p, &self.config())?;
         self.assemble_request(&p.session_id, request).await
     }
@@ -412,8 +421,7 @@ impl Service {
             .collect())
     }
 
-    pub async fn explain(&self, params: Value) -> Reply<ExplainResult> {
-        let p: ExplainParams = parse(params)?;
+    pub async fn explain(&self, p: ExplainParams) -> Reply<ExplainResult> {
         let id = match ItemId::parse(&p.prompt_id) {
             Ok(ItemId::Prompt(id)) => id,
             _ => {
@@ -432,12 +440,7 @@ impl Service {
         })
     }
 
-    pub async fn retrieve(&self, params: Value) -> Reply<RetrieveResult> {
-        self.retrieve_parsed(parse(params)?).await
-    }
-
-    /// `ctx/retrieve` with typed params.
-    pub async fn retrieve_parsed(&self, p: RetrieveParams) -> Reply<RetrieveResult> {
+    pub async fn retrieve(&self, p: RetrieveParams) -> Reply<RetrieveResult> {
         let format = match p.format.as_deref() {
             None => None,
             Some(f @ ("header" | "summary" | "full")) => Some(f.to_string()),
@@ -519,12 +522,7 @@ impl Service {
         Ok(RetrieveResult { items })
     }
 
-    pub async fn search(&self, params: Value) -> Reply<SearchResult> {
-        self.search_parsed(parse(params)?).await
-    }
-
-    /// `ctx/search` with typed params.
-    pub async fn search_parsed(&self, p: SearchParams) -> Reply<SearchResult> {
+    pub async fn search(&self, p: SearchParams) -> Reply<SearchResult> {
         let limit = p.limit.unwrap_or(20).clamp(1, 500);
         let hits = self
             .store
@@ -554,8 +552,7 @@ impl Service {
         })
     }
 
-    pub async fn housekeeping(&self, params: Value) -> Reply<Done> {
-        let p: HousekeepingParams = parse(params)?;
+    pub async fn housekeeping(&self, p: HousekeepingParams) -> Reply<Done> {
         let exchange = match ItemId::parse(&p.exchange_id) {
             Ok(ItemId::Exchange(x)) => x,
             _ => {
@@ -591,8 +588,7 @@ impl Service {
         Ok(Done {})
     }
 
-    pub async fn list_sessions(&self, params: Value) -> Reply<ListSessionsResult> {
-        let p: ListSessionsParams = parse(params)?;
+    pub async fn list_sessions(&self, p: ListSessionsParams) -> Reply<ListSessionsResult> {
         let sessions = self
             .store
             .read(move |r| r.sessions(p.workspace.as_deref()))
@@ -619,8 +615,7 @@ impl Service {
         })
     }
 
-    pub async fn list_exchanges(&self, params: Value) -> Reply<ListExchangesResult> {
-        let p: ListExchangesParams = parse(params)?;
+    pub async fn list_exchanges(&self, p: ListExchangesParams) -> Reply<ListExchangesResult> {
         let limit = p.limit.unwrap_or(200);
         if !(1..=10_000).contains(&limit) {
             return Err(ServiceError::InvalidParams(format!(
@@ -649,8 +644,7 @@ impl Service {
         })
     }
 
-    pub async fn path(&self, params: Value) -> Reply<PathResult> {
-        let p: PathParams = parse(params)?;
+    pub async fn path(&self, p: PathParams) -> Reply<PathResult> {
         let node = match &p.exchange_id {
             None => None,
             Some(raw) => match ItemId::parse(raw) {
@@ -669,8 +663,7 @@ impl Service {
         Ok(path_result(segments))
     }
 
-    pub async fn stats(&self, params: Value) -> Reply<StatsResult> {
-        let p: StatsParams = parse(params)?;
+    pub async fn stats(&self, p: StatsParams) -> Reply<StatsResult> {
         let s = self
             .store
             .read(move |r| r.stats(p.session_id.as_deref()))

@@ -7,7 +7,7 @@ use ctxproxy_core::context::CurrentContext;
 use ctxproxy_core::tokens::{self, Encoding};
 use ctxproxy_core::view::SessionView;
 
-use crate::protocol::{CallBudget, CallState, ContextFields, StateEnvelope};
+use crate::api::{CallBudget, CallState, ContextFields, StateEnvelope};
 
 /// What a prompt's envelope is made of besides the view.
 pub struct Prompt<'a> {

@@ -3,10 +3,17 @@
 //! replies are snapshotted as the wire carries them, so a change to a reply
 //! type's fields or to what the service puts in them shows up here.
 
-use ctxproxy_service::protocol::{to_wire, RetrievedItem};
+use ctxproxy_service::api::{to_wire, OpenSessionParams, RetrievedItem};
+use ctxproxy_service::from_json;
 use ctxproxy_service::service::Service;
+use serde::de::DeserializeOwned;
 use serde::Serialize;
-use serde_json::json;
+use serde_json::{json, Value};
+
+/// Params as a client sends them, read as the LSP server reads them.
+fn params<P: DeserializeOwned>(json: Value) -> P {
+    from_json::parse(json).expect("params")
+}
 
 /// The reply as JSON on the wire, the random session id made stable.
 fn wire<T: Serialize>(reply: &T, session: &str) -> String {
@@ -21,7 +28,7 @@ async fn open_append_assemble_retrieve() {
     let service =
         Service::open(dir.path().join("store.db"), Default::default(), None).expect("store");
     let opened = service
-        .open_session(json!({"title": "typed replies", "workspace": "/w"}))
+        .open_session(params(json!({"title": "typed replies", "workspace": "/w"})))
         .await
         .expect("open");
     let session = opened.session_id.clone();
@@ -30,13 +37,13 @@ async fn open_append_assemble_retrieve() {
         .map(|i| format!("src/module_{i}.rs: fn handler_{i}() -> Result<(), Error>\n"))
         .collect();
     let appended = service
-        .append(json!({"sessionId": session, "messages": [
+        .append(params(json!({"sessionId": session, "messages": [
             {"role": "user", "content": "Which handlers return a Result?", "at": "2026-01-02T03:04:05Z"},
             {"role": "assistant", "content": "", "toolCalls": [
                 {"id": "c1", "name": "grep", "arguments": {"pattern": "fn handler_"}}]},
             {"role": "tool", "toolCallId": "c1", "name": "grep", "content": listing},
             {"role": "assistant", "content": "All 400 handlers return Result<(), Error>."},
-        ]}))
+        ]})))
         .await
         .expect("append");
     assert_eq!(
@@ -46,12 +53,12 @@ async fn open_append_assemble_retrieve() {
     );
 
     let assembled = service
-        .assemble(json!({
+        .assemble(params(json!({
             "sessionId": session,
             "input": {"role": "user", "content": "And handler_7?"},
             "format": "text",
             "budget": 2000,
-        }))
+        })))
         .await
         .expect("assemble");
     assert_eq!(
@@ -62,11 +69,11 @@ async fn open_append_assemble_retrieve() {
 
     let blob = appended.blobs[0].id.clone();
     let retrieved = service
-        .retrieve(json!({
+        .retrieve(params(json!({
             "sessionId": session,
             "ids": ["x1", "x1.3", blob, "x9"],
             "lines": [7, 7],
-        }))
+        })))
         .await
         .expect("retrieve");
     assert!(
@@ -98,20 +105,20 @@ async fn a_call_tree_down_to_the_one_shot_prompt() {
     config.layers.current_context_max = Some(300);
     let service = Service::open(dir.path().join("store.db"), config, None).expect("store");
     let root = service
-        .open_session(json!({"title": "root"}))
+        .open_session(params(json!({"title": "root"})))
         .await
         .expect("open")
         .session_id;
     service
-        .append(json!({"sessionId": root, "messages": [
+        .append(params(json!({"sessionId": root, "messages": [
             {"role": "user", "content": "Which functions of textwrap.py raise ValueError?"},
             {"role": "assistant", "content": "Asking a child call about TextWrapper."},
-        ]}))
+        ]})))
         .await
         .expect("append");
     let child = |parent: &str, query: &str, context: String| {
-        json!({"title": query, "parent": {"sessionId": parent},
-               "child": {"query": query, "context": context}})
+        params::<OpenSessionParams>(json!({"title": query, "parent": {"sessionId": parent},
+               "child": {"query": query, "context": context}}))
     };
     let c1 = service
         .open_session(child(
@@ -131,18 +138,22 @@ async fn a_call_tree_down_to_the_one_shot_prompt() {
         .expect("grandchild")
         .session_id;
     let layered = service
-        .assemble(json!({"sessionId": c1, "format": "text", "budget": 3000}))
+        .assemble(params(
+            json!({"sessionId": c1, "format": "text", "budget": 3000}),
+        ))
         .await
         .expect("assemble c1");
     let one_shot = service
-        .assemble(json!({"sessionId": c1a, "format": "text", "budget": 1000,
-                         "system": "Answer in one line."}))
+        .assemble(params(
+            json!({"sessionId": c1a, "format": "text", "budget": 1000,
+                         "system": "Answer in one line."}),
+        ))
         .await
         .expect("assemble c1a");
     let mut state = layered.state.clone().expect("a state");
     state.call.budget.used = 0;
     let listed = service
-        .list_sessions(json!({}))
+        .list_sessions(params(json!({})))
         .await
         .expect("list")
         .sessions
