@@ -26,15 +26,36 @@ fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
     }
 }
 
-const CRATES: [&str; 7] = [
-    "server/core",
-    "server/store",
-    "server/service",
-    "server/lsp",
-    "server/proxy",
-    "server/cli",
-    "server/testkit",
-];
+/// The workspace's crates, as the root Cargo.toml lists them: a new crate
+/// is checked without being named here.
+fn crates() -> Vec<String> {
+    let manifest = read(&root().join("Cargo.toml"));
+    let members: Vec<String> = between(&manifest, "members = [", "]")
+        .split(',')
+        .map(|m| m.trim().trim_matches('"').to_string())
+        .filter(|m| !m.is_empty())
+        .collect();
+    assert!(members.len() >= 7, "read the members {members:?}");
+    members
+}
+
+/// A crate's package name.
+fn package_name(krate: &str) -> String {
+    let manifest = read(&root().join(krate).join("Cargo.toml"));
+    let line = between(&manifest, "[package]", "\n[")
+        .lines()
+        .find_map(|l| l.trim().strip_prefix("name = "))
+        .unwrap_or_else(|| panic!("{krate}: no package name"));
+    line.trim_matches('"').to_string()
+}
+
+/// Every dependency of a crate, dev-dependencies included.
+fn all_dependencies(krate: &str) -> Vec<String> {
+    let manifest = read(&root().join(krate).join("Cargo.toml"));
+    let mut deps = dependencies(&manifest, "[dependencies]");
+    deps.extend(dependencies(&manifest, "[dev-dependencies]"));
+    deps
+}
 
 /// The names in one `[section]` of a Cargo.toml.
 fn dependencies(manifest: &str, section: &str) -> Vec<String> {
@@ -129,31 +150,80 @@ fn core_does_no_io() {
     }
 }
 
-/// The HTTP front door is one edge beside LSP: only `server/proxy` names an
-/// HTTP crate (and `via_proxy`, which measures it from outside); everything
-/// else reaches the store through `Service`.
+/// The crates each crate may depend on among the workspace's own, bottom
+/// first: core ← store ← service ← lsp and proxy (the two edges, neither
+/// knowing the other or the store) ← the binary; the testkit beside core.
+const LAYERS: [(&str, &[&str]); 7] = [
+    ("ctxproxy-core", &[]),
+    ("ctxproxy-testkit", &["ctxproxy-core"]),
+    ("ctxproxy-store", &["ctxproxy-core"]),
+    ("ctxproxy-service", &["ctxproxy-core", "ctxproxy-store"]),
+    ("ctxproxy-lsp", &["ctxproxy-core", "ctxproxy-service"]),
+    ("ctxproxy-proxy", &["ctxproxy-core", "ctxproxy-service"]),
+    (
+        "ctxproxy",
+        &[
+            "ctxproxy-core",
+            "ctxproxy-store",
+            "ctxproxy-service",
+            "ctxproxy-lsp",
+            "ctxproxy-proxy",
+        ],
+    ),
+];
+
+/// Cargo holds the layering: a crate can name only what its manifest
+/// lists, and Cargo refuses a cycle between crates. This checks that the
+/// manifests list what the layers allow (the testkit, a dev-dependency of
+/// core's tests, aside).
 #[test]
-fn only_the_proxy_knows_http() {
-    let allowed = [
-        root().join("server/proxy/src"),
-        root().join("server/cli/src/via_proxy.rs"),
-    ];
-    for krate in CRATES {
-        let mut files = Vec::new();
-        rust_files(&root().join(krate).join("src"), &mut files);
-        for f in files
+fn crates_depend_only_on_the_layers_below() {
+    for krate in crates() {
+        let name = package_name(&krate);
+        let allowed = LAYERS
             .iter()
-            .filter(|f| !allowed.iter().any(|a| f.starts_with(a)))
-        {
-            let text = read(f);
-            for http in ["axum::", "reqwest::", "hyper::", "use axum", "use reqwest"] {
-                assert!(
-                    !text.contains(http),
-                    "{} uses {http}: only server/proxy knows HTTP",
-                    f.display()
-                );
-            }
+            .find(|(n, _)| *n == name)
+            .unwrap_or_else(|| panic!("{krate} ({name}) has no place in LAYERS"))
+            .1;
+        let manifest = read(&root().join(&krate).join("Cargo.toml"));
+        for dep in dependencies(&manifest, "[dependencies]") {
+            assert!(
+                !dep.starts_with("ctxproxy") || allowed.contains(&dep.as_str()),
+                "{name} depends on {dep}, which is not below it"
+            );
         }
+    }
+}
+
+/// The HTTP libraries: only the proxy, and the binary's `via_proxy` that
+/// measures it from outside, may depend on one.
+const HTTP: [&str; 4] = ["axum", "reqwest", "hyper", "hyper-util"];
+
+/// One crate speaks LSP and one speaks HTTP; none does both, and only the
+/// store names SQLite.
+#[test]
+fn each_edge_library_has_one_crate() {
+    for krate in crates() {
+        let name = package_name(&krate);
+        let deps = all_dependencies(&krate);
+        let lsp = deps.iter().any(|d| d == "tower-lsp-server");
+        let http: Vec<&String> = deps.iter().filter(|d| HTTP.contains(&d.as_str())).collect();
+        assert!(
+            !(lsp && !http.is_empty()),
+            "{name} depends on tower-lsp-server and on {http:?}"
+        );
+        assert!(
+            !lsp || name == "ctxproxy-lsp",
+            "{name} depends on tower-lsp-server: only ctxproxy-lsp knows LSP"
+        );
+        assert!(
+            http.is_empty() || name == "ctxproxy-proxy" || name == "ctxproxy",
+            "{name} depends on {http:?}: only ctxproxy-proxy knows HTTP"
+        );
+        assert!(
+            !deps.iter().any(|d| d.starts_with("rusqlite")) || name == "ctxproxy-store",
+            "{name} names rusqlite: only ctxproxy-store touches SQLite"
+        );
     }
 }
 
@@ -161,8 +231,8 @@ fn only_the_proxy_knows_http() {
 /// dev-dependency.
 #[test]
 fn the_testkit_is_for_tests_only() {
-    for krate in CRATES {
-        let manifest = read(&root().join(krate).join("Cargo.toml"));
+    for krate in crates() {
+        let manifest = read(&root().join(&krate).join("Cargo.toml"));
         assert!(
             !dependencies(&manifest, "[dependencies]")
                 .iter()
@@ -174,8 +244,8 @@ fn the_testkit_is_for_tests_only() {
 
 #[test]
 fn every_dependency_is_used() {
-    for krate in CRATES {
-        let dir = root().join(krate);
+    for krate in crates() {
+        let dir = root().join(&krate);
         let manifest = read(&dir.join("Cargo.toml"));
         let checks = [
             ("[dependencies]", sources_of(&dir, &["src"])),
@@ -213,10 +283,10 @@ fn a_dependency_named_only_in_passing_is_unused() {
 
 #[test]
 fn every_module_says_what_it_holds() {
-    for krate in CRATES {
+    for krate in crates() {
         let mut files = Vec::new();
-        for dir in ["src", "tests", "benches"] {
-            rust_files(&root().join(krate).join(dir), &mut files);
+        for dir in ["src", "tests", "benches", "examples"] {
+            rust_files(&root().join(&krate).join(dir), &mut files);
         }
         for f in files {
             assert!(
@@ -304,17 +374,6 @@ fn the_client_knows_every_method() {
         .collect();
     assert!(missing.is_empty(), "protocol.ts METHODS lacks {missing:?}");
 }
-
-/// The crates whose modules must not import each other in a cycle.
-const ACYCLIC: [&str; 7] = [
-    "server/core",
-    "server/store",
-    "server/service",
-    "server/lsp",
-    "server/proxy",
-    "server/cli",
-    "server/testkit",
-];
 
 /// The top-level modules of a crate's `src/` (a file `x.rs` or a folder
 /// `x/`), each with the source of its files before their tests.
@@ -452,8 +511,8 @@ fn first_cycle(modules: &[(String, String)], refs: impl Fn(&str) -> Vec<String>)
 /// `summary/entities.rs`, reached as `super::` or `crate::summary::`).
 #[test]
 fn module_graph_is_acyclic() {
-    for krate in ACYCLIC {
-        let src = root().join(krate).join("src");
+    for krate in crates() {
+        let src = root().join(&krate).join("src");
         let top = modules(&src);
         if let Some(c) = first_cycle(&top, |t| references(t, "crate::")) {
             panic!("{krate}: modules import each other in a cycle: {c}");
@@ -484,8 +543,8 @@ fn module_graph_is_acyclic() {
 #[test]
 fn regexes_use_ascii_word_boundaries() {
     let mut files = Vec::new();
-    for krate in CRATES {
-        rust_files(&root().join(krate).join("src"), &mut files);
+    for krate in crates() {
+        rust_files(&root().join(&krate).join("src"), &mut files);
     }
     let mut unicode = Vec::new();
     for f in files {
