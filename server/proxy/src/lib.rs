@@ -563,7 +563,7 @@ async fn model<A: Api>(State(proxy): State<Arc<Proxy>>, request: Request) -> Res
         // What reading, storing and assembling it took is freed by now.
         give_memory_back();
     }
-    let exchange = rounds::Exchange {
+    let call = rounds::ModelCall {
         proxy: proxy.clone(),
         url,
         headers,
@@ -574,9 +574,9 @@ async fn model<A: Api>(State(proxy): State<Arc<Proxy>>, request: Request) -> Res
         turn,
     };
     if stream {
-        rounds::streamed::<A>(exchange).await
+        rounds::streamed::<A>(call).await
     } else {
-        rounds::whole::<A>(exchange).await
+        rounds::whole::<A>(call).await
     }
 }
 

@@ -27,7 +27,7 @@ pub const MAX_ROUNDS: usize = 4;
 const KEEP_ALIVE_EVERY: Duration = Duration::from_secs(5);
 
 /// A model request on its way: where it goes and what it carries.
-pub struct Exchange {
+pub struct ModelCall {
     pub proxy: Arc<Proxy>,
     pub url: String,
     pub headers: HeaderMap,
@@ -41,7 +41,7 @@ pub struct Exchange {
     pub timing: Vec<(&'static str, Duration)>,
 }
 
-impl Exchange {
+impl ModelCall {
     fn send(
         &self,
         body: &Value,
@@ -87,7 +87,7 @@ fn unreachable<A: Api>(e: &upstream::Unreachable) -> Response {
 }
 
 /// A request without `stream`: every round read whole, one reply spliced.
-pub async fn whole<A: Api>(mut x: Exchange) -> Response {
+pub async fn whole<A: Api>(mut x: ModelCall) -> Response {
     // Only the rounds read the body from here on: moved, not copied.
     let mut body = std::mem::take(&mut x.body);
     let mut replies = Vec::new();
@@ -146,7 +146,7 @@ pub async fn whole<A: Api>(mut x: Exchange) -> Response {
 
 /// A streamed request: the response starts once the first round's status
 /// is known; a pump task relays and splices every round after that.
-pub async fn streamed<A: Api>(mut x: Exchange) -> Response {
+pub async fn streamed<A: Api>(mut x: ModelCall) -> Response {
     let first = match x.send(&x.body).await {
         Ok(r) => r,
         Err(e) => return unreachable::<A>(&e),
@@ -166,7 +166,7 @@ pub async fn streamed<A: Api>(mut x: Exchange) -> Response {
     response
 }
 
-async fn pump<A: Api>(x: Exchange, first: reqwest::Response, tx: mpsc::Sender<Bytes>) {
+async fn pump<A: Api>(x: ModelCall, first: reqwest::Response, tx: mpsc::Sender<Bytes>) {
     let mut splicer = A::splicer(&x.client_options);
     let mut body = x.body.clone();
     let mut resp = first;
