@@ -1,5 +1,5 @@
 // Shapes of the ctx/* methods: params, results and ctx/event, as docs/PROTOCOL.md describes them. They follow
-// the Rust wire types in server/lsp/src/protocol.rs field by field; server/lsp/tests/protocol_ts.rs fails when
+// the Rust wire types in server/service/src/api.rs field by field; server/lsp/tests/protocol_ts.rs fails when
 // the two drift (a field added, renamed, dropped, or made optional on one side only). No vscode import.
 
 export interface ToolCall {

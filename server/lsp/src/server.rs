@@ -6,6 +6,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, OnceLock};
 
 use ctxproxy_core::config::Config;
+use serde::de::DeserializeOwned;
 use serde::Serialize;
 use serde_json::Value;
 use tokio::sync::mpsc;
@@ -14,10 +15,11 @@ use tower_lsp_server::ls_types::notification::Notification;
 use tower_lsp_server::ls_types::*;
 use tower_lsp_server::{Client, LanguageServer, LspService, Server};
 
-use crate::config;
 use crate::frames::{frame_limit, FrameLimit};
-use crate::protocol::{to_wire, CtxEvent};
-use crate::service::{Reply, Service, ServiceError};
+use ctxproxy_service::api::{to_wire, CtxEvent};
+use ctxproxy_service::config;
+use ctxproxy_service::from_json;
+use ctxproxy_service::service::{Reply, Service, ServiceError};
 
 /// `ctx/event`: a state change, pushed to the client.
 enum EventNotification {}
@@ -50,6 +52,13 @@ fn reply<T: Serialize>(r: Reply<T>) -> Result<Value> {
     r.map(|v| to_wire(&v)).map_err(rpc_error)
 }
 
+/// A method's params from their JSON, an error naming the field. Parsed
+/// before the call's first `.await`, so its store job keeps its place in
+/// the order requests arrived.
+fn params<P: DeserializeOwned>(p: Value) -> Result<P> {
+    from_json::parse(p).map_err(rpc_error)
+}
+
 impl Backend {
     fn service(&self) -> Result<&Arc<Service>> {
         self.service.get().ok_or_else(|| {
@@ -61,37 +70,37 @@ impl Backend {
     }
 
     async fn open_session(&self, p: Value) -> Result<Value> {
-        reply(self.service()?.open_session(p).await)
+        reply(self.service()?.open_session(params(p)?).await)
     }
     async fn append(&self, p: Value) -> Result<Value> {
-        reply(self.service()?.append(p).await)
+        reply(self.service()?.append(params(p)?).await)
     }
     async fn assemble(&self, p: Value) -> Result<Value> {
-        reply(self.service()?.assemble(p).await)
+        reply(self.service()?.assemble(params(p)?).await)
     }
     async fn retrieve(&self, p: Value) -> Result<Value> {
-        reply(self.service()?.retrieve(p).await)
+        reply(self.service()?.retrieve(params(p)?).await)
     }
     async fn search(&self, p: Value) -> Result<Value> {
-        reply(self.service()?.search(p).await)
+        reply(self.service()?.search(params(p)?).await)
     }
     async fn explain(&self, p: Value) -> Result<Value> {
-        reply(self.service()?.explain(p).await)
+        reply(self.service()?.explain(params(p)?).await)
     }
     async fn housekeeping(&self, p: Value) -> Result<Value> {
-        reply(self.service()?.housekeeping(p).await)
+        reply(self.service()?.housekeeping(params(p)?).await)
     }
     async fn list_sessions(&self, p: Value) -> Result<Value> {
-        reply(self.service()?.list_sessions(p).await)
+        reply(self.service()?.list_sessions(params(p)?).await)
     }
     async fn list_exchanges(&self, p: Value) -> Result<Value> {
-        reply(self.service()?.list_exchanges(p).await)
+        reply(self.service()?.list_exchanges(params(p)?).await)
     }
     async fn stats(&self, p: Value) -> Result<Value> {
-        reply(self.service()?.stats(p).await)
+        reply(self.service()?.stats(params(p)?).await)
     }
     async fn path(&self, p: Value) -> Result<Value> {
-        reply(self.service()?.path(p).await)
+        reply(self.service()?.path(params(p)?).await)
     }
 }
 
@@ -137,7 +146,7 @@ impl LanguageServer for Backend {
 
     async fn initialized(&self, _: InitializedParams) {
         if let Ok(s) = self.service() {
-            let path = s.store().db_path().display().to_string();
+            let path = s.store_path().display().to_string();
             self.client
                 .log_message(MessageType::INFO, format!("ctxproxy: store at {path}"))
                 .await;
@@ -146,7 +155,10 @@ impl LanguageServer for Backend {
 
     async fn did_change_configuration(&self, params: DidChangeConfigurationParams) {
         let Ok(service) = self.service() else { return };
-        let applied = service.configure(params.settings).await;
+        let applied = match config::apply(&service.config(), params.settings) {
+            Ok((next, _)) => service.configure(next).await,
+            Err(e) => Err(e),
+        };
         self.follow_payload_limit(service);
         if let Err(e) = applied {
             self.client
@@ -162,7 +174,7 @@ impl LanguageServer for Backend {
         self.shut_down.store(true, Ordering::SeqCst);
         // A clean exit leaves the whole store in store.db, none in the WAL.
         if let Ok(service) = self.service() {
-            let _ = service.store().checkpoint().await;
+            let _ = service.checkpoint().await;
         }
         Ok(())
     }

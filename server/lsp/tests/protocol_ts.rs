@@ -1,5 +1,5 @@
 //! The TypeScript client's wire types follow the Rust ones: every params,
-//! result and event type of `server/lsp/src/protocol.rs` has an interface
+//! result and event type of `server/service/src/api.rs` has an interface
 //! (or type) of the same name in `vscode-client/src/protocol.ts` with the
 //! same JSON field names, each optional on both sides or on neither (that
 //! the client knows every method is a tidy check).
@@ -107,7 +107,7 @@ fn rust_field(line: &str, attrs: &str, camel_case: bool, serialized: bool) -> Op
     })
 }
 
-/// Every type declared in protocol.rs that derives serde's traits.
+/// Every type declared in api.rs that derives serde's traits.
 fn rust_types(source: &str) -> BTreeMap<String, RustType> {
     let mut types = BTreeMap::new();
     let mut attrs = String::new();
@@ -412,7 +412,7 @@ fn drift(rust: &BTreeMap<String, RustType>, ts: &BTreeMap<String, TsType>) -> Ve
     for ts_name in ts.keys() {
         let is_wire = ts_name.ends_with("Params") || ts_name.ends_with("Result");
         if is_wire && !rust.contains_key(ts_name.as_str()) {
-            problems.push(format!("{ts_name}: in protocol.ts, not in protocol.rs"));
+            problems.push(format!("{ts_name}: in protocol.ts, not in api.rs"));
         }
     }
     problems
@@ -420,17 +420,17 @@ fn drift(rust: &BTreeMap<String, RustType>, ts: &BTreeMap<String, TsType>) -> Ve
 
 #[test]
 fn protocol_ts_follows_the_rust_wire_types() {
-    let rust = rust_types(&read("server/lsp/src/protocol.rs"));
+    let rust = rust_types(&read("server/service/src/api.rs"));
     let ts = ts_types(&read("vscode-client/src/protocol.ts"));
     assert!(
         rust.len() > 30 && rust.contains_key("CtxEvent") && rust.contains_key("AssembleResult"),
-        "protocol.rs read as {} types: the reader no longer understands it",
+        "api.rs read as {} types: the reader no longer understands it",
         rust.len()
     );
     let problems = drift(&rust, &ts);
     assert!(
         problems.is_empty(),
-        "protocol.ts has drifted from protocol.rs:\n{}",
+        "protocol.ts has drifted from api.rs:\n{}",
         problems.join("\n")
     );
 }
@@ -439,7 +439,7 @@ fn protocol_ts_follows_the_rust_wire_types() {
 /// and a type missing, are each reported.
 #[test]
 fn drift_is_reported_field_by_field() {
-    let rust_source = read("server/lsp/src/protocol.rs");
+    let rust_source = read("server/service/src/api.rs");
     let rust = rust_types(&rust_source);
     let ts_source = read("vscode-client/src/protocol.ts");
     let cases = [

@@ -1,0 +1,434 @@
+//! `ctxproxy bench`: generates sessions of 100, 1,000 and 10,000 exchanges,
+//! ingests them through the service, and prints assemble p50/p99, ingest
+//! rate, peak memory and start-up time to answering `initialize`; then the
+//! time to append one single-line tool output of 1 MB and of 4 MB (their
+//! ratio is about 4 when ingest is linear in the length of a line).
+//! `--over-stdio` drives a spawned `ctxproxy serve` instead and times
+//! `ctx/assemble` as an editor sees it, reply on stdout included.
+//! `--via-proxy` times the proxy's own path per model request instead
+//! (`replay --via-proxy` on the generated sessions).
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use serde_json::{json, Value};
+
+use crate::timing::percentile;
+use ctxproxy_service::api::OpenSessionResult;
+use ctxproxy_service::from_json;
+use ctxproxy_service::service::Service;
+
+#[derive(clap::Args)]
+pub struct Args {
+    /// Session sizes, in exchanges (each at least 1), comma-separated
+    /// [default: 100,1000,10000; with --via-proxy 100,1000].
+    #[arg(long, value_delimiter = ',', value_parser = clap::value_parser!(u32).range(1..))]
+    sizes: Option<Vec<u32>>,
+    /// Assembles timed per size (at least 1: p50/p99 need a sample).
+    #[arg(long, default_value_t = 300, value_parser = clap::value_parser!(u32).range(1..))]
+    assembles: u32,
+    /// Exchanges per `ctx/append` while ingesting (at least 1).
+    #[arg(long, default_value_t = 50, value_parser = clap::value_parser!(u32).range(1..))]
+    batch: u32,
+    /// Drive a spawned `ctxproxy serve` over stdio, as an editor does, and
+    /// time each `ctx/assemble` from request written to reply read.
+    #[arg(long)]
+    over_stdio: bool,
+    /// Send every model call of each session through an in-process `ctxproxy
+    /// proxy` as an OpenAI client would (the whole history each time) and
+    /// print the time the proxy added beyond the store's work, over the last
+    /// tenth of the calls (a history of about the given size). Each call
+    /// resends the history: use sizes up to a few thousand.
+    #[arg(long, conflicts_with = "over_stdio")]
+    via_proxy: bool,
+}
+
+impl Args {
+    /// The sizes asked for, or the mode's default: every call through the
+    /// proxy resends the whole history, so its default stops at 1,000.
+    fn sizes(&self) -> Vec<u32> {
+        let default: &[u32] = match self.via_proxy {
+            true => &[100, 1_000],
+            false => &[100, 1_000, 10_000],
+        };
+        self.sizes.clone().unwrap_or_else(|| default.to_vec())
+    }
+}
+
+/// One synthetic exchange: a question, a tool call, a tool output of a few
+/// KB that varies per exchange, and a conclusion.
+fn exchange(i: u32) -> Vec<Value> {
+    let file = format!("src/module_{}.rs", i % 97);
+    let mut output = String::new();
+    for line in 0..(40 + i % 60) {
+        output.push_str(&format!(
+            "pub fn handler_{i}_{line}(input: &str) -> Result<usize, Error> {{ parse(input).map(|v| v.len() + {line}) }}\n"
+        ));
+    }
+    vec![
+        json!({"role": "user", "content": format!("Why does handler_{i} fail on empty input in {file}? Check the parser.")}),
+        json!({"role": "assistant", "content": format!("Reading {file}."), "toolCalls": [
+            {"id": format!("c{i}"), "name": "read_file", "arguments": {"path": file}}]}),
+        json!({"role": "tool", "toolCallId": format!("c{i}"), "name": "read_file", "content": output}),
+        json!({"role": "assistant", "content": format!(
+            "handler_{i} calls parse() without checking for an empty string; I added an early return in {file}.")}),
+    ]
+}
+
+fn peak_rss_kib() -> Option<u64> {
+    let status = std::fs::read_to_string("/proc/self/status").ok()?;
+    status
+        .lines()
+        .find(|l| l.starts_with("VmHWM:"))
+        .and_then(|l| l.split_whitespace().nth(1))
+        .and_then(|v| v.parse().ok())
+}
+
+pub async fn run(args: Args) -> anyhow::Result<()> {
+    if args.over_stdio {
+        return over_stdio(&args);
+    }
+    if args.via_proxy {
+        return via_proxy(&args.sizes()).await;
+    }
+    // Steady state: the tokenizer tables load once per process, as `serve`
+    // does in the background at start (start-up is measured separately).
+    ctxproxy_core::tokens::warm_up();
+    println!(
+        "{:>9} {:>12} {:>14} {:>11} {:>11} {:>11} {:>12}",
+        "exchanges", "ingest x/s", "x/CPU-second", "assemble p50", "p99", "max", "prompt tok"
+    );
+    for size in args.sizes() {
+        let dir = tempfile::tempdir()?;
+        let service = Service::open(dir.path().join("store.db"), Default::default(), None)?;
+        let session = service
+            .open_session(from_json::parse(json!({"title": format!("bench {size}")}))?)
+            .await?;
+        let session = session.session_id;
+        let started = Instant::now();
+        let cpu_before = cpu_time();
+        let mut i = 0;
+        while i < size {
+            let end = (i + args.batch).min(size);
+            let messages: Vec<Value> = (i..end).flat_map(exchange).collect();
+            service
+                .append(from_json::parse(
+                    json!({"sessionId": session, "messages": messages}),
+                )?)
+                .await?;
+            i = end;
+        }
+        let ingest_rate = size as f64 / started.elapsed().as_secs_f64();
+        let cpu_rate = size as f64 / (cpu_time() - cpu_before).as_secs_f64();
+        let input = json!({"role": "user", "content": "What did we change in the parser, and which handlers are still failing?"});
+        let mut times = Vec::with_capacity(args.assembles as usize);
+        let mut total = 0;
+        for _ in 0..args.assembles {
+            let t = Instant::now();
+            let r = service
+                .assemble(from_json::parse(
+                    json!({"sessionId": session, "input": input}),
+                )?)
+                .await?;
+            times.push(t.elapsed());
+            total = r.tokens.total;
+        }
+        times.sort();
+        println!(
+            "{:>9} {:>12.0} {:>14.0} {:>11.2}ms {:>9.2}ms {:>9.2}ms {:>12}",
+            size,
+            ingest_rate,
+            cpu_rate,
+            ms(percentile(&times, 0.5)),
+            ms(percentile(&times, 0.99)),
+            ms(*times.last().expect("timed")),
+            total
+        );
+        // Closed as a server closes its store (the log moved into the
+        // database file), so that no close is still writing in the
+        // background while the next figures are taken.
+        service.checkpoint().await?;
+    }
+    if let Some(kib) = peak_rss_kib() {
+        println!("peak memory (VmHWM): {:.1} MiB", kib as f64 / 1024.0);
+    }
+    let one = long_line_append(1 << 20).await?;
+    let four = long_line_append(4 << 20).await?;
+    println!(
+        "one-line output appended: 1 MiB {:.0} ms, 4 MiB {:.0} ms (ratio {:.1})",
+        ms(one),
+        ms(four),
+        four.as_secs_f64() / one.as_secs_f64()
+    );
+    match startup_to_initialize() {
+        Ok(d) => println!(
+            "start-up to initialize answered: {:.1} ms (spawn included)",
+            ms(d)
+        ),
+        Err(e) => println!("start-up not measured: {e}"),
+    }
+    Ok(())
+}
+
+/// The proxy's own time per model request at each size: `replay
+/// --via-proxy` of a generated session, over the calls whose history is
+/// within a tenth of the full size: the figures of [`via_proxy::Spreads`]
+/// (the columns' meanings are printed under the table).
+async fn via_proxy(sizes: &[u32]) -> anyhow::Result<()> {
+    use crate::via_proxy;
+    const COLUMNS: [&str; 10] = [
+        "added p50",
+        "added p99",
+        "beyond p50",
+        "beyond p99",
+        "direct p50",
+        "direct p99",
+        "over direct p50",
+        "over direct p99",
+        "beyond over direct p50",
+        "beyond over direct p99",
+    ];
+    let mut header = format!("{:>9} {:>6} {:>9}", "exchanges", "calls", "body MiB");
+    for c in COLUMNS {
+        header.push_str(&format!(" {c:>11}"));
+    }
+    println!("{header}");
+    for &size in sizes {
+        // A generated recorded session, read by the one parser of the format.
+        let lines: Vec<String> = (0..size)
+            .map(|i| json!({"messages": exchange(i)}).to_string())
+            .collect();
+        let session = ctxproxy_core::recorded::parse(&lines.join("\n"))?;
+        let dir = tempfile::tempdir()?;
+        let service = Service::open(dir.path().join("store.db"), Default::default(), None)?;
+        let calls = via_proxy::run(&session, service).await?;
+        let tail = &calls[calls.len() - calls.len().div_ceil(10)..];
+        let t = via_proxy::Spreads::of(tail);
+        let body = tail.iter().map(|c| c.sent_bytes).max().unwrap_or(0);
+        let mut line = format!(
+            "{size:>9} {:>6} {:>9.1}",
+            tail.len(),
+            body as f64 / (1024.0 * 1024.0)
+        );
+        let figures = [
+            t.added,
+            t.beyond_store,
+            t.direct,
+            t.added_over_direct,
+            t.beyond_store_over_direct,
+        ]
+        .into_iter()
+        .flat_map(|s| [s.p50, s.p99]);
+        for (c, ms) in COLUMNS.iter().zip(figures) {
+            let figure = format!("{ms:.2}ms");
+            line.push_str(&format!(" {figure:>w$}", w = c.len().max(11)));
+        }
+        println!("{line}");
+    }
+    println!(
+        "added: the wait through the proxy less the upstream's own time; beyond: that less the store's work;\n\
+         direct: the same request's wait sent straight to the upstream less the upstream's own time;\n\
+         over direct: added less direct, per call (signed, ranked as signed); beyond over direct: that less the store's work"
+    );
+    Ok(())
+}
+
+/// Appends, to a fresh store, one exchange whose tool output is a single
+/// line of `bytes` without whitespace (minified code, base64: the case that
+/// made tokenizing quadratic), and times that `ctx/append`.
+async fn long_line_append(bytes: usize) -> anyhow::Result<Duration> {
+    const ALPHABET: &[u8] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    let mut x: u64 = 1;
+    let line: String = (0..bytes)
+        .map(|_| {
+            x = x
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            ALPHABET[(x >> 58) as usize] as char
+        })
+        .collect();
+    let dir = tempfile::tempdir()?;
+    let service = Service::open(dir.path().join("store.db"), Default::default(), None)?;
+    let session = service
+        .open_session(from_json::parse(json!({"title": "long line"}))?)
+        .await?;
+    let messages = json!([
+        {"role": "user", "content": "Print the bundle."},
+        {"role": "assistant", "content": "", "toolCalls": [
+            {"id": "c1", "name": "run_command", "arguments": {"command": "cat dist/bundle.min.js"}}]},
+        {"role": "tool", "toolCallId": "c1", "name": "run_command", "content": line},
+    ]);
+    let started = Instant::now();
+    service
+        .append(from_json::parse(
+            json!({"sessionId": session.session_id, "messages": messages}),
+        )?)
+        .await?;
+    Ok(started.elapsed())
+}
+
+/// CPU time this process has used, all threads: on a machine shared with
+/// other work, exchanges per CPU-second vary less than per wall second.
+fn cpu_time() -> Duration {
+    // SAFETY: getrusage only writes the struct it is given.
+    let usage = unsafe {
+        let mut usage: libc::rusage = std::mem::zeroed();
+        libc::getrusage(libc::RUSAGE_SELF, &mut usage);
+        usage
+    };
+    let tv = |t: libc::timeval| Duration::new(t.tv_sec as u64, t.tv_usec as u32 * 1000);
+    tv(usage.ru_utime) + tv(usage.ru_stime)
+}
+
+fn ms(d: Duration) -> f64 {
+    d.as_secs_f64() * 1000.0
+}
+
+/// Spawns `ctxproxy serve` on a fresh store and times `initialize`.
+fn startup_to_initialize() -> anyhow::Result<Duration> {
+    let started = Instant::now();
+    let mut server = StdioServer::spawn()?;
+    server.call("initialize", json!({"capabilities": {}}))?;
+    Ok(started.elapsed())
+}
+
+/// `ctxproxy serve` on a fresh store, spoken to over its stdin and stdout.
+struct StdioServer {
+    _dir: tempfile::TempDir,
+    child: std::process::Child,
+    stdin: std::process::ChildStdin,
+    stdout: BufReader<std::process::ChildStdout>,
+    next_id: u64,
+}
+
+impl StdioServer {
+    fn spawn() -> anyhow::Result<StdioServer> {
+        let dir = tempfile::tempdir()?;
+        let mut child = Command::new(std::env::current_exe()?)
+            .args(["serve", "--store"])
+            .arg(dir.path().join("store.db"))
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()?;
+        let stdin = child.stdin.take().expect("piped stdin");
+        let stdout = BufReader::new(child.stdout.take().expect("piped stdout"));
+        Ok(StdioServer {
+            _dir: dir,
+            child,
+            stdin,
+            stdout,
+            next_id: 1,
+        })
+    }
+
+    fn send(&mut self, body: &Value) -> anyhow::Result<()> {
+        let body = body.to_string();
+        write!(self.stdin, "Content-Length: {}\r\n\r\n{}", body.len(), body)?;
+        Ok(self.stdin.flush()?)
+    }
+
+    /// Sends a request and returns the body of its reply (as bytes: its
+    /// size is reported), skipping notifications.
+    fn call(&mut self, method: &str, params: Value) -> anyhow::Result<Vec<u8>> {
+        let id = self.next_id;
+        self.next_id += 1;
+        self.send(&json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}))?;
+        loop {
+            let body = self.read_frame()?;
+            let v: Value = serde_json::from_slice(&body)?;
+            if v.get("id") == Some(&json!(id)) {
+                if let Some(e) = v.get("error") {
+                    anyhow::bail!("{method}: {e}");
+                }
+                return Ok(body);
+            }
+        }
+    }
+
+    fn read_frame(&mut self) -> anyhow::Result<Vec<u8>> {
+        let mut len = None;
+        loop {
+            let mut line = String::new();
+            if self.stdout.read_line(&mut line)? == 0 {
+                anyhow::bail!("server closed stdout");
+            }
+            if line.trim().is_empty() {
+                break;
+            }
+            if let Some(v) = line.strip_prefix("Content-Length:") {
+                len = Some(v.trim().parse()?);
+            }
+        }
+        let mut body = vec![0; len.ok_or_else(|| anyhow::anyhow!("frame without Content-Length"))?];
+        self.stdout.read_exact(&mut body)?;
+        Ok(body)
+    }
+}
+
+impl Drop for StdioServer {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// `--over-stdio`: per size, ingests through a spawned server and times
+/// `ctx/assemble` as the client sees it; prints the reply's size too.
+/// A JSON-RPC response's result (an error response does not parse).
+#[derive(serde::Deserialize)]
+struct RpcResult<T> {
+    result: T,
+}
+
+fn over_stdio(args: &Args) -> anyhow::Result<()> {
+    println!(
+        "{:>9} {:>12} {:>11} {:>11} {:>11} {:>12}",
+        "exchanges", "ingest x/s", "assemble p50", "p99", "max", "reply bytes"
+    );
+    for size in args.sizes() {
+        let mut server = StdioServer::spawn()?;
+        server.call("initialize", json!({"capabilities": {}}))?;
+        server.send(&json!({"jsonrpc": "2.0", "method": "initialized", "params": {}}))?;
+        let opened: RpcResult<OpenSessionResult> = serde_json::from_slice(
+            &server.call("ctx/openSession", json!({"title": format!("bench {size}")}))?,
+        )?;
+        let session = opened.result.session_id;
+        let started = Instant::now();
+        let mut i = 0;
+        while i < size {
+            let end = (i + args.batch).min(size);
+            let messages: Vec<Value> = (i..end).flat_map(exchange).collect();
+            server.call(
+                "ctx/append",
+                json!({"sessionId": session, "messages": messages}),
+            )?;
+            i = end;
+        }
+        let ingest_rate = size as f64 / started.elapsed().as_secs_f64();
+        let input = json!({"role": "user", "content": "What did we change in the parser, and which handlers are still failing?"});
+        let mut times = Vec::with_capacity(args.assembles as usize);
+        let mut reply_bytes = 0;
+        for _ in 0..args.assembles {
+            let t = Instant::now();
+            let reply = server.call(
+                "ctx/assemble",
+                json!({"sessionId": session, "input": input}),
+            )?;
+            times.push(t.elapsed());
+            reply_bytes = reply.len();
+        }
+        times.sort();
+        println!(
+            "{:>9} {:>12.0} {:>11.2}ms {:>9.2}ms {:>9.2}ms {:>12}",
+            size,
+            ingest_rate,
+            ms(percentile(&times, 0.5)),
+            ms(percentile(&times, 0.99)),
+            ms(*times.last().expect("timed")),
+            reply_bytes
+        );
+    }
+    Ok(())
+}

@@ -1,0 +1,16 @@
+//! The `ctxproxy` command line as a library: replay and its report, the
+//! benches, the store tools. `main.rs` only parses the command line; tests
+//! drive `via_proxy` directly.
+//!
+//! Layers, bottom first (no module uses one above it): `timing`, `report`;
+//! `report_html`, `via_proxy`; `replay`, `bench`, `inspect`, `doctor`, `run`.
+
+pub mod bench;
+pub mod doctor;
+pub mod inspect;
+pub mod replay;
+pub mod report;
+pub mod report_html;
+pub mod run;
+pub mod timing;
+pub mod via_proxy;

@@ -1,0 +1,86 @@
+//! `replay --via-proxy` on a recorded fixture: each call is also sent
+//! straight to the scripted upstream, and that must change nothing the
+//! upstream received through the proxy (the tokens, snapshotted, are the
+//! figures the replay gave before direct calls were added; the replay itself
+//! fails when a reply is not the recorded message, as it would be had a
+//! direct call taken the proxy's reply from the script). The JSON report's
+//! time figures are checked against each other, never against a clock.
+
+use std::path::Path;
+
+use ctxproxy::via_proxy;
+use ctxproxy_core::recorded::{self, RecordedExchange};
+use ctxproxy_service::service::Service;
+use serde_json::Value;
+
+/// Milliseconds as the report gives them.
+fn ms(call: &Value, key: &str) -> f64 {
+    call[key]
+        .as_f64()
+        .unwrap_or_else(|| panic!("{key} missing in {call}"))
+}
+
+fn assert_near(got: f64, want: f64, what: &str) {
+    assert!((got - want).abs() < 1e-6, "{what}: {got} != {want}");
+}
+
+/// Nearest rank over the signed values, as the report's totals rank them.
+fn nearest_rank(mut values: Vec<f64>, p: f64) -> f64 {
+    values.sort_by(f64::total_cmp);
+    values[((values.len() - 1) as f64 * p).round() as usize]
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn direct_calls_leave_the_tokens_and_the_script_as_they_were() {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../fixtures/sessions/pytest-ledger-agents.jsonl");
+    let text = std::fs::read_to_string(&path).expect("fixture");
+    let file = recorded::parse_file(&text).expect("recorded session");
+    let session: Vec<RecordedExchange> = file.history(0).into_iter().cloned().collect();
+    let dir = tempfile::tempdir().expect("temp dir");
+    let service =
+        Service::open(dir.path().join("store.db"), Default::default(), None).expect("store");
+    let calls = via_proxy::run(&session, service).await.expect("replay");
+    let report: Value =
+        serde_json::from_str(&via_proxy::report(&calls, true)).expect("JSON report");
+
+    let per_call = report["calls"].as_array().expect("calls");
+    let tokens: String = per_call
+        .iter()
+        .map(|c| {
+            format!(
+                "x{} sent {} forwarded {}\n",
+                c["exchange"], c["sentTokens"], c["forwardedTokens"]
+            )
+        })
+        .collect();
+    let total = &report["total"];
+    insta::assert_snapshot!(format!(
+        "{tokens}total: {} calls, sent {}, forwarded {}",
+        total["calls"], total["sentTokens"], total["forwardedTokens"]
+    ));
+
+    for c in per_call {
+        let (wait, upstream) = (ms(c, "waitMs"), ms(c, "upstreamMs"));
+        let (direct_wait, direct_upstream) = (ms(c, "directWaitMs"), ms(c, "directUpstreamMs"));
+        // The upstream's own time is a span within the client's wait.
+        assert!(upstream <= wait, "{c}");
+        assert!(direct_upstream <= direct_wait, "{c}");
+        assert_near(ms(c, "addedMs"), wait - upstream, "addedMs");
+        assert_near(ms(c, "directMs"), direct_wait - direct_upstream, "directMs");
+        let over = (wait - upstream) - (direct_wait - direct_upstream);
+        assert_near(ms(c, "addedOverDirectMs"), over, "addedOverDirectMs");
+        assert_near(
+            ms(c, "beyondStoreOverDirectMs"),
+            over - ms(c, "storeMs"),
+            "beyondStoreOverDirectMs",
+        );
+    }
+    for key in ["directMs", "addedOverDirectMs", "beyondStoreOverDirectMs"] {
+        let values: Vec<f64> = per_call.iter().map(|c| ms(c, key)).collect();
+        for (p, suffix) in [(0.5, "P50"), (0.99, "P99")] {
+            let name = format!("{key}{suffix}");
+            assert_near(ms(total, &name), nearest_rank(values.clone(), p), &name);
+        }
+    }
+}

@@ -1,0 +1,232 @@
+//! What the two model APIs have in common for the proxy: the request as
+//! ctxproxy sees it, the context-tool calls a reply holds, and the interface
+//! `openai` and `anthropic` each implement (shapes in, shapes out; no HTTP).
+
+use ctxproxy_core::message::Message;
+use serde_json::{Map, Value};
+
+use super::sse;
+use ctxproxy_service::api::FormattedPrompt;
+use ctxproxy_service::format::Format;
+
+/// The two tools the proxy answers itself.
+pub const CONTEXT_TOOLS: [&str; 2] = ["context_retrieve", "context_search"];
+
+pub fn is_context_tool(name: &str) -> bool {
+    CONTEXT_TOOLS.contains(&name)
+}
+
+/// What the body to forward is built from: the client's body less its
+/// history, and the few history messages the API mapping reads back
+/// (`Api::keeps`), by their index in the client's `messages`.
+#[derive(Clone, Copy)]
+pub struct ClientBody<'a> {
+    pub envelope: &'a Value,
+    pub kept: &'a [(usize, Value)],
+}
+
+/// A request body the proxy cannot read: the field and why.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BadRequest {
+    pub param: String,
+    pub message: String,
+}
+
+impl BadRequest {
+    pub fn new(param: impl Into<String>, message: impl Into<String>) -> BadRequest {
+        BadRequest {
+            param: param.into(),
+            message: message.into(),
+        }
+    }
+}
+
+/// A context-tool call the model made.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ContextCall {
+    pub id: String,
+    pub name: String,
+    /// The arguments as JSON text.
+    pub arguments: String,
+}
+
+/// Which of our own error bodies to write.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ErrorKind {
+    /// 400: the request body.
+    InvalidRequest,
+    /// 401: `--token` given and the request lacks it.
+    Unauthorized,
+    /// 502: the upstream cannot be reached.
+    Upstream,
+    /// 500: ctxproxy's store failed.
+    Internal,
+}
+
+/// One model API's shapes.
+pub trait Api: Send + Sync + 'static {
+    /// The shape `ctx/assemble` formats the prompt in.
+    const FORMAT: Format;
+
+    /// The system prompt a body states outside its messages (`system`),
+    /// checked; `None` for an API whose system prompt is its leading
+    /// system messages. Errors name the field.
+    fn envelope_system(body: &Value) -> Result<Option<String>, BadRequest>;
+
+    /// One message of a request's `messages` (at `field`) as ctxproxy
+    /// messages; errors name the field. A message reads the same wherever
+    /// it stands: what lets the proxy keep an unchanged history's reading.
+    fn read_message(m: &Value, field: &str) -> Result<Vec<Message>, BadRequest>;
+
+    /// Whether `upstream_body` reads this history message back (system
+    /// messages, media, thinking blocks, cache breakpoints): kept whole, as
+    /// the client sent it.
+    fn keeps(m: &Value) -> bool;
+
+    /// The body to forward: the client's, with the history replaced by the
+    /// assembled prompt (`ctx/assemble`'s messages and tools in this API's
+    /// format) and the context tools added.
+    fn upstream_body(client: ClientBody, prompt: FormattedPrompt, session: &str) -> Value;
+
+    /// The API's own error body.
+    fn error_body(kind: ErrorKind, message: &str, param: Option<&str>) -> Value;
+
+    /// An assistant turn as the ctxproxy message that is recorded: read the
+    /// way the client's next request will carry it, so that it matches.
+    fn turn_message(turn: &Value) -> Option<Message>;
+
+    /// The assistant message of a (non-streamed) reply, as a request carries it.
+    fn assistant_turn(reply: &Value) -> Value;
+
+    /// The calls of an assistant turn: context-tool calls, and whether the
+    /// client's own tools were called too.
+    fn calls(turn: &Value) -> (Vec<ContextCall>, bool);
+
+    /// Appends an assistant turn and the answers to its context calls to a
+    /// request body, for the next round.
+    fn continue_with(body: &mut Value, turn: &Value, answers: &[(ContextCall, String)]);
+
+    /// The reply the client gets from the (non-streamed) replies of every
+    /// round: one message, context calls left out, usage summed.
+    fn splice(rounds: &[Value]) -> Value;
+
+    /// A whole reply as the events the API streams for it, for an
+    /// upstream that answers a streamed request with its whole reply.
+    fn stream_events(reply: &Value) -> Vec<sse::Event>;
+
+    /// The stream splicer for a streamed request.
+    type Splicer: Splicer;
+    fn splicer(client: &Value) -> Self::Splicer;
+}
+
+/// Turns the upstream's events of every round into one client stream.
+pub trait Splicer: Send + 'static {
+    /// An upstream event; returns the bytes to send the client now.
+    fn event(&mut self, event: sse::Event) -> Vec<u8>;
+    /// The round's assistant turn as a request carries it (context calls
+    /// included), then ready for the next round.
+    fn end_round(&mut self) -> Value;
+    /// The closing events: one final chunk / `message_delta` + `message_stop`.
+    fn finish(&mut self) -> Vec<u8>;
+    /// What the client saw, as the assistant message a request carries.
+    fn client_turn(&self) -> Value;
+    /// What keeps the client's connection alive during an internal round.
+    fn keep_alive(&self) -> Vec<u8>;
+    /// Whether the upstream's stream reported an error event.
+    fn failed(&self) -> bool;
+    /// Whether this round's stream reached the API's last event (`[DONE]`,
+    /// `message_stop`): a stream that ends before it was cut short.
+    fn round_ended(&self) -> bool;
+    /// An error body (the upstream's, or ours) as an event of this stream.
+    fn error_event(&self, body: &Value) -> Vec<u8>;
+}
+
+/// Sums two usage objects number by number (nested objects too); other
+/// values keep the latest.
+pub fn add_usage(total: &mut Value, more: &Value) {
+    match (total, more) {
+        (Value::Object(t), Value::Object(m)) => add_maps(t, m),
+        (t @ Value::Null, m) => *t = m.clone(),
+        _ => {}
+    }
+}
+
+fn add_maps(t: &mut Map<String, Value>, m: &Map<String, Value>) {
+    for (k, v) in m {
+        match (t.get_mut(k), v) {
+            (Some(Value::Number(a)), Value::Number(b)) => {
+                if let (Some(a), Some(b)) = (a.as_u64(), b.as_u64()) {
+                    t.insert(k.clone(), Value::from(a + b));
+                } else if let (Some(a), Some(b)) = (a.as_f64(), b.as_f64()) {
+                    t.insert(k.clone(), Value::from(a + b));
+                }
+            }
+            (Some(Value::Object(a)), Value::Object(b)) => add_maps(a, b),
+            (_, v) => {
+                t.insert(k.clone(), v.clone());
+            }
+        }
+    }
+}
+
+/// Puts the client's tools followed by the assembled prompt's (the context
+/// tools) in `body`, so the list a client keeps sending stays a stable
+/// prefix. A prompt of the whole shape offers no tools of its own: a body
+/// whose client sent none then gets no `tools` at all (OpenAI refuses an
+/// empty list).
+pub fn put_tools(body: &mut Value, client: &Value, ours: Value) {
+    let mut tools = client["tools"].as_array().cloned().unwrap_or_default();
+    match ours {
+        Value::Array(ours) => tools.extend(ours),
+        Value::Null => {}
+        other => tools.push(other),
+    }
+    if !tools.is_empty() {
+        body["tools"] = Value::Array(tools);
+    }
+}
+
+/// The text a request field holds as `{field}: expected …`.
+pub fn expected(field: &str, what: &str, got: &Value) -> BadRequest {
+    let kind = match got {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "an array",
+        Value::Object(_) => "an object",
+    };
+    BadRequest::new(field, format!("{field}: expected {what}, got {kind}"))
+}
+
+/// `stream`, when present, is a boolean.
+pub fn stream_flag(body: &Value) -> Result<bool, BadRequest> {
+    match body.get("stream") {
+        None | Some(Value::Null) => Ok(false),
+        Some(Value::Bool(b)) => Ok(*b),
+        Some(other) => Err(expected("stream", "a boolean", other)),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn usage_sums_numbers_at_every_depth() {
+        let mut total = Value::Null;
+        add_usage(
+            &mut total,
+            &json!({"prompt_tokens": 10, "details": {"cached_tokens": 4}}),
+        );
+        add_usage(
+            &mut total,
+            &json!({"prompt_tokens": 5, "completion_tokens": 2, "details": {"cached_tokens": 1}}),
+        );
+        assert_eq!(
+            total,
+            json!({"prompt_tokens": 15, "completion_tokens": 2, "details": {"cached_tokens": 5}})
+        );
+    }
+}

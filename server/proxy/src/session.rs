@@ -1,0 +1,642 @@
+//! Which ctxproxy session a request belongs to, and which of its messages
+//! are new.
+//!
+//! A request names its conversation by a key: `x-ctxproxy-session`, the id
+//! the client already sends (Claude Code, Codex), or a digest of the system
+//! prompt and first user message. A key has branches: sessions titled with
+//! the key in workspace `proxy`, so they are found again after a restart.
+//! A request continues the branch whose stored history it repeats; one that
+//! repeats only part of it forks that branch at the last whole exchange; one
+//! that repeats nothing opens a branch of its own: a child session of the
+//! key's main branch when its system prompt differs from the main branch's (a
+//! sub-agent, such as Claude Code's Task agents, sends the same session id
+//! with a system prompt of its own: a recursive call), else a root
+//! session (a client's side request under the same id).
+//!
+//! Messages are compared by fingerprint: of the message as the client sent
+//! it (kept in memory for what this process stored), or, for history stored
+//! before a restart, of the message as the store keeps it (secrets masked).
+
+use std::sync::Arc;
+
+use axum::http::HeaderMap;
+use ctxproxy_core::message::{Message, Role};
+use ctxproxy_core::secrets;
+use dashmap::DashMap;
+use serde_json::Value;
+use tokio::sync::{Mutex, OwnedMutexGuard};
+use xxhash_rust::xxh3::Xxh3;
+
+use ctxproxy_service::service::{ChildCall, NewSession, Service, ServiceError};
+
+/// The workspace proxied sessions are stored under.
+pub const WORKSPACE: &str = "proxy";
+
+/// Branches read back from the store for a key, newest first.
+const BRANCHES_LOADED: usize = 8;
+
+pub type Fingerprint = [u8; 16];
+
+/// A request's history as the session finder reads it: the messages and
+/// their exact fingerprints (`exact`), computed once per message read
+/// (a kept history's are kept with it).
+#[derive(Clone, Copy)]
+pub struct Sent<'a> {
+    pub messages: &'a [Message],
+    pub exacts: &'a [Fingerprint],
+}
+
+/// What a request says its conversation is.
+pub fn session_key(headers: &HeaderMap, body: &Value, system: &str, first_user: &str) -> String {
+    let header = |name: &str| {
+        headers
+            .get(name)
+            .and_then(|v| v.to_str().ok())
+            .map(str::trim)
+            .filter(|v| !v.is_empty())
+    };
+    if let Some(name) = header("x-ctxproxy-session") {
+        return format!("name:{name}");
+    }
+    if let Some(id) = header("x-claude-code-session-id") {
+        return format!("claude-code:{id}");
+    }
+    if let Some(id) = body["metadata"]["user_id"]
+        .as_str()
+        .and_then(user_id_session)
+    {
+        return format!("claude-code:{id}");
+    }
+    if let Some(id) = header("session-id").or_else(|| header("session_id")) {
+        return format!("codex:{id}");
+    }
+    let mut h = blake3::Hasher::new();
+    h.update(system.as_bytes());
+    h.update(&[0]);
+    h.update(first_user.as_bytes());
+    format!("derived:{}", &h.finalize().to_hex()[..16])
+}
+
+/// The session id in Claude Code's `metadata.user_id`: a JSON object with
+/// `session_id`, or the older `user_…_account_…_session_<uuid>`.
+fn user_id_session(user_id: &str) -> Option<String> {
+    if let Ok(v) = serde_json::from_str::<Value>(user_id) {
+        return v["session_id"].as_str().map(str::to_string);
+    }
+    user_id
+        .rsplit_once("_session_")
+        .map(|(_, id)| id.to_string())
+        .filter(|id| !id.is_empty())
+}
+
+/// The message byte for byte: what a client that echoes its history
+/// exactly (most do) is matched by. Every request carries the whole
+/// history, so this runs over megabytes per request: XXH3-128 hashes at
+/// memory speed where BLAKE3 on messages of a few KB (too short for its
+/// wide SIMD path) took most of the time finding the new messages. A match
+/// only tells the proxy that a client repeated its own history, which the
+/// client itself could forge anyway by sending it, so a cryptographic
+/// hash buys nothing here.
+pub fn exact(m: &Message) -> Fingerprint {
+    let mut h = Xxh3::new();
+    let mut field = |text: &str| {
+        h.update(&(text.len() as u64).to_le_bytes());
+        h.update(text.as_bytes());
+    };
+    field(m.role.as_str());
+    field(&m.content);
+    for c in &m.tool_calls {
+        field(&c.id);
+        field(&c.name);
+        field(&c.arguments);
+    }
+    field(m.tool_call_id.as_deref().unwrap_or(""));
+    h.digest128().to_le_bytes()
+}
+
+/// The message without its whitespace: computed only when the exact
+/// fingerprint differs.
+fn fingerprint(m: &Message) -> Fingerprint {
+    // Whitespace is left out: clients re-serialise what they were sent
+    // (arguments re-indented, text blocks joined) and it stays the same
+    // turn. The non-whitespace bytes are gathered first: one long hash
+    // update is many times faster than one per word.
+    let mut bytes = Vec::with_capacity(m.content.len() + 64);
+    let mut words = |text: &str| {
+        bytes.extend(text.bytes().filter(|b| !b.is_ascii_whitespace()));
+        bytes.push(0);
+    };
+    words(m.role.as_str());
+    words(&m.content);
+    for c in &m.tool_calls {
+        words(&c.id);
+        words(&c.name);
+        words(&c.arguments);
+    }
+    words(m.tool_call_id.as_deref().unwrap_or(""));
+    let mut out = [0; 16];
+    out.copy_from_slice(&blake3::hash(&bytes).as_bytes()[..16]);
+    out
+}
+
+/// One stored message of a branch.
+#[derive(Clone, Debug)]
+struct Print {
+    /// Of the message as a client sent it (exact, without whitespace), once
+    /// this process has seen it.
+    sent: Option<(Fingerprint, Fingerprint)>,
+    /// Of the message as stored, for history read back after a restart.
+    stored: Option<Fingerprint>,
+    exchange: u32,
+}
+
+#[derive(Clone, Debug)]
+struct Branch {
+    session: String,
+    prints: Vec<Print>,
+    /// The fingerprint of the branch's system prompt: of the requests this
+    /// process saw, or of its newest prompt record; `None` when unknown.
+    system: Option<Fingerprint>,
+    /// A child session (a sub-agent's calls), not a main branch.
+    called: bool,
+}
+
+impl Branch {
+    /// How many of `incoming` (with their exact fingerprints) repeat this
+    /// branch's history, in order.
+    fn matched(&mut self, incoming: &[Message], exacts: &[Fingerprint], mask: bool) -> usize {
+        let mut n = 0;
+        for (p, (m, e)) in self.prints.iter_mut().zip(incoming.iter().zip(exacts)) {
+            let sent = match (p.sent, p.stored) {
+                (Some((exact, _)), _) if exact == *e => Some((exact, None)),
+                (Some((_, spaced)), _) => {
+                    let f = fingerprint(m);
+                    (f == spaced).then_some((*e, Some(f)))
+                }
+                (None, Some(stored)) => {
+                    let as_stored = if mask {
+                        secrets::mask_message(m.clone())
+                    } else {
+                        m.clone()
+                    };
+                    (fingerprint(&as_stored) == stored).then(|| (*e, Some(fingerprint(m))))
+                }
+                (None, None) => None,
+            };
+            let Some((exact, spaced)) = sent else {
+                break;
+            };
+            // Remember the client's own form, to match it exactly next time.
+            let spaced = spaced
+                .or(p.sent.map(|(_, s)| s))
+                .unwrap_or_else(|| fingerprint(m));
+            p.sent = Some((exact, spaced));
+            n += 1;
+        }
+        n
+    }
+
+    fn exchanges(&self) -> u32 {
+        self.prints.last().map_or(0, |p| p.exchange)
+    }
+
+    fn push(&mut self, messages: &[Message]) {
+        let mut exchange = self.exchanges();
+        for m in messages {
+            // As the store groups them: a user message opens an exchange, and
+            // a session's first messages open x1 whoever sent them.
+            if m.role == Role::User || exchange == 0 {
+                exchange += 1;
+            }
+            self.prints.push(Print {
+                sent: Some((exact(m), fingerprint(m))),
+                stored: None,
+                exchange,
+            });
+        }
+    }
+}
+
+/// What a request does with a key's branches.
+enum Choice {
+    Continue(usize),
+    Fork(usize),
+    Open,
+}
+
+#[derive(Default)]
+pub struct Branches {
+    loaded: bool,
+    list: Vec<Branch>,
+}
+
+/// Every key's branches; a key's lock is held for a whole request, so the
+/// requests of one conversation are ingested and recorded in turn.
+#[derive(Default)]
+pub struct Sessions {
+    keys: DashMap<String, Arc<Mutex<Branches>>>,
+}
+
+/// A request's place in its session, held until its reply is recorded.
+pub struct Turn {
+    guard: OwnedMutexGuard<Branches>,
+    branch: usize,
+    pub session: String,
+    /// Messages to store before assembling.
+    pub earlier: Vec<Message>,
+    /// The newest message: the prompt's input, stored with the reply.
+    pub input: Option<Message>,
+}
+
+impl Sessions {
+    async fn lock(
+        &self,
+        service: &Service,
+        key: &str,
+    ) -> Result<OwnedMutexGuard<Branches>, ServiceError> {
+        let lock = self.keys.entry(key.to_string()).or_default().clone();
+        let mut guard = lock.lock_owned().await;
+        if !guard.loaded {
+            guard.list = load_branches(service, key).await?;
+            guard.loaded = true;
+        }
+        Ok(guard)
+    }
+
+    /// The session a request continues and its newest message, without
+    /// storing anything: only when a branch holds every message but that
+    /// one (what `count_tokens` can answer for exactly).
+    pub async fn peek(
+        &self,
+        service: &Service,
+        key: &str,
+        sent: Sent<'_>,
+    ) -> Result<Option<(String, Message)>, ServiceError> {
+        let mut guard = self.lock(service, key).await?;
+        let mask = service.config().redact_secrets;
+        let Some((newest, history)) = sent.messages.split_last() else {
+            return Ok(None);
+        };
+        for b in guard.list.iter_mut() {
+            if b.prints.len() == history.len()
+                && b.matched(history, sent.exacts, mask) == history.len()
+            {
+                return Ok(Some((b.session.clone(), newest.clone())));
+            }
+        }
+        Ok(None)
+    }
+
+    /// Finds (or opens, or forks) the session `messages` continue.
+    pub async fn begin(
+        &self,
+        service: &Service,
+        key: &str,
+        system: &str,
+        sent: Sent<'_>,
+    ) -> Result<Turn, ServiceError> {
+        let system = system_print(system);
+        let mut guard = self.lock(service, key).await?;
+        let mask = service.config().redact_secrets;
+        let messages = sent.messages;
+        let scores: Vec<(usize, usize)> = guard
+            .list
+            .iter_mut()
+            .map(|b| (b.matched(messages, sent.exacts, mask), b.prints.len()))
+            .collect();
+        // The longest branch the request repeats whole; else the one it
+        // repeats most of (forked); else one that holds nothing yet (a
+        // request that failed before its reply was recorded); else a new one.
+        let whole = (0..scores.len())
+            .filter(|&i| scores[i].0 == scores[i].1 && scores[i].1 > 0)
+            .max_by_key(|&i| (scores[i].1, std::cmp::Reverse(i)));
+        let partial = (0..scores.len())
+            .filter(|&i| scores[i].0 > 0)
+            .max_by_key(|&i| (scores[i].0, std::cmp::Reverse(i)));
+        let empty = (0..scores.len()).find(|&i| scores[i].1 == 0);
+        let choice = match (whole, partial, empty) {
+            (Some(i), _, _) => Choice::Continue(i),
+            (None, Some(i), _) => Choice::Fork(i),
+            (None, None, Some(i)) => Choice::Continue(i),
+            (None, None, None) => Choice::Open,
+        };
+        let (branch, from) = match choice {
+            Choice::Continue(i) => (i, scores[i].0),
+            Choice::Fork(i) => {
+                let matched = scores[i].0;
+                let parent = guard.list[i].clone();
+                let diverging = parent.prints[matched].exchange;
+                let at = diverging - 1;
+                let keep = parent
+                    .prints
+                    .iter()
+                    .take_while(|p| p.exchange <= at)
+                    .count();
+                let session = if at == 0 {
+                    open(service, key, None).await?
+                } else {
+                    open(service, key, Some((parent.session.clone(), at))).await?
+                };
+                guard.list.insert(
+                    0,
+                    Branch {
+                        session,
+                        prints: parent.prints[..keep].to_vec(),
+                        system: Some(system),
+                        // A fork of a call's history is a branch of that call.
+                        called: parent.called && at > 0,
+                    },
+                );
+                (0, keep)
+            }
+            Choice::Open => {
+                // The newest main branch with another system prompt: this
+                // request is a call it made.
+                let caller = guard
+                    .list
+                    .iter()
+                    .find(|b| !b.called && b.system.is_some_and(|s| s != system))
+                    .map(|b| (b.session.clone(), b.exchanges()));
+                let query = messages.iter().find(|m| m.role == Role::User);
+                let (session, called) = match (caller, query) {
+                    (Some(caller), Some(query)) => {
+                        (open_call(service, key, caller, query).await?, true)
+                    }
+                    _ => (open(service, key, None).await?, false),
+                };
+                guard.list.insert(
+                    0,
+                    Branch {
+                        session,
+                        prints: Vec::new(),
+                        system: Some(system),
+                        called,
+                    },
+                );
+                (0, 0)
+            }
+        };
+        // A branch read back after a restart learns its system prompt.
+        guard.list[branch].system.get_or_insert(system);
+        // Only the new messages are copied: the history a client resends
+        // is the request's, read once and kept for its next request.
+        let mut new = messages[from..].to_vec();
+        // A tool result is a tool output like any other: stored first, so
+        // the prompt shows it as the packer decides (whole when it fits,
+        // else its digest and blob id), never raw as the input, which a
+        // large file read would push past the budget.
+        let input = match new.last() {
+            Some(m) if m.role != Role::Tool => new.pop(),
+            _ => None,
+        };
+        Ok(Turn {
+            session: guard.list[branch].session.clone(),
+            guard,
+            branch,
+            earlier: new,
+            input,
+        })
+    }
+}
+
+impl Turn {
+    /// Stores the messages before the input (assembly shows them).
+    pub async fn store_earlier(&mut self, service: &Service) -> Result<(), ServiceError> {
+        if self.earlier.is_empty() {
+            return Ok(());
+        }
+        let earlier = std::mem::take(&mut self.earlier);
+        service
+            .append_messages(&self.session, earlier.clone(), None, Vec::new())
+            .await?;
+        self.guard.list[self.branch].push(&earlier);
+        Ok(())
+    }
+
+    /// Stores the input and the reply the client got, in one append.
+    pub async fn record(self, service: &Service, reply: Message) -> Result<(), ServiceError> {
+        let Turn {
+            mut guard,
+            branch,
+            session,
+            input,
+            ..
+        } = self;
+        let messages: Vec<Message> = input.into_iter().chain(std::iter::once(reply)).collect();
+        service
+            .append_messages(&session, messages.clone(), None, Vec::new())
+            .await?;
+        guard.list[branch].push(&messages);
+        Ok(())
+    }
+}
+
+async fn open(
+    service: &Service,
+    key: &str,
+    parent: Option<(String, u32)>,
+) -> Result<String, ServiceError> {
+    service
+        .open_new_session(NewSession {
+            workspace: Some(WORKSPACE.into()),
+            title: Some(key.to_string()),
+            parent: parent.map(|(s, at)| (s, Some(at))),
+            ..NewSession::default()
+        })
+        .await
+}
+
+/// A sub-agent's first request: a child session of `caller` after its
+/// newest exchange, called with the sub-agent's first user message.
+async fn open_call(
+    service: &Service,
+    key: &str,
+    (caller, at): (String, u32),
+    query: &Message,
+) -> Result<String, ServiceError> {
+    let query = match query.content.trim() {
+        "" => "(a sub-agent's call without text)".to_string(),
+        text => text.to_string(),
+    };
+    service
+        .open_new_session(NewSession {
+            workspace: Some(WORKSPACE.into()),
+            title: Some(key.to_string()),
+            parent: Some((caller, Some(at))),
+            child: Some(ChildCall {
+                query,
+                context: None,
+                max_depth: service.config().calls.max_depth,
+            }),
+        })
+        .await
+}
+
+fn system_print(system: &str) -> Fingerprint {
+    let mut out = [0; 16];
+    out.copy_from_slice(&blake3::hash(system.as_bytes()).as_bytes()[..16]);
+    out
+}
+
+/// The key's sessions in the store, newest first, with the fingerprints of
+/// their messages as stored.
+async fn load_branches(service: &Service, key: &str) -> Result<Vec<Branch>, ServiceError> {
+    let found = service
+        .sessions_titled(WORKSPACE, key, BRANCHES_LOADED)
+        .await?;
+    Ok(found
+        .into_iter()
+        .map(|s| Branch {
+            called: s.called,
+            session: s.session_id,
+            prints: s
+                .messages
+                .iter()
+                .map(|(exchange, m)| Print {
+                    sent: None,
+                    stored: Some(fingerprint(m)),
+                    exchange: *exchange,
+                })
+                .collect(),
+            system: s.system.as_deref().map(system_print),
+        })
+        .collect())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use axum::http::HeaderValue;
+    use serde_json::json;
+
+    fn headers(pairs: &[(&'static str, &str)]) -> HeaderMap {
+        let mut h = HeaderMap::new();
+        for (k, v) in pairs {
+            h.insert(*k, HeaderValue::from_str(v).unwrap());
+        }
+        h
+    }
+
+    #[test]
+    fn keys_come_from_the_header_the_client_id_or_the_request() {
+        let body = json!({"metadata": {"user_id": "user_ab_account_cd_session_1234-5678"}});
+        let none = json!({});
+        assert_eq!(
+            session_key(
+                &headers(&[
+                    ("x-ctxproxy-session", "mine"),
+                    ("x-claude-code-session-id", "cc")
+                ]),
+                &body,
+                "",
+                ""
+            ),
+            "name:mine"
+        );
+        assert_eq!(
+            session_key(
+                &headers(&[("x-claude-code-session-id", "cc")]),
+                &body,
+                "",
+                ""
+            ),
+            "claude-code:cc"
+        );
+        assert_eq!(
+            session_key(&headers(&[]), &body, "", ""),
+            "claude-code:1234-5678"
+        );
+        let json_id =
+            json!({"metadata": {"user_id": "{\"device_id\":\"d\",\"session_id\":\"s9\"}"}});
+        assert_eq!(
+            session_key(&headers(&[]), &json_id, "", ""),
+            "claude-code:s9"
+        );
+        assert_eq!(
+            session_key(&headers(&[("session-id", "cx")]), &none, "", ""),
+            "codex:cx"
+        );
+        let derived = session_key(&headers(&[]), &none, "sys", "hello");
+        assert!(derived.starts_with("derived:"));
+        assert_eq!(derived, session_key(&headers(&[]), &none, "sys", "hello"));
+        assert_ne!(derived, session_key(&headers(&[]), &none, "sys", "hello!"));
+    }
+
+    #[test]
+    fn fingerprints_ignore_whitespace_but_not_words() {
+        let a = Message::new(Role::Assistant, "two  words\n");
+        let b = Message::new(Role::Assistant, "two words");
+        let c = Message::new(Role::User, "two words");
+        assert_eq!(fingerprint(&a), fingerprint(&b));
+        assert_ne!(fingerprint(&b), fingerprint(&c));
+    }
+
+    #[test]
+    fn exact_fingerprints_tell_fields_apart() {
+        let tool = |content: &str, id: &str| {
+            let mut m = Message::new(Role::Tool, content);
+            m.tool_call_id = Some(id.into());
+            m
+        };
+        // The same bytes split differently between fields are another message.
+        assert_ne!(exact(&tool("ab", "c")), exact(&tool("a", "bc")));
+        assert_ne!(
+            exact(&tool("ab", "")),
+            exact(&Message::new(Role::Tool, "ab "))
+        );
+        assert_ne!(
+            exact(&Message::new(Role::User, "x")),
+            exact(&Message::new(Role::Assistant, "x"))
+        );
+        // Unlike `fingerprint`, whitespace counts.
+        assert_ne!(
+            exact(&Message::new(Role::User, "two words")),
+            exact(&Message::new(Role::User, "two  words"))
+        );
+        assert_eq!(exact(&tool("ab", "c")), exact(&tool("ab", "c")));
+    }
+
+    #[test]
+    fn a_branch_matches_an_echo_exactly_or_up_to_whitespace_and_stops_at_a_change() {
+        let stored = [
+            Message::new(Role::User, "run the tests"),
+            Message::new(Role::Assistant, "All  passed.\n"),
+            Message::new(Role::User, "thanks"),
+        ];
+        let mut b = Branch {
+            session: "s".into(),
+            prints: Vec::new(),
+            system: None,
+            called: false,
+        };
+        b.push(&stored);
+        let exacts = |ms: &[Message]| ms.iter().map(exact).collect::<Vec<_>>();
+        assert_eq!(b.matched(&stored, &exacts(&stored), false), 3);
+        let mut respaced = stored.clone();
+        respaced[1].content = "All passed.".into();
+        assert_eq!(b.matched(&respaced, &exacts(&respaced), false), 3);
+        // The respaced form is now the one remembered: matched exactly.
+        assert_eq!(b.prints[1].sent.unwrap().0, exact(&respaced[1]));
+        let mut edited = stored.clone();
+        edited[1].content = "Two failed.".into();
+        assert_eq!(b.matched(&edited, &exacts(&edited), false), 1);
+    }
+
+    #[test]
+    fn a_branch_numbers_exchanges_as_the_store_groups_them() {
+        let mut b = Branch {
+            session: "s".into(),
+            prints: Vec::new(),
+            system: None,
+            called: false,
+        };
+        b.push(&[
+            Message::new(Role::Assistant, "greeting"),
+            Message::new(Role::User, "q1"),
+            Message::new(Role::Assistant, "a1"),
+            Message::new(Role::User, "q2"),
+        ]);
+        let exchanges: Vec<u32> = b.prints.iter().map(|p| p.exchange).collect();
+        assert_eq!(exchanges, [1, 2, 2, 3]);
+    }
+}

@@ -1,0 +1,281 @@
+//! `ctx/assemble`: turns request params into a packer request, runs the
+//! packer on the writer's view, formats the prompt for the chosen API and
+//! builds the record `ctx/explain` returns.
+
+use std::collections::HashMap;
+use std::path::Path;
+use std::sync::{Mutex, OnceLock};
+
+use ctxproxy_core::config::{CallLimits, Config, LayerCaps, LayerOrder};
+use ctxproxy_core::exchange::{Counted, KeptMessage, Level};
+use ctxproxy_core::ids::{ExchangeId, MessageId, PromptId};
+use ctxproxy_core::message::{Message, Role};
+use ctxproxy_core::packer::{self, PackError, PackRequest, PackedPrompt};
+use ctxproxy_core::render;
+use ctxproxy_core::tokens::{self, Encoding};
+use ctxproxy_core::view::SessionView;
+use ctxproxy_store::{AssembledPrompt, PromptRecord, StoreError};
+
+use crate::api::{
+    AssembleParams, AssembleResult, LayerItem, LayerReport, PromptTokens, RecallShown,
+    SupersededRange, Trim,
+};
+use crate::config::{parse_encoding, parse_order};
+use crate::error::ServiceError;
+use crate::format::{self, Format};
+use crate::state;
+
+/// The previous prompt of each session, to measure prefix reuse.
+#[derive(Default)]
+pub struct LastPrompts(Mutex<HashMap<String, PackedPrompt>>);
+
+impl LastPrompts {
+    /// Whether this process assembled (and recorded) a prompt of `session`.
+    pub fn remembers(&self, session: &str) -> bool {
+        self.0
+            .lock()
+            .expect("last prompts lock")
+            .contains_key(session)
+    }
+}
+
+/// Whether a prompt record has the whole shape (`packer::Shape::Whole`).
+pub fn is_whole(record: &AssembleResult) -> bool {
+    record.shape == "whole"
+}
+
+#[derive(Clone, Debug)]
+pub struct Request {
+    pub budget: u32,
+    pub encoding: Encoding,
+    pub order: LayerOrder,
+    pub format: Format,
+    pub system: Option<String>,
+    pub input: Option<Message>,
+    pub calls: CallLimits,
+    /// `Config::whole_history`.
+    pub whole_history: bool,
+    /// `AssembleResult::client_tools_tokens`: the client's tool
+    /// definitions, which the request sends besides the prompt.
+    pub client_tools_tokens: u32,
+}
+
+impl Request {
+    /// The question the recall block answers when the input opens a new
+    /// exchange (a user message); `None` otherwise (the newest exchange's).
+    pub fn question(&self) -> Option<&str> {
+        self.input
+            .as_ref()
+            .filter(|m| m.role == Role::User)
+            .map(|m| m.content.as_str())
+    }
+
+    pub fn from_params(p: &AssembleParams, config: &Config) -> Result<Request, ServiceError> {
+        let input = match &p.input {
+            Some(m) => Some(m.to_core("input")?),
+            None => None,
+        };
+        let budget = p.budget.unwrap_or(config.budget);
+        if budget == 0 {
+            return Err(ServiceError::InvalidParams(
+                "budget: must be at least 1".into(),
+            ));
+        }
+        Ok(Request {
+            budget,
+            encoding: match &p.encoding {
+                Some(e) => parse_encoding(e, "encoding")?,
+                None => config.encoding,
+            },
+            order: match &p.order {
+                Some(o) => parse_order(o, "order")?,
+                None => config.order,
+            },
+            format: match &p.format {
+                Some(f) => Format::parse(f).ok_or_else(|| {
+                    ServiceError::InvalidParams(format!(
+                        "format: expected openai, anthropic or text, got {f:?}"
+                    ))
+                })?,
+                None => Format::OpenAi,
+            },
+            system: p.system.clone(),
+            input,
+            calls: config.calls.clone(),
+            whole_history: config.whole_history,
+            client_tools_tokens: 0,
+        })
+    }
+}
+
+/// Packs and formats one prompt; runs on the store's writer thread.
+/// `whole_so_far`: whether the session's newest prompt record has the
+/// whole shape, or it has none; what decides whether this prompt may be
+/// whole when `last` does not hold the previous prompt (the first prompt
+/// after a restart, a preview).
+pub fn run(
+    id: PromptId,
+    view: &SessionView,
+    req: &Request,
+    caps: &LayerCaps,
+    last: &LastPrompts,
+    whole_so_far: bool,
+) -> Result<AssembledPrompt<AssembleResult>, ServiceError> {
+    let enc = req.encoding;
+    let system = req.system.as_ref().map(|s| Counted {
+        tokens: tokens::count(enc, s),
+        text: s.clone(),
+    });
+    let input = req.input.as_ref().map(|m| KeptMessage {
+        id: MessageId {
+            exchange: ExchangeId(view.exchange_count + 1),
+            index: 1,
+        },
+        message: m.clone(),
+        result: None,
+    });
+    let input_tokens = input
+        .as_ref()
+        .map_or(0, |k| render::message_tokens(k, Level::Full, enc));
+    let mut previous = last.0.lock().expect("last prompts lock");
+    let earlier = previous.get(&view.session_id);
+    let pack_request = PackRequest {
+        budget: req.budget,
+        encoding: enc,
+        order: req.order,
+        system,
+        input,
+        input_tokens,
+        tools_tokens: tools_tokens(enc),
+        iteration: id.0,
+        calls: req.calls.clone(),
+        whole_allowed: req.whole_history && packer::whole_allowed(earlier, whole_so_far),
+    };
+    let packed = packer::pack(view, &pack_request, caps).map_err(|e| match e {
+        PackError::BudgetTooSmall { .. } => ServiceError::BudgetTooSmall(e.to_string()),
+    })?;
+    let tool_names = packer::offered_tools(packed.tools_tokens);
+    let tools = match tool_names {
+        [] => serde_json::Value::Array(Vec::new()),
+        _ => render::tool_definitions(),
+    };
+    let prefix_reused = earlier.map_or(0, |prev| packer::shared_prefix_tokens(prev, &packed));
+    let result = AssembleResult {
+        prompt_id: id.to_string(),
+        session_id: view.session_id.clone(),
+        budget: req.budget,
+        encoding: enc.as_str().to_string(),
+        format: req.format.as_str().to_string(),
+        order: req.order.as_str().to_string(),
+        tokens: PromptTokens {
+            total: packed.total + req.client_tools_tokens,
+            layers: packed
+                .layers
+                .iter()
+                .map(|l| (l.layer.as_str().to_string(), l.tokens))
+                .collect(),
+        },
+        prefix_reused,
+        client_tools_tokens: req.client_tools_tokens,
+        trimmed: packed
+            .trimmed
+            .iter()
+            .map(|t| Trim {
+                id: t.id.clone(),
+                from: t.from.as_str().to_string(),
+                to: t.to.as_str().to_string(),
+                reason: t.reason.clone(),
+            })
+            .collect(),
+        superseded: packed
+            .superseded
+            .iter()
+            .map(|s| SupersededRange {
+                ids: s.ids.to_string(),
+                by: s.by.to_string(),
+            })
+            .collect(),
+        recall: packed
+            .recall
+            .iter()
+            .map(|hit| RecallShown {
+                id: hit.exchange.to_string(),
+                words: hit.words.clone(),
+                tokens: hit.passage.tokens,
+                text: hit.passage.text.clone(),
+            })
+            .collect(),
+        layers: packed
+            .layers
+            .iter()
+            .map(|l| LayerReport {
+                layer: l.layer.as_str().to_string(),
+                tokens: l.tokens,
+                items: l
+                    .items
+                    .iter()
+                    .map(|i| LayerItem {
+                        id: i.id.clone(),
+                        format: i.format.as_str().to_string(),
+                        tokens: i.tokens,
+                    })
+                    .collect(),
+            })
+            .collect(),
+        shape: packed.shape.as_str().to_string(),
+        reason: packed.shape.reason(packed.total),
+        state: Some(state::envelope(
+            view,
+            &state::Prompt {
+                iteration: id.0,
+                max_depth: req.calls.max_depth,
+                tools: tool_names,
+                budget: req.budget,
+                used: packed.total,
+                cap: caps.current_context_max,
+                encoding: enc,
+            },
+        )),
+        prompt: format::prompt_fields(&packed.messages, &tools, req.format),
+    };
+    // Recorded as a JSON object (keys sorted), as it goes on the wire.
+    let record = serde_json::to_value(&result)
+        .expect("an assemble result serialises")
+        .to_string();
+    let total_tokens = packed.total;
+    let headers = packed.header_lines_shown();
+    previous.insert(view.session_id.clone(), packed);
+    Ok(AssembledPrompt {
+        value: result,
+        total_tokens,
+        record,
+        headers,
+    })
+}
+
+/// The tool definitions never change: counted once per encoding, and only
+/// in an encoding a prompt asks for (counting loads its tables).
+fn tools_tokens(encoding: Encoding) -> u32 {
+    static COUNTS: [OnceLock<u32>; 2] = [const { OnceLock::new() }; 2];
+    let e = Encoding::ALL
+        .iter()
+        .position(|e| *e == encoding)
+        .expect("known encoding");
+    *COUNTS[e].get_or_init(|| render::tools_tokens(encoding))
+}
+
+/// Reads back a prompt record (`ctx/explain`, `show-prompt`); one that
+/// does not parse is damage, named with the store's path.
+pub fn read_record(record: &PromptRecord, db_path: &Path) -> Result<AssembleResult, StoreError> {
+    serde_json::from_str(&record.record).map_err(|e| {
+        StoreError::Unreadable(format!("prompt record {} unreadable: {e}", record.id))
+            .at_store(db_path)
+    })
+}
+
+/// Passes a packer refusal through as its own error.
+pub fn flatten(
+    r: Result<Result<AssembleResult, ServiceError>, StoreError>,
+) -> Result<AssembleResult, ServiceError> {
+    r.map_err(ServiceError::from)?
+}

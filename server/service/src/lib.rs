@@ -1,0 +1,17 @@
+//! ctxproxy's service: every `ctx/` method behind one `Service`, independent
+//! of the transport. The LSP server, the HTTP proxy and `ctxproxy replay` all
+//! drive it, so each computation has one place.
+//!
+//! Layers, bottom first (no module uses one above it): `error`, `from_json`; `api`,
+//! `config`, `format`, `recorded`, `retrieve`, `state`; `assemble`; `service`.
+
+pub mod api;
+pub mod assemble;
+pub mod config;
+pub mod error;
+pub mod format;
+pub mod from_json;
+pub mod recorded;
+mod retrieve;
+pub mod service;
+pub mod state;

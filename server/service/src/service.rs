@@ -1,0 +1,798 @@
+//! Every `ctx/` request, independent of the transport: the LSP server and
+//! `ctxproxy replay` both drive this, so replay behaves exactly as an editor.
+//!
+//! Ordering: each handler submits its store job before its first `.await`,
+//! so state changes are applied in the order requests arrive.
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+
+use ctxproxy_core::config::Config;
+use ctxproxy_core::context::Housekeeping;
+use ctxproxy_core::ids::{ExchangeId, ItemId, PromptId};
+use ctxproxy_core::message::Message;
+use ctxproxy_core::slice;
+use ctxproxy_core::supersede::ExchangeRange;
+use ctxproxy_core::tokens;
+use ctxproxy_store::{settle, AppendOutcome, Event, Keep, Lineage, ParentKind, PathSegment, Store};
+pub use ctxproxy_store::{ChildCall, NewSession};
+use serde_json::Value;
+use tokio::sync::mpsc;
+
+use crate::api::*;
+use crate::assemble;
+use crate::config;
+pub use crate::error::ServiceError;
+use crate::format;
+use crate::retrieve::{bytes_as_base64, retrieve_one, Body};
+use crate::state;
+
+/// A method's typed result.
+pub type Reply<T> = Result<T, ServiceError>;
+
+/// A `ctx/event` notification's params.
+pub type EventSink = mpsc::UnboundedSender<CtxEvent>;
+
+pub struct Service {
+    store: Store,
+    config: Mutex<Config>,
+    events: Option<EventSink>,
+    /// The last prompt assembled per session, for prefix-reuse figures.
+    last_prompts: Arc<assemble::LastPrompts>,
+    /// The state envelope of each session's last prompt, for `stateChanged`.
+    last_states: Mutex<HashMap<String, StateEnvelope>>,
+}
+
+impl Service {
+    pub fn open(
+        store_path: PathBuf,
+        config: Config,
+        events: Option<EventSink>,
+    ) -> Result<Service, ServiceError> {
+        let store = Store::open(&store_path, config::ingest_settings(&config))?;
+        Ok(Service {
+            store,
+            config: Mutex::new(config),
+            events,
+            last_prompts: Arc::default(),
+            last_states: Mutex::default(),
+        })
+    }
+
+    /// The store's database file.
+    pub fn store_path(&self) -> &Path {
+        self.store.db_path()
+    }
+
+    /// Moves the write-ahead log into the database file, as a clean exit
+    /// leaves the store: `store.db` alone.
+    pub async fn checkpoint(&self) -> Reply<()> {
+        Ok(self.store.checkpoint().await?)
+    }
+
+    /// Removes a session and what only it holds (a replay that failed
+    /// halfway).
+    pub async fn remove_session(&self, session_id: &str) -> Reply<()> {
+        Ok(self.store.remove_session(session_id).await?)
+    }
+
+    pub fn config(&self) -> Config {
+        self.config.lock().expect("config lock").clone()
+    }
+
+    /// Applies new settings (`workspace/didChangeConfiguration`, read by
+    /// `config::apply`); the store path cannot change while running.
+    pub async fn configure(&self, next: Config) -> Reply<Done> {
+        let settings = config::ingest_settings(&next);
+        *self.config.lock().expect("config lock") = next;
+        settle(self.store.write(move |w| w.configure(settings))).await?;
+        Ok(Done {})
+    }
+
+    fn emit(&self, event: CtxEvent) {
+        if let Some(tx) = &self.events {
+            let _ = tx.send(event);
+        }
+    }
+
+    /// Sends the events of a store write (`events_of` its result) from the
+    /// writer thread, in commit order (`Store::write_then`): the replies of
+    /// pipelined appends resume in any order, their events must not.
+    fn store_events<T: 'static>(
+        &self,
+        events_of: fn(&T) -> &[Event],
+    ) -> impl FnOnce(&T) + Send + 'static {
+        let sender = self.events.clone();
+        move |done| {
+            for e in events_of(done) {
+                if let Some(tx) = &sender {
+                    let _ = tx.send(wire_event(e));
+                }
+            }
+        }
+    }
+
+    pub async fn open_session(&self, p: OpenSessionParams) -> Reply<OpenSessionResult> {
+        let parent = match p.parent {
+            None => None,
+            Some(parent) => {
+                let at = match parent.at_exchange {
+                    None | Some(Value::Null) => None,
+                    Some(v) => Some(exchange_number(&v, "parent.atExchange")?),
+                };
+                Some((parent.session_id, at))
+            }
+        };
+        let limit = self.config().max_payload_bytes;
+        let child = match p.child {
+            None => None,
+            Some(c) if c.query.trim().is_empty() => {
+                return Err(ServiceError::InvalidParams(
+                    "child.query: expected a non-empty string".into(),
+                ))
+            }
+            Some(c)
+                if (c.query.len() + c.context.as_ref().map_or(0, String::len)) as u64 > limit =>
+            {
+                return Err(ServiceError::PayloadTooLarge(format!(
+                    "child: the query and context are over the maxPayloadBytes limit of {limit}"
+                )))
+            }
+            Some(c) => Some(ChildCall {
+                query: c.query,
+                context: c.context,
+                max_depth: self.config().calls.max_depth,
+            }),
+        };
+        let new = NewSession {
+            workspace: p.workspace,
+            title: p.title,
+            parent,
+            child,
+        };
+        let id = self.open_new_session(new).await?;
+        Ok(OpenSessionResult { session_id: id })
+    }
+
+    /// `ctx/openSession` with typed params: the new session's id.
+    pub async fn open_new_session(&self, new: NewSession) -> Result<String, ServiceError> {
+        Ok(settle(self.store.write(move |w| w.open_session(new))).await?)
+    }
+
+    pub async fn append(&self, p: AppendParams) -> Reply<AppendResult> {
+        let messages = to_core_messages(&p.messages, "messages")?;
+        self.check_payload(&messages, "messages")?;
+        let expected = match &p.exchange {
+            None => None,
+            Some(raw) => match ItemId::parse(raw) {
+                Ok(ItemId::Exchange(x)) => Some(x),
+                _ => {
+                    return Err(ServiceError::InvalidParams(format!(
+                        "exchange: expected x<N>, got {raw:?}"
+                    )))
+                }
+            },
+        };
+        let supersedes = parse_supersedes(&p.supersedes)?;
+        self.append_messages(&p.session_id, messages, expected, supersedes)
+            .await
+    }
+
+    /// `ctx/append` with typed params (messages already checked).
+    pub async fn append_messages(
+        &self,
+        session: &str,
+        messages: Vec<Message>,
+        expected: Option<ExchangeId>,
+        supersedes: Vec<ExchangeRange>,
+    ) -> Reply<AppendResult> {
+        let session = session.to_string();
+        let outcome = settle(self.store.write_then(
+            move |w| w.append_to(&session, messages, expected, &supersedes),
+            self.store_events(|o: &AppendOutcome| &o.events),
+        ))
+        .await?;
+        Ok(AppendResult {
+            exchanges: outcome
+                .exchanges
+                .iter()
+                .map(|x| ExchangeRef {
+                    id: x.to_string(),
+                    seq: x.0,
+                })
+                .collect(),
+            blobs: outcome
+                .blobs
+                .into_iter()
+                .map(|b| BlobRef {
+                    id: b.hash.short_id(),
+                    message_id: b.message.to_string(),
+                    bytes: b.bytes,
+                    tokens: b.tokens,
+                    digest_tokens: b.digest_tokens,
+                    duplicate_of: b.duplicate_of,
+                })
+                .collect(),
+        })
+    }
+
+    fn check_payload(&self, messages: &[Message], field: &str) -> Result<(), ServiceError> {
+        let limit = self.config().max_payload_bytes;
+        let size: u64 = messages
+            .iter()
+            .map(|m| {
+                m.content.len() as u64
+                    + m.tool_calls
+                        .iter()
+                        .map(|c| c.arguments.len() as u64)
+                        .sum::<u64>()
+            })
+            .sum();
+        if size > limit {
+            return Err(ServiceError::PayloadTooLarge(format!(
+                "{field}: {size} bytes is over the maxPayloadBytes limit of {limit}"
+            )));
+        }
+        Ok(())
+    }
+
+    pub async fn assemble(&self, p: AssembleParams) -> Reply<AssembleResult> {
+        let request = assemble::Request::from_params(&p, &self.config())?;
+        self.assemble_request(&p.session_id, request).await
+    }
+
+    /// The prompt the next assemble would give, not recorded (and not the
+    /// previous prompt of prefix-reuse figures).
+    pub async fn preview_request(
+        &self,
+        session_id: &str,
+        request: assemble::Request,
+    ) -> Reply<AssembleResult> {
+        let unrecorded = Arc::new(assemble::LastPrompts::default());
+        self.pack_in_store(session_id, request, Keep::Preview, unrecorded)
+            .await
+    }
+
+    /// `ctx/assemble` with a typed request.
+    pub async fn assemble_request(
+        &self,
+        session_id: &str,
+        request: assemble::Request,
+    ) -> Reply<AssembleResult> {
+        let reply = self
+            .pack_in_store(session_id, request, Keep::Record, self.last_prompts.clone())
+            .await?;
+        self.emit(CtxEvent::ContextAssembled {
+            session_id: session_id.to_string(),
+            prompt_id: reply.prompt_id.clone(),
+            tokens: reply.tokens.total,
+            budget: reply.budget,
+            prefix_reused: reply.prefix_reused,
+            layers: reply.tokens.layers.clone(),
+        });
+        if !reply.trimmed.is_empty() {
+            self.emit(CtxEvent::LayerTrimmed {
+                session_id: session_id.to_string(),
+                prompt_id: reply.prompt_id.clone(),
+                trimmed: reply.trimmed.clone(),
+            });
+        }
+        if let Some(state) = &reply.state {
+            if self.state_changed(session_id, state).await {
+                self.emit(CtxEvent::StateChanged {
+                    session_id: session_id.to_string(),
+                    prompt_id: reply.prompt_id.clone(),
+                    state: Box::new(state.clone()),
+                });
+            }
+        }
+        Ok(reply)
+    }
+
+    /// Packs `request` in the writer's job (the caps are the writer's
+    /// layer settings at the request's budget: configuration changes reach
+    /// it in order); `last` holds the prompts
+    /// prefix reuse is measured against.
+    async fn pack_in_store(
+        &self,
+        session_id: &str,
+        request: assemble::Request,
+        keep: Keep,
+        last: Arc<assemble::LastPrompts>,
+    ) -> Reply<AssembleResult> {
+        if let Some(input) = &request.input {
+            self.check_payload(std::slice::from_ref(input), "input")?;
+        }
+        // The store is asked only when `last` lacks the previous prompt.
+        let whole_so_far = !last.remembers(session_id) && self.whole_so_far(session_id).await;
+        let session = session_id.to_string();
+        let (encoding, budget) = (request.encoding, request.budget);
+        assemble::flatten(
+            settle(self.store.write(move |w| {
+                let question = request.question().map(str::to_string);
+                w.assemble(
+                    &session,
+                    encoding,
+                    budget,
+                    question.as_deref(),
+                    keep,
+                    move |id, view, caps| {
+                        assemble::run(id, view, &request, caps, &last, whole_so_far)
+                    },
+                )
+            }))
+            .await,
+        )
+    }
+
+    /// Whether the session has no prompt yet or its newest prompt record
+    /// has the whole shape: the shape a session keeps across restarts
+    /// (`packer::whole_allowed`). An unreadable record keeps the layers.
+    async fn whole_so_far(&self, session_id: &str) -> bool {
+        let session = session_id.to_string();
+        let newest = self
+            .store
+            .read(move |r| match r.session(&session)?.prompts {
+                0 => Ok(None),
+                n => r.prompt(&session, PromptId(n)).map(Some),
+            })
+            .await;
+        match newest {
+            Ok(None) => true,
+            Ok(Some(record)) => assemble::read_record(&record, self.store.db_path())
+                .is_ok_and(|prompt| assemble::is_whole(&prompt)),
+            Err(_) => false,
+        }
+    }
+
+    /// Whether `state` differs (`state::differs`) from the state of the
+    /// session's previous prompt: the one this process assembled last, or
+    /// after a restart the previous prompt's record. A session's first
+    /// prompt, and one after a record without a state, is a change.
+    async fn state_changed(&self, session_id: &str, state: &StateEnvelope) -> bool {
+        let remembered = self
+            .last_states
+            .lock()
+            .expect("last states lock")
+            .insert(session_id.to_string(), state.clone());
+        let previous = match (remembered, state.call.iteration) {
+            (Some(previous), _) => Some(previous),
+            (None, 1) => None,
+            (None, n) => {
+                let session = session_id.to_string();
+                let record = self
+                    .store
+                    .read(move |r| r.prompt(&session, PromptId(n - 1)))
+                    .await;
+                record
+                    .ok()
+                    .and_then(|r| assemble::read_record(&r, self.store.db_path()).ok())
+                    .and_then(|prompt| prompt.state)
+            }
+        };
+        previous.is_none_or(|p| state::differs(&p, state))
+    }
+
+    /// The newest `limit` sessions of `workspace` titled `title`, newest
+    /// first, each with its messages as stored (secrets masked, tool outputs
+    /// whole) and the system prompt of its newest prompt: what the proxy
+    /// needs to find a conversation again after a restart.
+    pub async fn sessions_titled(
+        &self,
+        workspace: &str,
+        title: &str,
+        limit: usize,
+    ) -> Reply<Vec<TitledSession>> {
+        let (workspace, title) = (workspace.to_string(), title.to_string());
+        let found = self
+            .store
+            .read(move |r| {
+                let mut out = Vec::new();
+                for s in r
+                    .sessions(Some(&workspace))?
+                    .into_iter()
+                    .filter(|s| s.title == title)
+                    .take(limit)
+                {
+                    let messages = r.session_messages(&s.id)?;
+                    let record = match s.prompts {
+                        0 => None,
+                        n => Some(r.prompt(&s.id, PromptId(n))?),
+                    };
+                    let called = s.parent.is_some_and(|p| p.kind == ParentKind::Child);
+                    out.push((s.id, called, messages, record));
+                }
+                Ok(out)
+            })
+            .await?;
+        // Records are read back off the writer's thread.
+        Ok(found
+            .into_iter()
+            .map(|(session_id, called, messages, record)| TitledSession {
+                session_id,
+                called,
+                messages: messages.into_iter().map(|(x, m)| (x.0, m)).collect(),
+                system: record
+                    .and_then(|r| assemble::read_record(&r, self.store.db_path()).ok())
+                    .and_then(|prompt| format::system_of(&prompt.prompt)),
+            })
+            .collect())
+    }
+
+    pub async fn explain(&self, p: ExplainParams) -> Reply<ExplainResult> {
+        let id = match ItemId::parse(&p.prompt_id) {
+            Ok(ItemId::Prompt(id)) => id,
+            _ => {
+                return Err(ServiceError::InvalidParams(format!(
+                    "promptId: expected p<N>, got {:?}",
+                    p.prompt_id
+                )))
+            }
+        };
+        let session = p.session_id.clone();
+        let record = self.store.read(move |r| r.prompt(&session, id)).await?;
+        let prompt = assemble::read_record(&record, self.store.db_path())?;
+        Ok(ExplainResult {
+            prompt,
+            created_at: record.created_at,
+        })
+    }
+
+    pub async fn retrieve(&self, p: RetrieveParams) -> Reply<RetrieveResult> {
+        let format = match p.format.as_deref() {
+            None => None,
+            Some(f @ ("header" | "summary" | "full")) => Some(f.to_string()),
+            Some(other) => {
+                return Err(ServiceError::InvalidParams(format!(
+                    "format: expected header, summary or full, got {other:?}"
+                )))
+            }
+        };
+        if let Some([first, last]) = p.lines {
+            if first == 0 || last < first {
+                return Err(ServiceError::InvalidParams(format!(
+                    "lines: expected [first, last] with 1 <= first <= last, got [{first}, {last}]"
+                )));
+            }
+        }
+        if let Some(g) = &p.grep {
+            slice::grep("", g).map_err(|e| ServiceError::InvalidParams(e.to_string()))?;
+        }
+        if p.ids.is_empty() {
+            return Err(ServiceError::InvalidParams(
+                "ids: give at least one id".into(),
+            ));
+        }
+        let encoding = self.config().encoding;
+        let session = p.session_id.clone();
+        let items = self
+            .store
+            .read(move |r| {
+                r.session(&session)?;
+                Ok(p.ids
+                    .iter()
+                    .map(|raw| {
+                        let item = retrieve_one(r, &session, raw, format.as_deref()).and_then(
+                            |(kind, fmt, body, details)| {
+                                let (cut, encoded) = match body {
+                                    Body::Text(text) => {
+                                        let text = match (&p.lines, &p.grep) {
+                                            (Some([a, b]), _) => {
+                                                slice::lines(&text, *a, *b).unwrap_or_default()
+                                            }
+                                            (None, Some(g)) => {
+                                                slice::grep(&text, g).unwrap_or_default()
+                                            }
+                                            (None, None) => text,
+                                        };
+                                        (slice::cap(text, p.max_tokens, encoding), None)
+                                    }
+                                    Body::Bytes(bytes) => {
+                                        let cut = bytes_as_base64(raw, &bytes, &p, encoding)?;
+                                        (cut, Some("base64"))
+                                    }
+                                };
+                                Ok(RetrievedItem::Found(Box::new(Retrieved {
+                                    id: raw.trim().to_string(),
+                                    kind: kind.to_string(),
+                                    format: fmt,
+                                    tokens: tokens::count(encoding, &cut.text),
+                                    truncated: cut.truncated,
+                                    text: cut.text,
+                                    encoding: encoded.map(str::to_string),
+                                    details,
+                                })))
+                            },
+                        );
+                        item.unwrap_or_else(|e| {
+                            RetrievedItem::Failed(RetrieveFailure {
+                                id: raw.clone(),
+                                error: ItemError {
+                                    code: e.code(),
+                                    message: e.to_string(),
+                                },
+                            })
+                        })
+                    })
+                    .collect::<Vec<_>>())
+            })
+            .await?;
+        Ok(RetrieveResult { items })
+    }
+
+    pub async fn search(&self, p: SearchParams) -> Reply<SearchResult> {
+        let limit = p.limit.unwrap_or(20).clamp(1, 500);
+        let hits = self
+            .store
+            .read(move |r| {
+                if let Some(s) = &p.session_id {
+                    r.session(s)?;
+                }
+                r.search(
+                    p.session_id.as_deref(),
+                    p.workspace.as_deref(),
+                    &p.query,
+                    limit,
+                )
+            })
+            .await?;
+        Ok(SearchResult {
+            hits: hits
+                .into_iter()
+                .map(|h| SearchHit {
+                    id: h.exchange.to_string(),
+                    session_id: h.session,
+                    header: h.header,
+                    snippet: h.snippet,
+                    score: h.score,
+                })
+                .collect(),
+        })
+    }
+
+    pub async fn housekeeping(&self, p: HousekeepingParams) -> Reply<Done> {
+        let exchange = match ItemId::parse(&p.exchange_id) {
+            Ok(ItemId::Exchange(x)) => x,
+            _ => {
+                return Err(ServiceError::InvalidParams(format!(
+                    "exchangeId: expected x<N>, got {:?}",
+                    p.exchange_id
+                )))
+            }
+        };
+        let supersedes = parse_supersedes(&p.supersedes)?;
+        let hk = Housekeeping {
+            exchange,
+            header: p.header,
+            summary: p.summary,
+            key_decisions: p.key_decisions,
+            code_changes: p.code_changes,
+            open_questions: p.open_questions,
+            current_context: p.current_context,
+        };
+        let session = p.session_id;
+        // One job, one transaction: the texts and the supersession together.
+        settle(self.store.write_then(
+            move |w| {
+                let events = w.housekeeping(&session, hk)?;
+                if !supersedes.is_empty() {
+                    w.supersede(&session, exchange, &supersedes)?;
+                }
+                Ok(events)
+            },
+            self.store_events(|events: &Vec<Event>| events),
+        ))
+        .await?;
+        Ok(Done {})
+    }
+
+    pub async fn list_sessions(&self, p: ListSessionsParams) -> Reply<ListSessionsResult> {
+        let sessions = self
+            .store
+            .read(move |r| r.sessions(p.workspace.as_deref()))
+            .await?;
+        Ok(ListSessionsResult {
+            sessions: sessions
+                .into_iter()
+                .map(|s| SessionInfo {
+                    session_id: s.id,
+                    title: s.title,
+                    workspace: s.workspace,
+                    exchanges: s.exchanges,
+                    prompts: s.prompts,
+                    created_at: s.created_at,
+                    updated_at: s.updated_at,
+                    parent: s.parent.map(|p| ParentInfo {
+                        session_id: p.session,
+                        at_exchange: p.at_exchange,
+                        kind: p.kind.as_str().to_string(),
+                    }),
+                    depth: s.depth,
+                })
+                .collect(),
+        })
+    }
+
+    pub async fn list_exchanges(&self, p: ListExchangesParams) -> Reply<ListExchangesResult> {
+        let limit = p.limit.unwrap_or(200);
+        if !(1..=10_000).contains(&limit) {
+            return Err(ServiceError::InvalidParams(format!(
+                "limit: expected 1 to 10000, got {limit}"
+            )));
+        }
+        let from = p.from.unwrap_or(1).max(1);
+        let session = p.session_id;
+        let list = self
+            .store
+            .read(move |r| r.exchanges(&session, from, limit))
+            .await?;
+        Ok(ListExchangesResult {
+            exchanges: list
+                .into_iter()
+                .map(|e| ExchangeInfo {
+                    id: e.id.to_string(),
+                    header: e.header,
+                    at: e.at,
+                    tokens: e.raw_tokens,
+                    full_tokens: e.full_tokens,
+                    outcome: e.outcome.as_str().to_string(),
+                    superseded_by: e.superseded_by.map(|x| x.to_string()),
+                })
+                .collect(),
+        })
+    }
+
+    pub async fn path(&self, p: PathParams) -> Reply<PathResult> {
+        let node = match &p.exchange_id {
+            None => None,
+            Some(raw) => match ItemId::parse(raw) {
+                Ok(ItemId::Exchange(x)) => Some(x),
+                _ => {
+                    return Err(ServiceError::InvalidParams(format!(
+                        "exchangeId: expected x<N>, got {raw:?}"
+                    )))
+                }
+            },
+        };
+        let segments = self
+            .store
+            .read(move |r| r.path(&p.session_id, node))
+            .await?;
+        Ok(path_result(segments))
+    }
+
+    pub async fn stats(&self, p: StatsParams) -> Reply<StatsResult> {
+        let s = self
+            .store
+            .read(move |r| r.stats(p.session_id.as_deref()))
+            .await?;
+        Ok(stats_result(&s))
+    }
+}
+
+/// A session found by its title (`Service::sessions_titled`).
+pub struct TitledSession {
+    pub session_id: String,
+    /// Opened as a child call.
+    pub called: bool,
+    /// Its messages as stored, each with its exchange's number.
+    pub messages: Vec<(u32, Message)>,
+    /// The system prompt of its newest prompt; `None` before its first
+    /// prompt or when that record does not read back.
+    pub system: Option<String>,
+}
+
+/// A path as `ctx/path` answers it (and `ctxproxy path --json` prints it).
+pub fn path_result(segments: Vec<PathSegment>) -> PathResult {
+    PathResult {
+        sessions: segments
+            .into_iter()
+            .map(|s| PathSession {
+                session_id: s.session,
+                title: s.title,
+                depth: s.depth,
+                parent: match s.lineage {
+                    Lineage::Root => None,
+                    Lineage::Fork { parent, at } => Some((parent, at, "fork")),
+                    Lineage::Child { parent, at } => Some((parent, at, "child")),
+                }
+                .map(|(session_id, at_exchange, kind)| PathParent {
+                    session_id,
+                    at_exchange,
+                    kind: kind.to_string(),
+                }),
+                exchanges: s
+                    .exchanges
+                    .into_iter()
+                    .map(|e| PathExchange {
+                        id: e.id.to_string(),
+                        header: e.header,
+                        superseded_by: e.superseded_by.map(|x| x.to_string()),
+                    })
+                    .collect(),
+            })
+            .collect(),
+    }
+}
+
+pub fn stats_result(s: &ctxproxy_store::Stats) -> StatsResult {
+    StatsResult {
+        sessions: s.sessions,
+        exchanges: s.exchanges,
+        messages: s.messages,
+        prompts: s.prompts,
+        blobs: s.blobs,
+        blob_files: s.blob_files,
+        raw_bytes: s.raw_bytes,
+        stored_bytes: s.stored_bytes,
+        appended_bytes: s.appended_bytes,
+        duplicate_hits: s.duplicate_hits,
+        database_bytes: s.database_bytes,
+    }
+}
+
+fn exchange_number(v: &Value, field: &str) -> Result<u32, ServiceError> {
+    let bad = || {
+        ServiceError::InvalidParams(format!(
+            "{field}: expected an exchange number or x<N>, got {v}"
+        ))
+    };
+    match v {
+        Value::Number(n) => n
+            .as_u64()
+            .and_then(|n| u32::try_from(n).ok())
+            .ok_or_else(bad),
+        Value::String(s) => match ItemId::parse(s) {
+            Ok(ItemId::Exchange(ExchangeId(n))) => Ok(n),
+            _ => Err(bad()),
+        },
+        _ => Err(bad()),
+    }
+}
+
+pub fn to_core_messages(
+    messages: &[WireMessage],
+    field: &str,
+) -> Result<Vec<Message>, ServiceError> {
+    messages
+        .iter()
+        .enumerate()
+        .map(|(i, m)| m.to_core(&format!("{field}[{i}]")))
+        .collect()
+}
+
+/// A store event as `ctx/event` sends it.
+fn wire_event(e: &Event) -> CtxEvent {
+    match e {
+        Event::ExchangeStored {
+            session,
+            exchange,
+            messages,
+        } => CtxEvent::ExchangeStored {
+            session_id: session.clone(),
+            exchange_id: exchange.to_string(),
+            messages: *messages,
+        },
+        Event::BlobStored {
+            session,
+            blob,
+            bytes,
+            duplicate,
+        } => CtxEvent::BlobStored {
+            session_id: session.clone(),
+            blob_id: blob.short_id(),
+            bytes: *bytes,
+            duplicate: *duplicate,
+        },
+        Event::SummaryUpdated {
+            session,
+            exchange,
+            source,
+        } => CtxEvent::SummaryUpdated {
+            session_id: session.clone(),
+            exchange_id: exchange.to_string(),
+            source: source.to_string(),
+        },
+    }
+}

@@ -1,0 +1,192 @@
+//! Drives `Service` directly, without a transport: open a session, append
+//! an exchange with a bulky tool result, assemble, retrieve. The typed
+//! replies are snapshotted as the wire carries them, so a change to a reply
+//! type's fields or to what the service puts in them shows up here.
+
+use ctxproxy_service::api::{to_wire, OpenSessionParams, RetrievedItem};
+use ctxproxy_service::from_json;
+use ctxproxy_service::service::Service;
+use serde::de::DeserializeOwned;
+use serde::Serialize;
+use serde_json::{json, Value};
+
+/// Params as a client sends them, read as the LSP server reads them.
+fn params<P: DeserializeOwned>(json: Value) -> P {
+    from_json::parse(json).expect("params")
+}
+
+/// The reply as JSON on the wire, the random session id made stable.
+fn wire<T: Serialize>(reply: &T, session: &str) -> String {
+    serde_json::to_string_pretty(&to_wire(reply))
+        .expect("JSON")
+        .replace(session, "s-SESSION")
+}
+
+#[tokio::test]
+async fn open_append_assemble_retrieve() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let service =
+        Service::open(dir.path().join("store.db"), Default::default(), None).expect("store");
+    let opened = service
+        .open_session(params(json!({"title": "typed replies", "workspace": "/w"})))
+        .await
+        .expect("open");
+    let session = opened.session_id.clone();
+
+    let listing: String = (1..=400)
+        .map(|i| format!("src/module_{i}.rs: fn handler_{i}() -> Result<(), Error>\n"))
+        .collect();
+    let appended = service
+        .append(params(json!({"sessionId": session, "messages": [
+            {"role": "user", "content": "Which handlers return a Result?", "at": "2026-01-02T03:04:05Z"},
+            {"role": "assistant", "content": "", "toolCalls": [
+                {"id": "c1", "name": "grep", "arguments": {"pattern": "fn handler_"}}]},
+            {"role": "tool", "toolCallId": "c1", "name": "grep", "content": listing},
+            {"role": "assistant", "content": "All 400 handlers return Result<(), Error>."},
+        ]})))
+        .await
+        .expect("append");
+    assert_eq!(
+        appended.blobs.len(),
+        1,
+        "the grep output is stored as a blob"
+    );
+
+    let assembled = service
+        .assemble(params(json!({
+            "sessionId": session,
+            "input": {"role": "user", "content": "And handler_7?"},
+            "format": "text",
+            "budget": 2000,
+        })))
+        .await
+        .expect("assemble");
+    assert_eq!(
+        assembled.tokens.layers.values().sum::<u32>(),
+        assembled.layers.iter().map(|l| l.tokens).sum::<u32>(),
+        "the per-layer totals are the layers' tokens"
+    );
+
+    let blob = appended.blobs[0].id.clone();
+    let retrieved = service
+        .retrieve(params(json!({
+            "sessionId": session,
+            "ids": ["x1", "x1.3", blob, "x9"],
+            "lines": [7, 7],
+        })))
+        .await
+        .expect("retrieve");
+    assert!(
+        matches!(&retrieved.items[3], RetrievedItem::Failed(f) if f.error.code == -32002),
+        "an unknown id is answered in place"
+    );
+
+    let snapshot = [
+        ("ctx/openSession", wire(&opened, &session)),
+        ("ctx/append", wire(&appended, &session)),
+        ("ctx/assemble", wire(&assembled, &session)),
+        ("ctx/retrieve", wire(&retrieved, &session)),
+    ]
+    .map(|(method, reply)| format!("## {method}\n{reply}"))
+    .join("\n\n");
+    insta::assert_snapshot!(snapshot);
+}
+
+/// A call tree (recursive calls): a root, a child at depth 1 and its child at
+/// depth 2 = maxDepth. Snapshotted: the child's layered prompt (L0 with its
+/// lineage) and state envelope, the one-shot prompt with its reason, and
+/// the listing with depths and parents. Token figures that depend on the
+/// random session ids (L0 names the caller) are left out; L0's cap is
+/// raised so that which lines fit does not depend on them either.
+#[tokio::test]
+async fn a_call_tree_down_to_the_one_shot_prompt() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let mut config = ctxproxy_core::config::Config::default();
+    config.layers.current_context_max = Some(300);
+    let service = Service::open(dir.path().join("store.db"), config, None).expect("store");
+    let root = service
+        .open_session(params(json!({"title": "root"})))
+        .await
+        .expect("open")
+        .session_id;
+    service
+        .append(params(json!({"sessionId": root, "messages": [
+            {"role": "user", "content": "Which functions of textwrap.py raise ValueError?"},
+            {"role": "assistant", "content": "Asking a child call about TextWrapper."},
+        ]})))
+        .await
+        .expect("append");
+    let child = |parent: &str, query: &str, context: String| {
+        params::<OpenSessionParams>(json!({"title": query, "parent": {"sessionId": parent},
+               "child": {"query": query, "context": context}}))
+    };
+    let c1 = service
+        .open_session(child(
+            &root,
+            "Which methods of TextWrapper raise ValueError?",
+            "class TextWrapper:\n    def _wrap_chunks(self, chunks): ...\n".into(),
+        ))
+        .await
+        .expect("child")
+        .session_id;
+    let context: String = (1..=300)
+        .map(|i| format!("{i:>4}: if self.width <= 0: raise ValueError(\"invalid width\")\n"))
+        .collect();
+    let c1a = service
+        .open_session(child(&c1, "When is the width invalid?", context))
+        .await
+        .expect("grandchild")
+        .session_id;
+    let layered = service
+        .assemble(params(
+            json!({"sessionId": c1, "format": "text", "budget": 3000}),
+        ))
+        .await
+        .expect("assemble c1");
+    let one_shot = service
+        .assemble(params(
+            json!({"sessionId": c1a, "format": "text", "budget": 1000,
+                         "system": "Answer in one line."}),
+        ))
+        .await
+        .expect("assemble c1a");
+    let mut state = layered.state.clone().expect("a state");
+    state.call.budget.used = 0;
+    let listed = service
+        .list_sessions(params(json!({})))
+        .await
+        .expect("list")
+        .sessions
+        .into_iter()
+        .map(|s| (s.title, s.depth, s.parent.map(|p| (p.kind, p.at_exchange))))
+        .collect::<std::collections::BTreeSet<_>>();
+    let stable = |text: String| {
+        text.replace(&root, "s-ROOT")
+            .replace(&c1a, "s-C1A")
+            .replace(&c1, "s-C1")
+    };
+    let pretty = |v: serde_json::Value| serde_json::to_string_pretty(&v).expect("JSON");
+    let snapshot = [
+        (
+            "layered (c1): shape, text, state (budget.used left out)",
+            stable(pretty(json!({
+                "shape": layered.shape,
+                "text": layered.prompt.text,
+                "state": to_wire(&state),
+            }))),
+        ),
+        (
+            "oneShot (c1a)",
+            pretty(json!({
+                "shape": one_shot.shape,
+                "reason": one_shot.reason,
+                "tokens": to_wire(&one_shot.tokens),
+                "text": one_shot.prompt.text,
+            })),
+        ),
+        ("listSessions", format!("{listed:#?}")),
+    ]
+    .map(|(what, reply)| format!("## {what}\n{reply}"))
+    .join("\n\n");
+    insta::assert_snapshot!(snapshot);
+}
