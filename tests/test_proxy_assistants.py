@@ -275,7 +275,8 @@ def qwen_two_turns(tmp_path_factory):
                 cwd=work, env=env, capture_output=True, text=True, timeout=RUN_TIMEOUT, stdin=subprocess.DEVNULL))
             if runs[-1].returncode != 0:
                 break
-        yield types.SimpleNamespace(runs=runs, calls=upstream.model_calls(), store=store, target=target)
+        yield types.SimpleNamespace(runs=runs, requests=list(upstream.requests), calls=upstream.model_calls(),
+                                    store=store, target=target)
 
 
 def qwen_result(p: subprocess.CompletedProcess) -> dict:
@@ -295,6 +296,7 @@ def test_qwen_code_run_by_ctxproxy_run_writes_a_file_then_continues(qwen_two_tur
 
     calls = r.calls
     assert len(calls) == 3, "one call per answer: no memory extraction, no other side call"
+    assert len(r.requests) == 3, "nothing but model calls reached the upstream"
     for c in calls:
         assert c.path == "/v1/chat/completions" and c.json["model"] == "test-model"
         assert c.json["stream"] is True
@@ -349,7 +351,7 @@ def test_continue_cli_writes_a_file_then_resumes_through_the_proxy(tmp_path, sto
     assert target.read_text() == GREETING
 
     calls = upstream.model_calls()
-    assert len(calls) == 3
+    assert len(calls) == 3 and len(upstream.requests) == 3
     for c in calls:
         assert c.path == "/v1/chat/completions" and c.json["model"] == "test-model"
         assert c.json["stream"] is True
@@ -416,7 +418,7 @@ def test_opencode_writes_a_file_then_continues_through_the_proxy(tmp_path, store
     assert not (config_dir / "node_modules").exists(), "opencode downloaded nothing"
 
     calls = upstream.model_calls()
-    assert len(calls) == 4 and not main
+    assert len(calls) == 4 and len(upstream.requests) == 4 and not main
     [title] = [c for c in calls if "write" not in proxylib.tool_names(c.json)]
     assert title.json["messages"][0]["content"].startswith("You are a title generator.")
     turns = [c for c in calls if c is not title]
