@@ -243,11 +243,16 @@ QWEN_SETTINGS = {
     "memory": {"enableManagedAutoMemory": False},
 }
 
+# Checked by hand with 0.15.10: naming the session (x-ctxproxy-session through Qwen Code's
+# model.generationConfig.customHeaders) gives the same split, as a new branch of that name, since
+# the resumed history repeats none of the recorded one; "model": {"skipStartupContext": true} (no
+# environment message) keeps both turns in one session.
 QWEN_CONTINUE_NEW_SESSION = (
     "qwen --continue resends the whole history, but with its first user message (the environment "
-    "context, whose folder listing now shows hello.txt) regenerated; qwen sends no session header "
-    "ctxproxy reads, so the derived key (system prompt + first user message) differs and the second "
-    "turn is recorded in a new session holding all 3 exchanges, while the first session keeps its 2")
+    "context, whose folder listing now shows hello.txt) regenerated, so the resumed history repeats "
+    "none of the recorded one and, qwen sending no session header, its derived key (system prompt + "
+    "first user message) differs too: the second turn is recorded in a new session holding all 3 "
+    "exchanges, while the first session keeps its 2")
 
 
 @pytest.fixture(scope="module")
