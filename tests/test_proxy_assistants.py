@@ -392,7 +392,8 @@ def test_opencode_writes_a_file_then_continues_through_the_proxy(tmp_path, store
         "model": "scripted/test-model", "small_model": "scripted/test-model"}))
     # OPENCODE_DISABLE_MODELS_FETCH: no models.dev catalogue. At every start opencode also
     # installs @opencode-ai/plugin into its config directory with its bundled npm and waits
-    # for it; npm offline makes that fail at once (a warning) and the run goes on.
+    # for it; with npm offline that fails (a warning, about 3 s) and the run goes on. PWD: the
+    # directory `opencode run` works in is $PWD, not the process's cwd.
     env = offline_env(home, XDG_DATA_HOME=str(home / ".local" / "share"), XDG_CACHE_HOME=str(home / ".cache"),
                       XDG_STATE_HOME=str(home / ".local" / "state"), OPENCODE_DISABLE_MODELS_FETCH="1",
                       OPENCODE_DISABLE_AUTOUPDATE="1", OPENCODE_DISABLE_SHARE="1", npm_config_offline="true",
