@@ -3,6 +3,8 @@
 // Model Saw" (its prompt picker, the prompt and the session's chart) against ctx/explain from a second
 // sidecar on the same store, opens an exchange from the
 // Sessions view, searches the archive, and saves screenshots into e2e/screenshots/.
+// The .vsix is the platform-specific one with the binary bundled (`npm run package:bundled`, the binary
+// stripped first) and no ctxproxy.serverPath is set: the sidecar the extension starts must be the bundled one.
 // Needs `bash e2e/install-deps.sh` first, and the ctxproxy binary (CTXPROXY_BIN or ../target/debug).
 import { spawn, spawnSync } from "node:child_process";
 import { copyFileSync, existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
@@ -19,7 +21,6 @@ const codeServer = join(cacheDir, "node_modules", ".bin", "code-server");
 const runDir = join(clientDir, "e2e", ".run");
 const screenshotDir = join(clientDir, "e2e", "screenshots");
 const binary = resolve(process.env.CTXPROXY_BIN ?? join(clientDir, "..", "target", "debug", "ctxproxy"));
-const vsix = join(clientDir, "ctxproxy.vsix");
 const started = Date.now();
 
 function step(message) {
@@ -37,8 +38,16 @@ if (!existsSync(binary)) {
   fail(`ctxproxy binary not found at ${binary}: build it with \`cargo build -p ctxproxy\` or set CTXPROXY_BIN.`);
 }
 
-step("packaging the extension");
-run("npm", ["run", "--silent", "package"], { cwd: clientDir });
+step("packaging the extension with the binary bundled");
+const bundleDir = join(clientDir, "e2e", ".bundle");
+rmSync(bundleDir, { recursive: true, force: true });
+mkdirSync(bundleDir, { recursive: true });
+const strippedBinary = join(bundleDir, "ctxproxy");
+if (spawnSync("strip", ["-o", strippedBinary, binary]).status !== 0) copyFileSync(binary, strippedBinary);
+run("node", ["scripts/package-bundled.mjs", "--binary", strippedBinary], { cwd: clientDir });
+rmSync(bundleDir, { recursive: true, force: true });
+const { vsceTarget } = require(join(clientDir, "out", "src", "serverPath.js"));
+const vsix = join(clientDir, `ctxproxy-${vsceTarget(process.platform, process.arch)}.vsix`);
 const { fixtureSessionPath, searchableWord } = require(join(clientDir, "out", "test", "fixtureSession.js"));
 const { startSidecarOnStore } = await import("./sidecarOnStore.mjs");
 
@@ -76,7 +85,6 @@ writeFileSync(
       "workbench.tips.enabled": false,
       "chat.commandCenter.enabled": false,
       "git.openRepositoryInParentFolders": "never",
-      "ctxproxy.serverPath": binary,
       "ctxproxy.storePath": storePath,
     },
     null,
@@ -150,9 +158,13 @@ try {
   const page = context.pages()[0] ?? (await context.newPage());
   await page.goto(`http://127.0.0.1:${port}/?folder=${encodeURIComponent(dirs.workspace)}`);
   await page.locator(".monaco-workbench").waitFor({ timeout: 60000 });
+
   step("workbench is up");
   await page.locator(".statusbar-item", { hasText: "ctx" }).first().waitFor({ timeout: 30000 });
   await shot(page, "01-workbench");
+
+  begin("with no ctxproxy.serverPath, the extension starts the binary bundled in its .vsix");
+  await waitFor(() => sidecarPids(server.pid).length === 1, "the bundled sidecar (server/ctxproxy in the extension)", 30000);
 
   begin(`replaying ${fixtureName} updates the status bar`);
   await page.keyboard.press("Control+P");
@@ -364,7 +376,8 @@ function sidecarPids(groupId) {
   return ps
     .split("\n")
     .map((line) => /^\s*(\d+)\s+(\d+)\s+(.*)$/.exec(line))
-    .filter((match) => match && Number(match[2]) === groupId && match[3].includes(`${binary} serve`))
+    // The bundled binary, as installed: <extensions dir>/ctxproxy.ctxproxy-<version>-<target>/server/ctxproxy.
+    .filter((match) => match && Number(match[2]) === groupId && match[3].startsWith(dirs.extensions) && match[3].includes("/server/ctxproxy serve"))
     .map((match) => Number(match[1]));
 }
 

@@ -44,7 +44,7 @@ export class ProxyConnection implements vscode.Disposable {
       extensionDir: this.extensionDir,
     });
     if (!command) {
-      this.output.appendLine("ctxproxy: the proxy is on but no ctxproxy binary was found (ctxproxy.serverPath)");
+      this.output.appendLine("ctxproxy: the proxy is on but no ctxproxy binary was found (bundled, on PATH or ctxproxy.serverPath)");
       return;
     }
     try {

@@ -14,7 +14,7 @@ import {
   TransportKind,
 } from "vscode-languageclient/node";
 import { CtxEvent, METHODS } from "./protocol";
-import { resolveServerPath } from "./serverPath";
+import { resolveServer } from "./serverPath";
 import { CONFIG_SECTION, serverConfig } from "./settings";
 import { RequestSender, Sidecar } from "./sidecar";
 
@@ -56,21 +56,22 @@ export class ServerConnection implements vscode.Disposable {
   }
 
   async start(): Promise<void> {
-    const command = resolveServerPath({
+    const binary = resolveServer({
       configured: vscode.workspace.getConfiguration("ctxproxy").get<string>("serverPath") ?? "",
       pathEnv: process.env.PATH ?? "",
       extensionDir: this.extensionDir,
     });
-    if (!command) {
+    if (!binary) {
       const message =
-        "ctxproxy: no sidecar binary found. Set ctxproxy.serverPath, put ctxproxy on PATH, or build it with `cargo build -p ctxproxy`.";
+        "ctxproxy: no sidecar binary found. Install the .vsix for your platform (it bundles one), put ctxproxy on PATH (`cargo install --locked` from the repository), or set ctxproxy.serverPath.";
       this.output.appendLine(message);
       void vscode.window.showErrorMessage(message, "Open Settings").then((choice) => {
         if (choice) void vscode.commands.executeCommand("workbench.action.openSettings", "ctxproxy.serverPath");
       });
       return;
     }
-    this.output.appendLine(`starting ${command} serve`);
+    const command = binary.path;
+    this.output.appendLine(`starting ${command} serve (${binary.from === "setting" ? "ctxproxy.serverPath" : binary.from})`);
     const serverOptions: ServerOptions = { command, args: ["serve"], transport: TransportKind.stdio };
     const clientOptions: LanguageClientOptions = {
       documentSelector: [],

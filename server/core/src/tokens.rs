@@ -5,11 +5,15 @@
 //! pre-tokenization, then a byte-pair encoder whose time is linear in the
 //! length of a piece. A 4 MB line without whitespace costs what 4 MB of prose
 //! costs; nothing is sliced or estimated. The tables load once per process
-//! (tens of ms), lazily, per encoding. Two per-thread caches make repeated
-//! work cheap without changing a count: the counts of short pieces, and the
-//! last few counts of large texts (docs/PERFORMANCE.md has the figures).
+//! (0.15-0.4 s, `tokens/tables`), lazily, per encoding. Two per-thread
+//! caches make repeated work cheap without changing a count: the counts of
+//! short pieces, and the last few counts of large texts (docs/PERFORMANCE.md
+//! has the figures).
 
 mod split;
+mod tables;
+
+use std::sync::LazyLock;
 
 use bpe_openai::Tokenizer;
 
@@ -39,11 +43,22 @@ impl Encoding {
     }
 
     fn tokenizer(self) -> &'static Tokenizer {
+        static O200K_BASE: LazyLock<Tokenizer> =
+            LazyLock::new(|| tables::tokenizer(Encoding::O200kBase));
+        static CL100K_BASE: LazyLock<Tokenizer> =
+            LazyLock::new(|| tables::tokenizer(Encoding::Cl100kBase));
         match self {
-            Encoding::O200kBase => bpe_openai::o200k_base(),
-            Encoding::Cl100kBase => bpe_openai::cl100k_base(),
+            Encoding::O200kBase => &O200K_BASE,
+            Encoding::Cl100kBase => &CL100K_BASE,
         }
     }
+}
+
+/// The tokenizer of `encoding`, built at its first use; for benches that
+/// compare it with bpe-openai's (`examples/token_tables.rs`).
+#[doc(hidden)]
+pub fn tokenizer(encoding: Encoding) -> &'static Tokenizer {
+    encoding.tokenizer()
 }
 
 /// Loads o200k's tables, which every ingest counts in

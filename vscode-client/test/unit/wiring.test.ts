@@ -3,7 +3,7 @@ import assert from "node:assert/strict";
 import { test } from "node:test";
 import { PromptHistory } from "../../src/promptHistory";
 import { parseRetrieveUriPath, retrieveUriPath } from "../../src/retrieveUri";
-import { resolveServerPath } from "../../src/serverPath";
+import { bundleTarget, resolveServer, resolveServerPath, vsceTarget } from "../../src/serverPath";
 import { serverConfig } from "../../src/settings";
 
 test("settings map onto the protocol's configuration; an empty store path is left to the server", () => {
@@ -33,14 +33,61 @@ test("settings map onto the protocol's configuration; an empty store path is lef
   assert.deepEqual(serverConfig((key) => (key === "storePath" ? "/s.db" : undefined)), { storePath: "/s.db" });
 });
 
-test("the binary is the setting, else on PATH, else bundled", () => {
+test("the binary is the setting when set, else the bundled one, else the one on PATH", () => {
   const executables = new Set(["/usr/bin/ctxproxy", "/ext/server/ctxproxy"]);
   const isExecutable = (file: string) => executables.has(file);
-  const base = { configured: "", pathEnv: "/bin:/usr/bin", extensionDir: "/ext", isExecutable };
-  assert.equal(resolveServerPath({ ...base, configured: "/opt/ctxproxy" }), "/opt/ctxproxy");
-  assert.equal(resolveServerPath(base), "/usr/bin/ctxproxy");
-  assert.equal(resolveServerPath({ ...base, pathEnv: "/bin" }), "/ext/server/ctxproxy");
-  assert.equal(resolveServerPath({ ...base, pathEnv: "/bin", extensionDir: "/none" }), undefined);
+  const base = {
+    configured: "",
+    pathEnv: "/bin:/usr/bin",
+    extensionDir: "/ext",
+    target: "linux-x64",
+    isExecutable,
+    readText: () => undefined,
+  };
+  // An explicit setting wins over both, even when nothing is at that path (the sidecar's start reports it).
+  assert.deepEqual(resolveServer({ ...base, configured: "/opt/ctxproxy" }), { path: "/opt/ctxproxy", from: "setting" });
+  assert.deepEqual(resolveServer({ ...base, configured: "  " }), { path: "/ext/server/ctxproxy", from: "bundled" });
+  // Bundled before PATH.
+  assert.deepEqual(resolveServer(base), { path: "/ext/server/ctxproxy", from: "bundled" });
+  // No bundle: PATH, in its order.
+  assert.deepEqual(resolveServer({ ...base, extensionDir: "/none" }), { path: "/usr/bin/ctxproxy", from: "PATH" });
+  assert.equal(resolveServerPath({ ...base, extensionDir: "/none", pathEnv: "/bin" }), undefined);
+  assert.equal(resolveServerPath({ ...base, extensionDir: "/none", pathEnv: "" }), undefined);
+});
+
+test("a bundled binary is used on the platform it was packaged for, or when nothing says which", () => {
+  const executables = new Set(["/usr/bin/ctxproxy", "/ext/server/ctxproxy"]);
+  const manifest = (text: string | undefined) => ({
+    configured: "",
+    pathEnv: "/usr/bin",
+    extensionDir: "/ext",
+    target: "linux-x64",
+    isExecutable: (file: string) => executables.has(file),
+    readText: (file: string) => (file === "/ext/server/platform.json" ? text : undefined),
+  });
+  assert.equal(resolveServerPath(manifest('{"target":"linux-x64"}')), "/ext/server/ctxproxy");
+  assert.equal(resolveServerPath(manifest(undefined)), "/ext/server/ctxproxy");
+  assert.equal(resolveServerPath(manifest("not json")), "/ext/server/ctxproxy");
+  // Packaged for another platform (a universal .vsix built elsewhere): skipped for PATH.
+  assert.deepEqual(resolveServer(manifest('{"target":"darwin-arm64"}')), { path: "/usr/bin/ctxproxy", from: "PATH" });
+  assert.deepEqual(resolveServer({ ...manifest('{"target":"linux-x64"}'), target: undefined }), {
+    path: "/usr/bin/ctxproxy",
+    from: "PATH",
+  });
+  assert.equal(bundleTarget('{"target":"win32-x64"}', "win32-x64"), "same");
+  assert.equal(bundleTarget("{}", "win32-x64"), "unknown");
+});
+
+test("platforms map onto vsce targets", () => {
+  assert.equal(vsceTarget("linux", "x64"), "linux-x64");
+  assert.equal(vsceTarget("linux", "arm64"), "linux-arm64");
+  assert.equal(vsceTarget("linux", "arm"), "linux-armhf");
+  assert.equal(vsceTarget("darwin", "arm64"), "darwin-arm64");
+  assert.equal(vsceTarget("darwin", "x64"), "darwin-x64");
+  assert.equal(vsceTarget("win32", "x64"), "win32-x64");
+  assert.equal(vsceTarget("win32", "arm"), undefined);
+  assert.equal(vsceTarget("freebsd", "x64"), undefined);
+  assert.equal(vsceTarget("linux", "ia32"), undefined);
 });
 
 test("retrieved documents round-trip their address, message ids included", () => {
