@@ -271,42 +271,23 @@ mod tests {
             let ours = fields(&tokenizer(encoding).bpe);
             let theirs = fields(&theirs.bpe);
             let name = encoding.as_str();
-            assert!(ours.all_tokens == theirs.all_tokens, "{name}: all_tokens");
-            assert!(
-                ours.token_starts == theirs.token_starts,
-                "{name}: token_starts"
-            );
-            assert!(
-                ours.bytes_hash_to_token == theirs.bytes_hash_to_token,
-                "{name}: bytes_hash_to_token"
-            );
-            assert!(
-                ours.split_table == theirs.split_table,
-                "{name}: split_table"
-            );
-            assert!(
-                ours.pair_lookup == theirs.pair_lookup,
-                "{name}: pair_lookup"
-            );
-            assert!(
-                ours.longest_searcher == theirs.longest_searcher,
-                "{name}: longest_searcher"
-            );
-            assert!(
-                ours.overlapping_searcher == theirs.overlapping_searcher,
-                "{name}: overlapping_searcher"
-            );
-            assert!(
-                ours.overlapping_searcher_rev == theirs.overlapping_searcher_rev,
-                "{name}: overlapping_searcher_rev"
-            );
-            assert!(
-                ours.next_prefix_match == theirs.next_prefix_match,
-                "{name}: next_prefix_match"
-            );
-            assert!(
-                ours.hash_factor == theirs.hash_factor,
-                "{name}: hash_factor"
+            // `assert!` rather than `assert_eq!`: a table's debug print is megabytes.
+            macro_rules! same {
+                ($($field:ident),*) => {$(
+                    assert!(ours.$field == theirs.$field, "{name}: {}", stringify!($field));
+                )*};
+            }
+            same!(
+                all_tokens,
+                token_starts,
+                bytes_hash_to_token,
+                split_table,
+                pair_lookup,
+                longest_searcher,
+                overlapping_searcher,
+                overlapping_searcher_rev,
+                next_prefix_match,
+                hash_factor
             );
         }
     }
