@@ -350,7 +350,8 @@ pub async fn run(session: &[RecordedExchange], service: Service) -> anyhow::Resu
 
     let upstreams = Upstreams {
         openai: up_url.clone(),
-        anthropic: up_url,
+        anthropic: up_url.clone(),
+        gemini: up_url,
     };
     let proxy = Arc::new(Proxy::new(service, upstreams, Timeouts::default(), None)?);
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;

@@ -298,6 +298,14 @@ fn place_breakpoints(body: &mut Value, client_placed: bool) {
 
 impl Api for Anthropic {
     const FORMAT: Format = Format::Anthropic;
+    const HISTORY: &'static str = "messages";
+    const SYSTEM: Option<&'static str> = Some("system");
+
+    /// Tool results are blocks of a user message, told apart block by
+    /// block as it is masked.
+    fn is_tool_output(_m: &Value) -> bool {
+        false
+    }
 
     fn turn_message(turn: &Value) -> Option<Message> {
         to_messages(turn, "reply").ok()?.pop()

@@ -18,7 +18,7 @@ pub fn is_context_tool(name: &str) -> bool {
 
 /// What the body to forward is built from: the client's body less its
 /// history, and the few history messages the API mapping reads back
-/// (`Api::keeps`), by their index in the client's `messages`.
+/// (`Api::keeps`), by their index in the client's history (`Api::HISTORY`).
 #[derive(Clone, Copy)]
 pub struct ClientBody<'a> {
     pub envelope: &'a Value,
@@ -68,12 +68,29 @@ pub trait Api: Send + Sync + 'static {
     /// The shape `ctx/assemble` formats the prompt in.
     const FORMAT: Format;
 
+    /// The body's field that holds the history: `messages`, `input`, `contents`.
+    const HISTORY: &'static str;
+
+    /// The body's field that states the system prompt outside the history,
+    /// if the API has one (masked when forwarded).
+    const SYSTEM: Option<&'static str>;
+
+    /// Whether a history item is a tool's output (masked as one).
+    fn is_tool_output(m: &Value) -> bool;
+
+    /// Whether a request to `path` streams whatever its body says (an API
+    /// whose streaming is a method of its own); by default only the body's
+    /// `stream` says so.
+    fn streams_by_path(_path: &str) -> bool {
+        false
+    }
+
     /// The system prompt a body states outside its messages (`system`),
     /// checked; `None` for an API whose system prompt is its leading
     /// system messages. Errors name the field.
     fn envelope_system(body: &Value) -> Result<Option<String>, BadRequest>;
 
-    /// One message of a request's `messages` (at `field`) as ctxproxy
+    /// One item of a request's history (at `field`) as ctxproxy
     /// messages; errors name the field. A message reads the same wherever
     /// it stands: what lets the proxy keep an unchanged history's reading.
     fn read_message(m: &Value, field: &str) -> Result<Vec<Message>, BadRequest>;

@@ -14,7 +14,7 @@
 //! words every error.
 
 use ctxproxy_core::message::{Message, Role};
-use serde::Deserialize;
+use serde::de::DeserializeSeed;
 use serde_json::value::RawValue;
 use serde_json::{Map, Value};
 
@@ -83,13 +83,13 @@ impl History {
     /// The client's history messages as it sent them, the system prompt's
     /// left out: parsed again from the body, for a prompt of the whole
     /// shape, which forwards them so.
-    pub fn sent_messages(&self) -> Result<Vec<Value>, serde_json::Error> {
+    pub fn sent_messages<A: Api>(&self) -> Result<Vec<Value>, serde_json::Error> {
         // A message is history when the ones before it state the whole system prompt.
         let before = |i: usize| i.checked_sub(1).map_or(0, |p| self.ends[p].1);
         let history = (0..self.ends.len()).filter(|&i| before(i) >= self.leading);
         if self.open.is_none() {
             let mut body: Value = serde_json::from_slice(&self.body)?;
-            let Value::Array(mut messages) = body["messages"].take() else {
+            let Value::Array(mut messages) = body[A::HISTORY].take() else {
                 return Ok(Vec::new());
             };
             let first = history.min().unwrap_or(messages.len());
@@ -166,7 +166,7 @@ impl History {
     /// `end`.
     fn push<A: Api>(&mut self, m: Value, end: usize) -> Result<(), BadRequest> {
         let i = self.ends.len();
-        let read = A::read_message(&m, &format!("messages[{i}]"))?;
+        let read = A::read_message(&m, &format!("{}[{i}]", A::HISTORY))?;
         self.exacts.extend(read.iter().map(exact));
         self.messages.extend(read);
         self.ends.push((end, self.messages.len()));
@@ -217,7 +217,7 @@ pub fn read_whole<A: Api>(body: Vec<u8>) -> Result<Read, BadRequest> {
     let value: Value = serde_json::from_slice(&body)
         .map_err(|e| BadRequest::new("body", format!("body: not JSON: {e}")))?;
     let (envelope, messages) = split::<A>(value)?;
-    let layout = layout(&body).filter(|(_, ends)| ends.len() == messages.len());
+    let layout = layout(&body, A::HISTORY).filter(|(_, ends)| ends.len() == messages.len());
     let (open, ends) = match layout {
         Some((open, ends)) => (Some(open), ends),
         None => (None, vec![0; messages.len()]),
@@ -243,43 +243,76 @@ pub fn read_whole<A: Api>(body: Vec<u8>) -> Result<Read, BadRequest> {
     })
 }
 
-/// A body's envelope and its messages, checked in the order the fields
-/// are reported: the body, `stream`, `system`, `messages`.
+/// A body's envelope and its history, checked in the order the fields
+/// are reported: the body, `stream`, the system prompt, the history.
 fn split<A: Api>(mut body: Value) -> Result<(Value, Vec<Value>), BadRequest> {
+    let field = A::HISTORY;
     let Some(map) = body.as_object_mut() else {
         return Err(expected("body", "a JSON object", &body));
     };
-    let messages = map.remove("messages").unwrap_or(Value::Null);
+    let messages = map.remove(field).unwrap_or(Value::Null);
     stream_flag(&body)?;
     A::envelope_system(&body)?;
     let Value::Array(messages) = messages else {
-        return Err(expected("messages", "an array", &messages));
+        return Err(expected(field, "an array", &messages));
     };
     if messages.is_empty() {
         return Err(BadRequest::new(
-            "messages",
-            "messages: expected at least one message",
+            field,
+            format!("{field}: expected at least one item"),
         ));
     }
     Ok((body, messages))
 }
 
-/// Where a body's `messages` array opens and where each of its messages
-/// ends; `None` if the body has no single `messages` array.
-fn layout(body: &[u8]) -> Option<(usize, Vec<usize>)> {
-    #[derive(Deserialize)]
-    struct Messages<'a> {
-        #[serde(borrow)]
-        messages: &'a RawValue,
-    }
+/// Where a body's history array (`field`) opens and where each of its
+/// items ends; `None` if the body has no single such array.
+fn layout(body: &[u8], field: &str) -> Option<(usize, Vec<usize>)> {
     let offset = |raw: &str| raw.as_ptr() as usize - body.as_ptr() as usize;
-    let top: Messages = serde_json::from_slice(body).ok()?;
-    let items: Vec<&RawValue> = serde_json::from_str(top.messages.get()).ok()?;
+    let mut de = serde_json::Deserializer::from_slice(body);
+    let top = DeserializeSeed::deserialize(Field { name: field }, &mut de).ok()??;
+    let items: Vec<&RawValue> = serde_json::from_str(top.get()).ok()?;
     let ends = items
         .iter()
         .map(|m| offset(m.get()) + m.get().len())
         .collect();
-    Some((offset(top.messages.get()), ends))
+    Some((offset(top.get()), ends))
+}
+
+/// Reads a body for one field's value, unparsed: `None` when the body has
+/// it not exactly once.
+struct Field<'f> {
+    name: &'f str,
+}
+
+impl<'de> DeserializeSeed<'de> for Field<'_> {
+    type Value = Option<&'de RawValue>;
+
+    fn deserialize<D: serde::Deserializer<'de>>(self, d: D) -> Result<Self::Value, D::Error> {
+        d.deserialize_map(self)
+    }
+}
+
+impl<'de> serde::de::Visitor<'de> for Field<'_> {
+    type Value = Option<&'de RawValue>;
+
+    fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+        f.write_str("a JSON object")
+    }
+
+    fn visit_map<M: serde::de::MapAccess<'de>>(self, mut map: M) -> Result<Self::Value, M::Error> {
+        let mut found = None;
+        let mut count = 0;
+        while let Some(key) = map.next_key::<std::borrow::Cow<'de, str>>()? {
+            if key == self.name {
+                count += 1;
+                found = Some(map.next_value::<&'de RawValue>()?);
+            } else {
+                map.next_value::<serde::de::IgnoredAny>()?;
+            }
+        }
+        Ok(found.filter(|_| count == 1))
+    }
 }
 
 /// Reads `body`, whose first `same` bytes repeat the body `previous` was
@@ -306,18 +339,19 @@ pub fn read_resumed<A: Api>(
         Some(close) if !history.ends.is_empty() => close,
         _ => return Err(history.body),
     };
-    // The envelope: the body with an empty `messages`, read whole (it is
+    // The envelope: the body with an empty history, read whole (it is
     // small, and may stand on both sides of the history).
     let rest = &history.body[close + 1..];
     let mut envelope_text = Vec::with_capacity(open + 2 + rest.len());
     envelope_text.extend_from_slice(&history.body[..open]);
     envelope_text.extend_from_slice(b"[]");
     envelope_text.extend_from_slice(rest);
-    // The `[]` stands for the history; another `messages` would be the
-    // one a whole read keeps.
-    let envelope = serde_json::from_slice::<Fields>(&envelope_text)
+    // The `[]` stands for the history; another history field would be
+    // the one a whole read keeps.
+    let mut de = serde_json::Deserializer::from_slice(&envelope_text);
+    let envelope = DeserializeSeed::deserialize(Others { name: A::HISTORY }, &mut de)
         .ok()
-        .filter(|f| f.messages == 1)
+        .filter(|f| f.count == 1)
         .map(|f| Value::Object(f.others));
     let Some(envelope) = envelope else {
         return Err(history.body);
@@ -334,42 +368,47 @@ pub fn read_resumed<A: Api>(
     }
 }
 
-/// A body's fields but `messages`, and how many `messages` it has.
-struct Fields {
-    others: Map<String, Value>,
-    messages: usize,
+/// Reads a body for its fields but one (`name`): the rest, and how many
+/// times that one stands.
+struct Others<'f> {
+    name: &'f str,
 }
 
-impl<'de> Deserialize<'de> for Fields {
-    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Fields, D::Error> {
-        struct Visitor;
-        impl<'de> serde::de::Visitor<'de> for Visitor {
-            type Value = Fields;
+/// A body's fields but one, and how many times that one stands.
+struct Fields {
+    others: Map<String, Value>,
+    count: usize,
+}
 
-            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
-                f.write_str("a JSON object")
-            }
+impl<'de> DeserializeSeed<'de> for Others<'_> {
+    type Value = Fields;
 
-            fn visit_map<M: serde::de::MapAccess<'de>>(
-                self,
-                mut map: M,
-            ) -> Result<Fields, M::Error> {
-                let mut fields = Fields {
-                    others: Map::new(),
-                    messages: 0,
-                };
-                while let Some(key) = map.next_key::<String>()? {
-                    let value: Value = map.next_value()?;
-                    if key == "messages" {
-                        fields.messages += 1;
-                    } else {
-                        fields.others.insert(key, value);
-                    }
-                }
-                Ok(fields)
+    fn deserialize<D: serde::Deserializer<'de>>(self, d: D) -> Result<Fields, D::Error> {
+        d.deserialize_map(self)
+    }
+}
+
+impl<'de> serde::de::Visitor<'de> for Others<'_> {
+    type Value = Fields;
+
+    fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+        f.write_str("a JSON object")
+    }
+
+    fn visit_map<M: serde::de::MapAccess<'de>>(self, mut map: M) -> Result<Fields, M::Error> {
+        let mut fields = Fields {
+            others: Map::new(),
+            count: 0,
+        };
+        while let Some(key) = map.next_key::<String>()? {
+            let value: Value = map.next_value()?;
+            if key == self.name {
+                fields.count += 1;
+            } else {
+                fields.others.insert(key, value);
             }
         }
-        d.deserialize_map(Visitor)
+        Ok(fields)
     }
 }
 

@@ -70,6 +70,9 @@ pub struct Options {
     /// Base URL of the Anthropic API.
     #[arg(long, default_value = "https://api.anthropic.com")]
     anthropic_upstream: String,
+    /// Base URL of the Gemini API.
+    #[arg(long, default_value = "https://generativelanguage.googleapis.com")]
+    gemini_upstream: String,
     #[command(flatten)]
     timeouts: Timeouts,
 }
@@ -203,6 +206,7 @@ pub async fn open(
     let upstreams = Upstreams {
         openai: args.openai_upstream,
         anthropic: args.anthropic_upstream,
+        gemini: args.gemini_upstream,
     };
     let service = Service::open(store_path, config, None)?;
     let mut proxy = Proxy::new(service, upstreams, args.timeouts, token)?;
@@ -422,7 +426,8 @@ async fn read_request<A: Api>(proxy: &Proxy, request: Request) -> Result<Incomin
         .map_err(|_| body_too_slow::<A>(proxy.body_timeout))?
         .map_err(|e| bad(&format!("body: {e}"), "body"))?;
     let (read, _resumed) = received.read::<A>();
-    let read = read.map_err(|b| bad(&b.message, &b.param))?;
+    let mut read = read.map_err(|b| bad(&b.message, &b.param))?;
+    read.stream |= A::streams_by_path(parts.uri.path());
     let budget = match header_str(&headers, "x-ctxproxy-budget").map(str::parse::<u32>) {
         None => None,
         Some(Ok(b)) if b > 0 => Some(b),
@@ -653,11 +658,11 @@ fn forwarded_body<A: Api>(
 ) -> Result<Value, serde_json::Error> {
     let mut prompt = assembled.prompt;
     if assembled.shape == "whole" {
-        prompt.messages = read.history.sent_messages()?;
+        prompt.messages = read.history.sent_messages::<A>()?;
     }
     let mut body = A::upstream_body(read.client_body(), prompt, session);
     if proxy.service.config().redact_secrets {
-        mask::mask_forwarded(&mut body);
+        mask::mask_forwarded::<A>(&mut body);
     }
     Ok(body)
 }

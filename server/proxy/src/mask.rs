@@ -9,20 +9,27 @@ use std::borrow::Cow;
 use ctxproxy_core::secrets::{self, Source};
 use serde_json::Value;
 
+use super::api::Api;
+
 /// Fields whose strings are not text anyone wrote: ids, names, kinds, a
-/// thinking block's signature, media bytes and URLs. Masking them would
-/// break the request (a signature that no longer verifies) and find nothing.
-const NOT_TEXT: [&str; 12] = [
+/// thinking block's signature or encrypted reasoning, media bytes and URLs.
+/// Masking them would break the request (a signature that no longer
+/// verifies) and find nothing.
+const NOT_TEXT: [&str; 16] = [
     "id",
     "tool_use_id",
     "tool_call_id",
+    "call_id",
     "type",
     "role",
     "name",
     "signature",
+    "thoughtSignature",
+    "encrypted_content",
     "data",
     "url",
     "media_type",
+    "mimeType",
     "cache_control",
     "file_id",
 ];
@@ -36,22 +43,22 @@ pub fn system_text(text: &str) -> String {
     secrets::mask(text, SYSTEM).text.into_owned()
 }
 
-/// Masks the system prompt (`system`) and every message of a body to
-/// forward: a tool's output (an OpenAI `tool` message, an Anthropic
+/// Masks the system prompt (`Api::SYSTEM`) and every history item of a
+/// body to forward: a tool's output (`Api::is_tool_output`, an Anthropic
 /// `tool_result` block) as tool output, everything else as conversation.
-pub fn mask_forwarded(body: &mut Value) {
-    if let Some(system) = body.get_mut("system") {
+pub fn mask_forwarded<A: Api>(body: &mut Value) {
+    if let Some(system) = A::SYSTEM.and_then(|field| body.get_mut(field)) {
         mask_strings(system, SYSTEM);
     }
     for m in body
-        .get_mut("messages")
+        .get_mut(A::HISTORY)
         .and_then(Value::as_array_mut)
         .into_iter()
         .flatten()
     {
-        let source = match m["role"].as_str() {
-            Some("tool") => Source::ToolOutput,
-            _ => Source::Conversation,
+        let source = match A::is_tool_output(m) {
+            true => Source::ToolOutput,
+            false => Source::Conversation,
         };
         mask_strings(m, source);
     }
@@ -101,7 +108,7 @@ mod tests {
                 {"role": "user", "content": [{"type": "tool_result", "tool_use_id": key, "content": format!("K={key}")}]},
             ],
         });
-        mask_forwarded(&mut body);
+        mask_forwarded::<crate::anthropic::Anthropic>(&mut body);
         let text = body.to_string();
         assert_eq!(text.matches(key).count(), 3, "{text}");
         assert_eq!(text.matches("[secret:aws-access-key]").count(), 3, "{text}");

@@ -172,6 +172,12 @@ fn leading_system(kept: &[(usize, Value)]) -> impl Iterator<Item = &Value> {
 
 impl Api for OpenAi {
     const FORMAT: Format = Format::OpenAi;
+    const HISTORY: &'static str = "messages";
+    const SYSTEM: Option<&'static str> = None;
+
+    fn is_tool_output(m: &Value) -> bool {
+        m["role"] == "tool"
+    }
 
     fn turn_message(turn: &Value) -> Option<Message> {
         to_message(turn, "reply").ok()

@@ -24,20 +24,27 @@ const HOP_BY_HOP: [&str; 10] = [
     "content-length",
 ];
 
-/// The two APIs and their base URLs.
+/// The model APIs' base URLs: OpenAI's serves Chat Completions and
+/// Responses.
 #[derive(Clone, Debug)]
 pub struct Upstreams {
     pub openai: String,
     pub anthropic: String,
+    pub gemini: String,
 }
 
 impl Upstreams {
-    /// `/v1/messages*` (and `/messages*`) go to Anthropic, every other path
+    /// `/v1/messages*` (and `/messages*`) go to Anthropic, `/v1beta/*`
+    /// (and `/v1/models/*:…`, Gemini's methods) to Gemini, every other path
     /// to OpenAI; the path is appended to the base URL.
     pub fn url_for(&self, path_and_query: &str) -> String {
         let path = path_and_query.split('?').next().unwrap_or("");
         let base = if path.starts_with("/v1/messages") || path.starts_with("/messages") {
             &self.anthropic
+        } else if path.starts_with("/v1beta/")
+            || (path.starts_with("/v1/models/") && path.contains(':'))
+        {
+            &self.gemini
         } else {
             &self.openai
         };
@@ -187,7 +194,17 @@ mod tests {
         let u = Upstreams {
             openai: "http://o.test/".into(),
             anthropic: "http://a.test".into(),
+            gemini: "http://g.test".into(),
         };
+        assert_eq!(
+            u.url_for("/v1beta/models/gemini-2.5-pro:streamGenerateContent?alt=sse"),
+            "http://g.test/v1beta/models/gemini-2.5-pro:streamGenerateContent?alt=sse"
+        );
+        assert_eq!(
+            u.url_for("/v1/models/gemini-2.5-pro:generateContent"),
+            "http://g.test/v1/models/gemini-2.5-pro:generateContent"
+        );
+        assert_eq!(u.url_for("/v1/responses"), "http://o.test/v1/responses");
         assert_eq!(u.url_for("/v1/messages"), "http://a.test/v1/messages");
         assert_eq!(
             u.url_for("/v1/messages/count_tokens?beta=true"),
