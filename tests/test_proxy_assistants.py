@@ -5,8 +5,8 @@ Claude Code (`claude -p`, npm `@anthropic-ai/claude-code`), Aider
 `@qwen-code/qwen-code`), Continue's CLI (`cn -p`, npm `@continuedev/cli`) and
 opencode (`opencode run`, npm `opencode-ai`). Each completes a short task: the
 scripted model asks for a file to be written, the assistant writes it, the
-model ends with a text. Qwen Code, Continue and opencode then resume the
-conversation for a second turn. Everything runs offline on loopback.
+model ends with a text. Claude Code, Qwen Code, Continue and opencode then
+resume the conversation for a second turn. Everything runs offline on loopback.
 
 `.ci/run` installs them into tests/.tools (npm into a local prefix, Aider into
 its own venv). A test is skipped, naming what is missing, only when its tool
@@ -155,6 +155,37 @@ def test_claude_code_run_by_ctxproxy_run_writes_a_file_and_is_reported(tmp_path,
     assert re.search(rf"session {session}: {prompts} request\(s\), the client sent \d+ tokens", p.stderr), p.stderr
 
 
+def test_claude_code_continue_adds_its_turn_to_the_session(tmp_path, store, upstream, proxy):
+    """`claude -p --continue` resends the first run's history under the same session id: the
+    new turn is appended to the session that holds the first, not a fork of it."""
+    claude = find_tool("CTXPROXY_CLAUDE", TOOLS / "node" / "node_modules" / ".bin" / "claude", "claude")
+    work = tmp_path / "work"
+    work.mkdir()
+    target = work / "hello.txt"
+    upstream.push(
+        Turn(text="I'll create the file.",
+             tool_calls=[ToolCall("toolu_01WriteHello", "Write", {"file_path": str(target), "content": "hi\n"})]),
+        Turn(text="Created hello.txt."),
+        Turn(text="It says hi."))
+    env = claude_env(tmp_path / "home", proxy.url)
+    results = []
+    for args in (["-p", "Create hello.txt containing hi."], ["-p", "What does it say?", "--continue"]):
+        p = subprocess.run([claude, *args, "--model", "claude-sonnet-4-5", "--allowedTools", "Write",
+                            "--output-format", "json"],
+                           cwd=work, env=env, capture_output=True, text=True, timeout=RUN_TIMEOUT,
+                           stdin=subprocess.DEVNULL)
+        assert p.returncode == 0, f"claude exited {p.returncode}\n{p.stdout}\n{p.stderr}\nproxy:\n{proxy.stderr}"
+        results.append(json.loads(p.stdout)["result"])
+    assert results == ["Created hello.txt.", "It says hi."]
+    calls = upstream.model_calls()
+    assert len(calls) == 3
+    resumed = json.dumps(calls[2].json["messages"])
+    assert "toolu_01WriteHello" in resumed and "File created successfully" in resumed
+    [(session, exchanges, prompts)] = session_rows(store)
+    assert (exchanges, prompts) == (2, 3), proxylib.sessions(store)
+    assert "What does it say?" in proxylib.cli("show-prompt", session, "p3", store=store).stdout
+
+
 # ------------------------------------------------------------------------ Aider
 
 def test_aider_edits_a_file_through_the_proxy(tmp_path, store, upstream, proxy):
@@ -243,18 +274,6 @@ QWEN_SETTINGS = {
     "memory": {"enableManagedAutoMemory": False},
 }
 
-# Checked by hand with 0.15.10: naming the session (x-ctxproxy-session through Qwen Code's
-# model.generationConfig.customHeaders) gives the same split, as a new branch of that name, since
-# the resumed history repeats none of the recorded one; "model": {"skipStartupContext": true} (no
-# environment message) keeps both turns in one session.
-QWEN_CONTINUE_NEW_SESSION = (
-    "qwen --continue resends the whole history, but with its first user message (the environment "
-    "context, whose folder listing now shows hello.txt) regenerated, so the resumed history repeats "
-    "none of the recorded one and, qwen sending no session header, its derived key (system prompt + "
-    "first user message) differs too: the second turn is recorded in a new session holding all 3 "
-    "exchanges, while the first session keeps its 2")
-
-
 @pytest.fixture(scope="module")
 def qwen_two_turns(tmp_path_factory):
     """Qwen Code run twice by `ctxproxy run` on one store: the task, then `--continue` with a
@@ -311,24 +330,16 @@ def test_qwen_code_run_by_ctxproxy_run_writes_a_file_then_continues(qwen_two_tur
     resumed = json.dumps(calls[2].json["messages"])
     assert TASK in resumed and "call_write_hello" in resumed and "Successfully created" in resumed
 
-    # Each run recorded its requests and reported the session on stderr.
-    [s1], [s2] = (run_reported_sessions(p) for p in r.runs)
-    rows = {s: (exchanges, prompts) for s, exchanges, prompts in session_rows(r.store)}
-    assert rows[s1][1] >= 2, "both requests of the first turn are recorded"
-    assert rows[s2][0] == rows[s1][0] + 1, "the second turn adds one exchange to the conversation"
-    assert "Successfully created" in proxylib.cli("show-prompt", s1, f"p{rows[s1][1]}", store=r.store).stdout
-    assert SECOND in proxylib.cli("show-prompt", s2, f"p{rows[s2][1]}", store=r.store).stdout
-    assert proxylib.files_containing(r.store.parent, QWEN_KEY.encode()) == []
-
-
-@pytest.mark.xfail(strict=True, raises=AssertionError, reason=QWEN_CONTINUE_NEW_SESSION)
-def test_qwen_code_continue_stays_in_one_session(qwen_two_turns):
-    r = qwen_two_turns
-    if len(r.runs) != 2 or any(p.returncode for p in r.runs):
-        pytest.fail("the runs did not complete: see test_qwen_code_run_by_ctxproxy_run_writes_a_file_then_continues")
+    # Qwen Code sends no session header, and its resumed history starts with its environment
+    # notes written anew (the folder listing now shows hello.txt): the second turn still
+    # continues the conversation it repeats, in the session each run reported.
     [s1], [s2] = (run_reported_sessions(p) for p in r.runs)
     assert s2 == s1, f"the resumed turn went to {s2}, not {s1}:\n{proxylib.sessions(r.store)}"
-    assert len(session_rows(r.store)) == 1
+    [(session, exchanges, prompts)] = session_rows(r.store)
+    assert (session, prompts) == (s1, 3), "one prompt per request, all in one session"
+    shown = proxylib.cli("show-prompt", session, "p3", store=r.store).stdout
+    assert SECOND in shown and "Successfully created" in shown
+    assert proxylib.files_containing(r.store.parent, QWEN_KEY.encode()) == []
 
 
 # --------------------------------------------------------------- Continue's `cn`

@@ -13,6 +13,12 @@
 //! with a system prompt of its own: a recursive call), else a root
 //! session (a client's side request under the same id).
 //!
+//! A request under a key never seen that carries a stored conversation
+//! resumes it (`Branch::resumed_by`): a client resuming a conversation may
+//! name it anew or write its first message anew (Qwen Code's `--continue`
+//! restates the folder as it is now), and its new turn belongs to the
+//! conversation it repeats.
+//!
 //! Messages are compared by fingerprint: of the message as the client sent
 //! it (kept in memory for what this process stored), or, for history stored
 //! before a restart, of the message as the store keeps it (secrets masked).
@@ -27,13 +33,16 @@ use serde_json::Value;
 use tokio::sync::{Mutex, OwnedMutexGuard};
 use xxhash_rust::xxh3::Xxh3;
 
-use ctxproxy_service::service::{ChildCall, NewSession, Service, ServiceError};
+use ctxproxy_service::service::{ChildCall, FoundSession, NewSession, Service, ServiceError};
 
 /// The workspace proxied sessions are stored under.
 pub const WORKSPACE: &str = "proxy";
 
 /// Branches read back from the store for a key, newest first.
 const BRANCHES_LOADED: usize = 8;
+
+/// Conversations of any key a resumed request is compared with, newest first.
+const RESUMABLE: usize = 8;
 
 pub type Fingerprint = [u8; 16];
 
@@ -165,35 +174,25 @@ impl Branch {
     /// How many of `incoming` (with their exact fingerprints) repeat this
     /// branch's history, in order.
     fn matched(&mut self, incoming: &[Message], exacts: &[Fingerprint], mask: bool) -> usize {
-        let mut n = 0;
-        for (p, (m, e)) in self.prints.iter_mut().zip(incoming.iter().zip(exacts)) {
-            let sent = match (p.sent, p.stored) {
-                (Some((exact, _)), _) if exact == *e => Some((exact, None)),
-                (Some((_, spaced)), _) => {
-                    let f = fingerprint(m);
-                    (f == spaced).then_some((*e, Some(f)))
-                }
-                (None, Some(stored)) => {
-                    let as_stored = if mask {
-                        secrets::mask_message(m.clone())
-                    } else {
-                        m.clone()
-                    };
-                    (fingerprint(&as_stored) == stored).then(|| (*e, Some(fingerprint(m))))
-                }
-                (None, None) => None,
-            };
-            let Some((exact, spaced)) = sent else {
-                break;
-            };
-            // Remember the client's own form, to match it exactly next time.
-            let spaced = spaced
-                .or(p.sent.map(|(_, s)| s))
-                .unwrap_or_else(|| fingerprint(m));
-            p.sent = Some((exact, spaced));
-            n += 1;
+        matched(&mut self.prints, incoming, exacts, mask)
+    }
+
+    /// Whether `incoming` resumes this branch: it repeats all of it but its
+    /// first message, a user message the client may write anew when it
+    /// resumes (Qwen Code's environment notes, which list the folder as it
+    /// is now), and an answer of the assistant at least. The branch then
+    /// knows the first message in its new form.
+    fn resumed_by(&mut self, incoming: &[Message], exacts: &[Fingerprint], mask: bool) -> bool {
+        let len = self.prints.len();
+        let resumes = len >= 2
+            && incoming.len() > len
+            && incoming[0].role == Role::User
+            && incoming[1..len].iter().any(|m| m.role == Role::Assistant)
+            && matched(&mut self.prints[1..], &incoming[1..], &exacts[1..], mask) == len - 1;
+        if resumes {
+            self.prints[0].sent = Some((exacts[0], fingerprint(&incoming[0])));
         }
-        n
+        resumes
     }
 
     fn exchanges(&self) -> u32 {
@@ -215,6 +214,45 @@ impl Branch {
             });
         }
     }
+}
+
+/// How many of `incoming` (with their exact fingerprints) repeat `prints`,
+/// in order.
+fn matched(
+    prints: &mut [Print],
+    incoming: &[Message],
+    exacts: &[Fingerprint],
+    mask: bool,
+) -> usize {
+    let mut n = 0;
+    for (p, (m, e)) in prints.iter_mut().zip(incoming.iter().zip(exacts)) {
+        let sent = match (p.sent, p.stored) {
+            (Some((exact, _)), _) if exact == *e => Some((exact, None)),
+            (Some((_, spaced)), _) => {
+                let f = fingerprint(m);
+                (f == spaced).then_some((*e, Some(f)))
+            }
+            (None, Some(stored)) => {
+                let as_stored = if mask {
+                    secrets::mask_message(m.clone())
+                } else {
+                    m.clone()
+                };
+                (fingerprint(&as_stored) == stored).then(|| (*e, Some(fingerprint(m))))
+            }
+            (None, None) => None,
+        };
+        let Some((exact, spaced)) = sent else {
+            break;
+        };
+        // Remember the client's own form, to match it exactly next time.
+        let spaced = spaced
+            .or(p.sent.map(|(_, s)| s))
+            .unwrap_or_else(|| fingerprint(m));
+        p.sent = Some((exact, spaced));
+        n += 1;
+    }
+    n
 }
 
 /// What a request does with a key's branches.
@@ -299,6 +337,13 @@ impl Sessions {
         let mut guard = self.lock(service, key).await?;
         let mask = service.config().redact_secrets;
         let messages = sent.messages;
+        // A key never seen whose request carries answers already: a client
+        // resuming a stored conversation under another key.
+        if guard.list.is_empty() && messages.iter().any(|m| m.role == Role::Assistant) {
+            if let Some(resumed) = resumed_branch(service, sent, mask).await? {
+                guard.list.push(resumed);
+            }
+        }
         let scores: Vec<(usize, usize)> = guard
             .list
             .iter_mut()
@@ -482,9 +527,28 @@ fn system_print(system: &str) -> Fingerprint {
 /// their messages as stored.
 async fn load_branches(service: &Service, key: &str) -> Result<Vec<Branch>, ServiceError> {
     let found = service
-        .sessions_titled(WORKSPACE, key, BRANCHES_LOADED)
+        .sessions_in(WORKSPACE, Some(key), BRANCHES_LOADED)
         .await?;
-    Ok(found
+    Ok(branches(found))
+}
+
+/// The newest stored main branch, of any key, that `sent` resumes
+/// (`Branch::resumed_by`): Qwen Code's `--continue`, which writes its
+/// first message anew and so derives another key.
+async fn resumed_branch(
+    service: &Service,
+    sent: Sent<'_>,
+    mask: bool,
+) -> Result<Option<Branch>, ServiceError> {
+    let found = service.sessions_in(WORKSPACE, None, RESUMABLE).await?;
+    Ok(branches(found)
+        .into_iter()
+        .filter(|b| !b.called)
+        .find_map(|mut b| b.resumed_by(sent.messages, sent.exacts, mask).then_some(b)))
+}
+
+fn branches(found: Vec<FoundSession>) -> Vec<Branch> {
+    found
         .into_iter()
         .map(|s| Branch {
             called: s.called,
@@ -500,7 +564,7 @@ async fn load_branches(service: &Service, key: &str) -> Result<Vec<Branch>, Serv
                 .collect(),
             system: s.system.as_deref().map(system_print),
         })
-        .collect())
+        .collect()
 }
 
 #[cfg(test)]
@@ -620,6 +684,57 @@ mod tests {
         let mut edited = stored.clone();
         edited[1].content = "Two failed.".into();
         assert_eq!(b.matched(&edited, &exacts(&edited), false), 1);
+    }
+
+    #[test]
+    fn a_branch_is_resumed_by_its_history_with_a_first_message_written_anew() {
+        let stored = [
+            Message::new(Role::User, "folder: a.txt"),
+            Message::new(Role::User, "create hello.txt"),
+            Message::new(Role::Assistant, "Created it."),
+        ];
+        let branch = || {
+            let mut b = Branch {
+                session: "s".into(),
+                prints: Vec::new(),
+                system: None,
+                called: false,
+            };
+            b.push(&stored);
+            b
+        };
+        let exacts = |ms: &[Message]| ms.iter().map(exact).collect::<Vec<_>>();
+        let mut resumed = stored.to_vec();
+        resumed[0].content = "folder: a.txt hello.txt".into();
+        resumed.push(Message::new(Role::User, "what does it say?"));
+        let mut b = branch();
+        assert!(b.resumed_by(&resumed, &exacts(&resumed), false));
+        // The first message's new form is the branch's now: matched as usual.
+        assert_eq!(b.matched(&resumed, &exacts(&resumed), false), 3);
+
+        // Not resumed: a history that is not longer, one that changes a later
+        // message, one with no answer among what it repeats.
+        let mut edited = resumed.clone();
+        edited[2].content = "Failed.".into();
+        assert!(!branch().resumed_by(&resumed[..3], &exacts(&resumed[..3]), false));
+        assert!(!branch().resumed_by(&edited, &exacts(&edited), false));
+        let questions = [
+            Message::new(Role::User, "one"),
+            Message::new(Role::User, "two"),
+        ];
+        let mut b = Branch {
+            session: "s".into(),
+            prints: Vec::new(),
+            system: None,
+            called: false,
+        };
+        b.push(&questions);
+        let asked = [
+            Message::new(Role::User, "zero"),
+            Message::new(Role::User, "two"),
+            Message::new(Role::User, "three"),
+        ];
+        assert!(!b.resumed_by(&asked, &exacts(&asked), false));
     }
 
     #[test]

@@ -374,17 +374,18 @@ impl Service {
         previous.is_none_or(|p| state::differs(&p, state))
     }
 
-    /// The newest `limit` sessions of `workspace` titled `title`, newest
-    /// first, each with its messages as stored (secrets masked, tool outputs
-    /// whole) and the system prompt of its newest prompt: what the proxy
-    /// needs to find a conversation again after a restart.
-    pub async fn sessions_titled(
+    /// The newest `limit` sessions of `workspace` (titled `title`, when
+    /// given), newest first, each with its messages as stored (secrets
+    /// masked, tool outputs whole) and the system prompt of its newest
+    /// prompt: what the proxy needs to find a conversation again after a
+    /// restart, or when a client resumes it under another name.
+    pub async fn sessions_in(
         &self,
         workspace: &str,
-        title: &str,
+        title: Option<&str>,
         limit: usize,
-    ) -> Reply<Vec<TitledSession>> {
-        let (workspace, title) = (workspace.to_string(), title.to_string());
+    ) -> Reply<Vec<FoundSession>> {
+        let (workspace, title) = (workspace.to_string(), title.map(str::to_string));
         let found = self
             .store
             .read(move |r| {
@@ -392,7 +393,7 @@ impl Service {
                 for s in r
                     .sessions(Some(&workspace))?
                     .into_iter()
-                    .filter(|s| s.title == title)
+                    .filter(|s| title.as_ref().is_none_or(|t| s.title == *t))
                     .take(limit)
                 {
                     let messages = r.session_messages(&s.id)?;
@@ -409,7 +410,7 @@ impl Service {
         // Records are read back off the writer's thread.
         Ok(found
             .into_iter()
-            .map(|(session_id, called, messages, record)| TitledSession {
+            .map(|(session_id, called, messages, record)| FoundSession {
                 session_id,
                 called,
                 messages: messages.into_iter().map(|(x, m)| (x.0, m)).collect(),
@@ -671,8 +672,8 @@ impl Service {
     }
 }
 
-/// A session found by its title (`Service::sessions_titled`).
-pub struct TitledSession {
+/// A session found in a workspace (`Service::sessions_in`).
+pub struct FoundSession {
     pub session_id: String,
     /// Opened as a child call.
     pub called: bool,
