@@ -202,7 +202,8 @@ async fn via_proxy(sizes: &[u32]) -> anyhow::Result<()> {
         let session = ctxproxy_core::recorded::parse(&lines.join("\n"))?;
         let dir = tempfile::tempdir()?;
         let service = Service::open(dir.path().join("store.db"), Default::default(), None)?;
-        let calls = via_proxy::run(&session, service).await?;
+        let calls =
+            via_proxy::run(&session, service, ctxproxy_proxy::ModelApi::ChatCompletions).await?;
         let tail = &calls[calls.len() - calls.len().div_ceil(10)..];
         let t = via_proxy::Spreads::of(tail);
         let body = tail.iter().map(|c| c.sent_bytes).max().unwrap_or(0);

@@ -54,11 +54,19 @@ pub struct Args {
     /// a file of several sessions writes one page per session (OUT-NAME.html for all but main).
     #[arg(long, value_name = "OUT.html")]
     html: Option<PathBuf>,
-    /// Send every model call of the session through an in-process `ctxproxy proxy` as an OpenAI
-    /// client would (the whole history each time), to a scripted upstream on loopback; print the
+    /// Send every model call of the session through an in-process `ctxproxy proxy` as a client
+    /// of --api would (the whole history each time), to a scripted upstream on loopback; print the
     /// tokens the client sent against those the upstream got, and the time the proxy added.
     #[arg(long, conflicts_with = "report")]
     via_proxy: bool,
+    /// The model API --via-proxy's client speaks.
+    #[arg(
+        long,
+        value_enum,
+        default_value = "chat-completions",
+        requires = "via_proxy"
+    )]
+    api: ctxproxy_proxy::ModelApi,
     /// Any other setting, as the JSON editors send in initializationOptions,
     /// e.g. '{"layers": {"recentFull": 3, "maxHeaders": 100}, "digest": {"inlineMaxTokens": 300}}'.
     /// Applied before --budget, --encoding and --order.
@@ -121,7 +129,7 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
             );
         }
         let main: Vec<RecordedExchange> = session_file.history(0).into_iter().cloned().collect();
-        let calls = crate::via_proxy::run(&main, service).await?;
+        let calls = crate::via_proxy::run(&main, service, args.api).await?;
         print!("{}", crate::via_proxy::report(&calls, args.json));
         return Ok(());
     }

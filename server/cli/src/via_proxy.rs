@@ -43,8 +43,11 @@ use serde_json::{json, Value};
 
 use crate::timing::percentile;
 use ctxproxy_core::message::{Message, Role};
+use ctxproxy_core::packer::PromptMessage;
 use ctxproxy_core::recorded::RecordedExchange;
-use ctxproxy_proxy::{router, Proxy, Timeouts, Upstreams};
+use ctxproxy_core::render::Block;
+use ctxproxy_proxy::{router, ModelApi, Proxy, Timeouts, Upstreams};
+use ctxproxy_service::format;
 use ctxproxy_service::service::Service;
 
 /// One request timed by the client.
@@ -109,15 +112,15 @@ impl Call {
 /// The scripted upstream: the recorded replies, and what it received.
 #[derive(Default)]
 struct Script {
-    /// Answered in order to the proxy's requests.
-    replies: VecDeque<Value>,
-    /// Per request from the proxy: its tokens, U and its text (every
-    /// string of the body, for the facts check).
-    received: Vec<(u32, Duration, String)>,
+    /// Answered in order to the proxy's requests (reply bodies).
+    replies: VecDeque<Bytes>,
+    /// Per request from the proxy: its tokens, U and its text (`received`),
+    /// or why it could not be read.
+    received: Vec<Result<(u32, Duration, String), String>>,
     /// The reply to the current call's direct request (the recorded
     /// message, as the proxy's request gets), set before the call: the
     /// direct request consumes neither `replies` nor adds to `received`.
-    direct_reply: Value,
+    direct_reply: Bytes,
     /// U of the last direct request.
     direct_received: Option<Duration>,
 }
@@ -125,69 +128,122 @@ struct Script {
 struct Upstream {
     script: Mutex<Script>,
     encoding: Encoding,
+    api: ModelApi,
 }
 
-/// Tokens of a request as a model reads it: every message's text and
-/// tool-call arguments, and the tool definitions.
-fn request_tokens(body: &Value, encoding: Encoding) -> u32 {
-    let messages: u32 = body["messages"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .map(|m| message_tokens(m, encoding))
-        .sum();
-    let tools = match body.get("tools") {
-        Some(t @ Value::Array(items)) if !items.is_empty() => {
-            tokens::count(encoding, &t.to_string())
+/// What the upstream got, read as the proxy reads a request of `api`: its
+/// tokens (the system prompt's, every message's text and tool-call
+/// arguments, the tool definitions in one shape whatever the API, so that
+/// the figures of one session are the same through every API) and its
+/// text (the same strings, for the facts check).
+fn received(api: ModelApi, body: &[u8], encoding: Encoding) -> Result<(u32, String), String> {
+    let request = api.read_request(body)?;
+    let mut text = request.system;
+    let mut count = tokens::count(encoding, &text);
+    for m in &request.messages {
+        count += message_tokens(m, encoding);
+        text.push('\n');
+        text.push_str(&m.content);
+        for c in &m.tool_calls {
+            text.push('\n');
+            text.push_str(&c.arguments);
         }
-        _ => 0,
-    };
-    messages + tools
+    }
+    if !request.tools.is_empty() {
+        count += tokens::count(encoding, &Value::Array(request.tools).to_string());
+    }
+    Ok((count, text))
 }
 
-fn message_tokens(m: &Value, encoding: Encoding) -> u32 {
-    let content = match &m["content"] {
-        Value::String(s) => tokens::count(encoding, s),
-        Value::Null => 0,
-        other => tokens::count(encoding, &other.to_string()),
-    };
-    let calls: u32 = m["tool_calls"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .map(|c| {
-            tokens::count(
-                encoding,
-                c["function"]["arguments"].as_str().unwrap_or_default(),
-            )
-        })
+/// A message's text and tool-call arguments, as the client's history and
+/// what the upstream got are both counted.
+fn message_tokens(m: &Message, encoding: Encoding) -> u32 {
+    let calls: u32 = m
+        .tool_calls
+        .iter()
+        .map(|c| tokens::count(encoding, &c.arguments))
         .sum();
-    content + calls
+    tokens::count(encoding, &content(m)) + calls
 }
 
-/// A chat completion answering with `message`, serialized.
-fn completion(message: &Value) -> Vec<u8> {
-    let finish = if message.get("tool_calls").is_some() {
-        "tool_calls"
-    } else {
-        "stop"
+/// A recorded message's text; bytes that are not UTF-8 cannot be a JSON
+/// string, and a client would send them decoded lossily.
+fn content(m: &Message) -> String {
+    match &m.raw {
+        Some(bytes) => String::from_utf8_lossy(bytes).into_owned(),
+        None => m.content.clone(),
+    }
+}
+
+/// A recorded message in the prompt's API-neutral shape, which
+/// `format::prompt_fields` puts in each API's.
+fn prompt_message(m: &Message) -> PromptMessage {
+    let text = content(m);
+    let blocks = match m.role {
+        Role::Tool => vec![Block::ToolResult {
+            call_id: m.tool_call_id.clone().unwrap_or_default(),
+            name: m.name.clone().unwrap_or_default(),
+            text,
+        }],
+        _ => (!text.is_empty())
+            .then_some(Block::Text(text))
+            .into_iter()
+            .chain(m.tool_calls.iter().map(|c| Block::ToolUse {
+                id: c.id.clone(),
+                name: c.name.clone(),
+                arguments: c.arguments.clone(),
+            }))
+            .collect(),
     };
-    json!({
-        "id": "chatcmpl-replay", "object": "chat.completion", "model": "replay",
-        "choices": [{"index": 0, "message": message, "finish_reason": finish}],
-    })
-    .to_string()
-    .into_bytes()
+    PromptMessage {
+        role: m.role,
+        blocks,
+        charged: 0,
+        block_tokens: Vec::new(),
+    }
 }
 
-fn json_reply(body: Vec<u8>) -> Response {
+/// A request of `api` carrying `history` whole, as an assistant sends it.
+fn request_body(api: ModelApi, history: &[PromptMessage]) -> Value {
+    let prompt = format::prompt_fields(history, &json!([]), api.format());
+    let mut body = json!({"model": "replay", "messages": prompt.messages});
+    if api == ModelApi::Messages {
+        body["max_tokens"] = json!(4096);
+    }
+    if let Some(system) = prompt.system.filter(|s| !s.is_empty()) {
+        body["system"] = json!(system);
+    }
+    body
+}
+
+/// The whole reply of `api` answering with `message`, serialized.
+fn reply_body(api: ModelApi, message: &PromptMessage) -> Vec<u8> {
+    let prompt = format::prompt_fields(std::slice::from_ref(message), &json!([]), api.format());
+    let shaped = prompt.messages.into_iter().next().unwrap_or(Value::Null);
+    let calls = message.tool_use_ids().next().is_some();
+    let reply = match api {
+        ModelApi::ChatCompletions => json!({
+            "id": "chatcmpl-replay", "object": "chat.completion", "model": "replay",
+            "choices": [{"index": 0, "message": shaped,
+                         "finish_reason": if calls { "tool_calls" } else { "stop" }}],
+        }),
+        ModelApi::Messages => json!({
+            "id": "msg_replay", "type": "message", "role": "assistant", "model": "replay",
+            "content": shaped["content"],
+            "stop_reason": if calls { "tool_use" } else { "end_turn" },
+            "usage": {"input_tokens": 0, "output_tokens": 0},
+        }),
+    };
+    reply.to_string().into_bytes()
+}
+
+fn json_reply(body: Bytes) -> Response {
     ([(header::CONTENT_TYPE, "application/json")], body).into_response()
 }
 
-/// A request body parsed as the model's server would; the bytes are
-/// dropped here, the parsed body when the caller is done with it.
-fn parsed(body: Bytes) -> Result<Value, serde_json::Error> {
-    serde_json::from_slice(&body)
+/// A request body parsed as the model's server would, and dropped.
+fn parsed(body: Bytes) -> Result<(), serde_json::Error> {
+    serde_json::from_slice::<Value>(&body).map(drop)
 }
 
 fn not_json(e: &serde_json::Error) -> Response {
@@ -195,86 +251,38 @@ fn not_json(e: &serde_json::Error) -> Response {
 }
 
 /// The proxy's requests: the next recorded reply. U runs from here having
-/// the body's bytes to the reply serialized, the body parsed, counted and
-/// dropped within it; `answer_direct` times the same span.
+/// the body's bytes to the reply ready, the body read, counted and dropped
+/// within it; `answer_direct` times the same span.
 async fn answer(State(up): State<Arc<Upstream>>, body: Bytes) -> Response {
     let started = Instant::now();
-    let (tokens, text) = match parsed(body) {
-        Ok(request) => (request_tokens(&request, up.encoding), strings(&request)),
-        Err(e) => return not_json(&e),
-    };
+    let got = received(up.api, &body, up.encoding);
+    drop(body);
     let mut script = up.script.lock().expect("script lock");
-    let message = script
-        .replies
-        .pop_front()
-        .unwrap_or_else(|| json!({"role": "assistant", "content": ""}));
-    let reply = completion(&message);
-    script.received.push((tokens, started.elapsed(), text));
+    let reply = script.replies.pop_front().unwrap_or_default();
+    let elapsed = started.elapsed();
+    script
+        .received
+        .push(got.map(|(tokens, text)| (tokens, elapsed, text)));
     json_reply(reply)
 }
 
-/// Every string of a request body, one after another: what a fact is
-/// looked for in (its text as the model reads it, not JSON-escaped).
-fn strings(body: &Value) -> String {
-    fn walk(v: &Value, out: &mut String) {
-        match v {
-            Value::String(s) => {
-                out.push_str(s);
-                out.push('\n');
-            }
-            Value::Array(items) => items.iter().for_each(|x| walk(x, out)),
-            Value::Object(map) => map.values().for_each(|x| walk(x, out)),
-            _ => {}
-        }
-    }
-    let mut out = String::new();
-    walk(body, &mut out);
-    out
-}
-
 /// The client's direct requests: the current call's recorded reply, the
-/// script left as it is. The body is parsed and dropped as `answer` does;
-/// its tokens are not counted (the client knows them, and a 7 MB history
-/// would take longer to count than to send).
+/// script left as it is. The body is parsed and dropped; its tokens are not counted (the client knows them, and a
+/// 7 MB history would take longer to count than to send).
 async fn answer_direct(State(up): State<Arc<Upstream>>, body: Bytes) -> Response {
     let started = Instant::now();
     if let Err(e) = parsed(body) {
         return not_json(&e);
     }
     let mut script = up.script.lock().expect("script lock");
-    let reply = completion(&script.direct_reply);
+    let reply = script.direct_reply.clone();
     script.direct_received = Some(started.elapsed());
     json_reply(reply)
 }
 
-/// The path the scripted upstream answers direct requests on.
-const DIRECT_PATH: &str = "/direct/v1/chat/completions";
-
-/// A recorded message as an OpenAI client sends it.
-fn openai_message(m: &Message) -> Value {
-    // Bytes that are not UTF-8 cannot be a JSON string; an OpenAI client
-    // would send them decoded lossily.
-    let content = match &m.raw {
-        Some(bytes) => String::from_utf8_lossy(bytes).into_owned(),
-        None => m.content.clone(),
-    };
-    let mut v = json!({"role": m.role.as_str(), "content": content});
-    if !m.tool_calls.is_empty() {
-        v["tool_calls"] = m
-            .tool_calls
-            .iter()
-            .map(|c| json!({"id": c.id, "type": "function", "function": {"name": c.name, "arguments": c.arguments}}))
-            .collect();
-    }
-    if m.role == Role::Tool {
-        match &m.tool_call_id {
-            Some(id) => v["tool_call_id"] = json!(id),
-            // A result recorded by name only: the legacy `function` role.
-            None => v = json!({"role": "function", "name": m.name, "content": content}),
-        }
-    }
-    v
-}
+/// The path the scripted upstream answers direct requests on; it answers
+/// the proxy's on any other.
+const DIRECT_PATH: &str = "/direct";
 
 fn store_time(headers: &HeaderMap) -> Duration {
     let text = headers
@@ -323,26 +331,27 @@ async fn send_timed(client: &reqwest::Client, url: &str, body: &Bytes) -> anyhow
     Ok(Sent { wait, store, reply })
 }
 
-/// The message a chat completion answers with.
-fn answered(reply: &Value) -> &Value {
-    &reply["choices"][0]["message"]
-}
-
-/// Replays `session` through an in-process proxy on `service`.
-pub async fn run(session: &[RecordedExchange], service: Service) -> anyhow::Result<Vec<Call>> {
+/// Replays `session` through an in-process proxy on `service`, as a
+/// client of `api` sends it.
+pub async fn run(
+    session: &[RecordedExchange],
+    service: Service,
+    api: ModelApi,
+) -> anyhow::Result<Vec<Call>> {
     let encoding = service.config().encoding;
     // The tokenizer's one-off start is not the proxy's time.
     tokens::warm_up();
     let up = Arc::new(Upstream {
         script: Mutex::default(),
         encoding,
+        api,
     });
     let up_listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
     let up_url = format!("http://{}", up_listener.local_addr()?);
     let direct_url = format!("{up_url}{DIRECT_PATH}");
     let up_app = Router::new()
-        .route("/v1/chat/completions", post(answer))
         .route(DIRECT_PATH, post(answer_direct))
+        .fallback(post(answer))
         // A direct request carries the whole history: no 2 MB limit.
         .layer(DefaultBodyLimit::disable())
         .with_state(up.clone());
@@ -355,26 +364,28 @@ pub async fn run(session: &[RecordedExchange], service: Service) -> anyhow::Resu
     };
     let proxy = Arc::new(Proxy::new(service, upstreams, Timeouts::default(), None)?);
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
-    let url = format!("http://{}/v1/chat/completions", listener.local_addr()?);
+    let url = format!("http://{}{}", listener.local_addr()?, api.path());
     let app = router(proxy.clone());
     tokio::spawn(async move { axum::serve(listener, app).await });
 
     let client = reqwest::Client::new();
-    let mut history: Vec<Value> = Vec::new();
+    let mut history: Vec<PromptMessage> = Vec::new();
     let mut history_tokens = 0;
     let mut calls = Vec::new();
     for (i, x) in session.iter().enumerate() {
         // The question's facts are checked in the exchange's first call.
         let mut needs = Some(&x.needs);
         for m in &x.messages {
-            let message = openai_message(m);
+            let message = prompt_message(m);
             if m.role == Role::Assistant && !history.is_empty() {
+                let reply = Bytes::from(reply_body(api, &message));
+                let recorded = api.reply_message(&serde_json::from_slice(&reply)?);
                 {
                     let mut script = up.script.lock().expect("script lock");
-                    script.replies.push_back(message.clone());
-                    script.direct_reply = message.clone();
+                    script.replies.push_back(reply.clone());
+                    script.direct_reply = reply;
                 }
-                let body = Bytes::from(json!({"model": "replay", "messages": history}).to_string());
+                let body = Bytes::from(request_body(api, &history).to_string());
                 let n = i + 1;
                 let through_proxy = || async {
                     send_timed(&client, &url, &body)
@@ -398,7 +409,8 @@ pub async fn run(session: &[RecordedExchange], service: Service) -> anyhow::Resu
                 let (forwarded, upstream_time, text) = script
                     .received
                     .pop()
-                    .context("the upstream saw no request")?;
+                    .context("the upstream saw no request")?
+                    .map_err(|e| anyhow::anyhow!("x{n}: the forwarded request: {e}"))?;
                 let facts = needs.take().map_or((0, 0), |needs| {
                     let reached = needs.iter().filter(|n| text.contains(&n.fact)).count();
                     (needs.len() as u32, reached as u32)
@@ -409,7 +421,9 @@ pub async fn run(session: &[RecordedExchange], service: Service) -> anyhow::Resu
                     .context("the upstream saw no direct request")?;
                 drop(script);
                 // The store recorded the proxy's reply: it must be the script's.
-                if answered(&via.reply) != &message || answered(&straight.reply) != &message {
+                if api.reply_message(&via.reply) != recorded
+                    || api.reply_message(&straight.reply) != recorded
+                {
                     bail!("x{n}: a reply is not the recorded assistant message");
                 }
                 calls.push(Call {
@@ -429,7 +443,7 @@ pub async fn run(session: &[RecordedExchange], service: Service) -> anyhow::Resu
                     facts,
                 });
             }
-            history_tokens += message_tokens(&message, encoding);
+            history_tokens += message_tokens(m, encoding);
             history.push(message);
         }
     }

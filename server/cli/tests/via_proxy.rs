@@ -1,4 +1,5 @@
-//! `replay --via-proxy` on a recorded fixture: each call is also sent
+//! `replay --via-proxy` on a recorded fixture, through each model API the
+//! proxy serves: the same figures whatever the API. Each call is also sent
 //! straight to the scripted upstream, and that must change nothing the
 //! upstream received through the proxy (the tokens, snapshotted, are the
 //! figures the replay gave before direct calls were added; the replay itself
@@ -10,6 +11,7 @@ use std::path::Path;
 
 use ctxproxy::via_proxy;
 use ctxproxy_core::recorded::{self, RecordedExchange};
+use ctxproxy_proxy::ModelApi;
 use ctxproxy_service::service::Service;
 use serde_json::Value;
 
@@ -30,8 +32,9 @@ fn nearest_rank(mut values: Vec<f64>, p: f64) -> f64 {
     values[((values.len() - 1) as f64 * p).round() as usize]
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn direct_calls_leave_the_tokens_and_the_script_as_they_were() {
+/// pytest-ledger-agents replayed through the proxy by a client of `api`:
+/// the JSON report.
+async fn replay(api: ModelApi) -> Value {
     let path = Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("../../fixtures/sessions/pytest-ledger-agents.jsonl");
     let text = std::fs::read_to_string(&path).expect("fixture");
@@ -40,9 +43,58 @@ async fn direct_calls_leave_the_tokens_and_the_script_as_they_were() {
     let dir = tempfile::tempdir().expect("temp dir");
     let service =
         Service::open(dir.path().join("store.db"), Default::default(), None).expect("store");
-    let calls = via_proxy::run(&session, service).await.expect("replay");
-    let report: Value =
-        serde_json::from_str(&via_proxy::report(&calls, true)).expect("JSON report");
+    let calls = via_proxy::run(&session, service, api)
+        .await
+        .unwrap_or_else(|e| panic!("replay through {api:?}: {e:#}"));
+    serde_json::from_str(&via_proxy::report(&calls, true)).expect("JSON report")
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_api_carries_a_session_to_the_same_figures() {
+    let figures = |report: &Value, key: &str| -> Vec<i64> {
+        let calls = report["calls"].as_array().expect("calls");
+        calls.iter().map(|c| c[key].as_i64().expect(key)).collect()
+    };
+    let chat = replay(ModelApi::ChatCompletions).await;
+    for api in ModelApi::ALL {
+        let other = replay(api).await;
+        for key in ["exchange", "sentTokens"] {
+            assert_eq!(
+                figures(&other, key),
+                figures(&chat, key),
+                "{key} through {api:?}"
+            );
+        }
+        for key in [
+            "calls",
+            "sentTokens",
+            "factsNeeded",
+            "factsInUpstreamPrompt",
+        ] {
+            assert_eq!(
+                other["total"][key], chat["total"][key],
+                "{key} through {api:?}"
+            );
+        }
+        // Anthropic joins a tool result and the text after it into one user
+        // turn, which reads back a token apart at most.
+        let forwarded = figures(&chat, "forwardedTokens");
+        for (x, (got, want)) in figures(&other, "forwardedTokens")
+            .iter()
+            .zip(&forwarded)
+            .enumerate()
+        {
+            assert!(
+                (got - want).abs() <= 1,
+                "call {x} through {api:?}: {got} != {want}"
+            );
+        }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn direct_calls_leave_the_tokens_and_the_script_as_they_were() {
+    let report = replay(ModelApi::ChatCompletions).await;
 
     let per_call = report["calls"].as_array().expect("calls");
     let tokens: String = per_call

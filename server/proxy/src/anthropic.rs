@@ -9,8 +9,8 @@ use ctxproxy_core::message::{Message, Role, ToolCall};
 use serde_json::{json, Value};
 
 use super::api::{
-    add_usage, expected, is_context_tool, put_tools, Api, BadRequest, ClientBody, ContextCall,
-    ErrorKind,
+    add_usage, expected, function_tool, is_context_tool, put_tools, Api, BadRequest, ClientBody,
+    ContextCall, ErrorKind,
 };
 use super::sse;
 use ctxproxy_service::api::FormattedPrompt;
@@ -309,6 +309,15 @@ impl Api for Anthropic {
 
     fn turn_message(turn: &Value) -> Option<Message> {
         to_messages(turn, "reply").ok()?.pop()
+    }
+
+    /// A client tool has an `input_schema`; a server tool (web search, code
+    /// execution) has a `type` and none.
+    fn function_tools(tool: &Value) -> Vec<Value> {
+        match tool.get("input_schema") {
+            Some(schema) => vec![function_tool(&tool["name"], &tool["description"], schema)],
+            None => Vec::new(),
+        }
     }
 
     fn envelope_system(body: &Value) -> Result<Option<String>, BadRequest> {

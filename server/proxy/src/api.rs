@@ -105,6 +105,11 @@ pub trait Api: Send + Sync + 'static {
     /// format) and the context tools added.
     fn upstream_body(client: ClientBody, prompt: FormattedPrompt, session: &str) -> Value;
 
+    /// The functions one entry of a body's `tools` declares, each in Chat
+    /// Completions' shape (`{type: "function", function: {name,
+    /// description, parameters}}`); none for a tool of another kind.
+    fn function_tools(tool: &Value) -> Vec<Value>;
+
     /// The API's own error body.
     fn error_body(kind: ErrorKind, message: &str, param: Option<&str>) -> Value;
 
@@ -201,6 +206,15 @@ pub fn put_tools(body: &mut Value, client: &Value, ours: Value) {
     if !tools.is_empty() {
         body["tools"] = Value::Array(tools);
     }
+}
+
+/// A function tool in Chat Completions' shape, what `Api::function_tools`
+/// gives in every API.
+pub fn function_tool(name: &Value, description: &Value, parameters: &Value) -> Value {
+    serde_json::json!({
+        "type": "function",
+        "function": {"name": name, "description": description, "parameters": parameters},
+    })
 }
 
 /// The text a request field holds as `{field}: expected …`.

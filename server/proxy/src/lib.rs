@@ -12,6 +12,7 @@ mod histories;
 mod history;
 mod listen;
 mod mask;
+pub mod model_api;
 mod openai;
 mod receive;
 #[cfg(test)]
@@ -40,6 +41,7 @@ use serde_json::{json, Value};
 use api::{Api, ErrorKind};
 use ctxproxy_service::assemble;
 use ctxproxy_service::service::{Service, ServiceError};
+pub use model_api::ModelApi;
 pub use upstream::Upstreams;
 
 #[derive(clap::Args)]

@@ -8,8 +8,8 @@ use std::collections::HashMap;
 use serde_json::{json, Value};
 
 use super::api::{
-    add_usage, expected, is_context_tool, put_tools, Api, BadRequest, ClientBody, ContextCall,
-    ErrorKind,
+    add_usage, expected, function_tool, is_context_tool, put_tools, Api, BadRequest, ClientBody,
+    ContextCall, ErrorKind,
 };
 use super::sse;
 use ctxproxy_service::api::FormattedPrompt;
@@ -181,6 +181,18 @@ impl Api for OpenAi {
 
     fn turn_message(turn: &Value) -> Option<Message> {
         to_message(turn, "reply").ok()
+    }
+
+    fn function_tools(tool: &Value) -> Vec<Value> {
+        let f = &tool["function"];
+        match tool["type"] == "function" {
+            true => vec![function_tool(
+                &f["name"],
+                &f["description"],
+                &f["parameters"],
+            )],
+            false => Vec::new(),
+        }
     }
 
     fn envelope_system(_body: &Value) -> Result<Option<String>, BadRequest> {

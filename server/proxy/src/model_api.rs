@@ -1,0 +1,79 @@
+//! The model APIs the proxy serves, by name, for what drives a proxy from
+//! outside (`replay --via-proxy`): where a request goes, the shape its
+//! prompt takes, and a history and a reply read as the proxy reads them.
+
+use ctxproxy_core::message::Message;
+use ctxproxy_service::format::Format;
+use serde_json::Value;
+
+use super::anthropic::Anthropic;
+use super::api::Api;
+use super::history::read_whole;
+use super::openai::OpenAi;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum ModelApi {
+    /// OpenAI Chat Completions (`/v1/chat/completions`).
+    ChatCompletions,
+    /// Anthropic Messages (`/v1/messages`).
+    Messages,
+}
+
+impl ModelApi {
+    pub const ALL: [ModelApi; 2] = [ModelApi::ChatCompletions, ModelApi::Messages];
+
+    /// The path a request of this API is posted to.
+    pub fn path(self) -> &'static str {
+        match self {
+            ModelApi::ChatCompletions => "/v1/chat/completions",
+            ModelApi::Messages => "/v1/messages",
+        }
+    }
+
+    /// The shape a prompt takes in this API (`format::prompt_fields`).
+    pub fn format(self) -> Format {
+        match self {
+            ModelApi::ChatCompletions => OpenAi::FORMAT,
+            ModelApi::Messages => Anthropic::FORMAT,
+        }
+    }
+
+    /// A request body read as the proxy reads it; the error names the field.
+    pub fn read_request(self, body: &[u8]) -> Result<ReadRequest, String> {
+        match self {
+            ModelApi::ChatCompletions => read::<OpenAi>(body),
+            ModelApi::Messages => read::<Anthropic>(body),
+        }
+    }
+
+    /// The assistant message of a whole (not streamed) reply, as the proxy
+    /// records it.
+    pub fn reply_message(self, reply: &Value) -> Option<Message> {
+        match self {
+            ModelApi::ChatCompletions => OpenAi::turn_message(&OpenAi::assistant_turn(reply)),
+            ModelApi::Messages => Anthropic::turn_message(&Anthropic::assistant_turn(reply)),
+        }
+    }
+}
+
+/// A request as the proxy reads it, whatever its API.
+pub struct ReadRequest {
+    pub system: String,
+    pub messages: Vec<Message>,
+    /// Each tool's name, description and parameters, in Chat Completions'
+    /// shape: the same tools count the same in every API.
+    pub tools: Vec<Value>,
+}
+
+fn read<A: Api>(body: &[u8]) -> Result<ReadRequest, String> {
+    let read = read_whole::<A>(body.to_vec()).map_err(|b| b.message)?;
+    let tools = match read.envelope.get("tools") {
+        Some(Value::Array(tools)) => tools.iter().flat_map(A::function_tools).collect(),
+        _ => Vec::new(),
+    };
+    Ok(ReadRequest {
+        system: read.system,
+        messages: read.history.messages().to_vec(),
+        tools,
+    })
+}
