@@ -197,6 +197,34 @@ def test_an_edited_history_forks_the_session(proxy, upstream, store):
     assert "Start with the parser." not in proxylib.cli("inspect", s3, "x2", "--full", store=store, check=False).stdout
 
 
+def test_after_a_restart_a_history_with_a_secret_continues_its_session(store, upstream):
+    """After a restart the proxy knows a conversation by what the store kept, its secret masked:
+    the same history continues the session, and an edited one forks it at the last whole
+    exchange before the edit."""
+    secret = "AKIA" + "Q3EGRZ7TYXNV4K2M"
+    history = [{"role": "user", "content": f"connect with key {secret}"}]
+    named = {"x-ctxproxy-session": "restart"}
+    upstream.push(Turn(text="a"), Turn(text="b"), Turn(text="c"), Turn(text="d"))
+    ask = lambda oa, msgs: reply_ids(oa.chat.completions.with_raw_response.create(  # noqa: E731
+        model=MODEL, messages=msgs, extra_headers=named))
+    with proxylib.Proxy(store, upstream.url, upstream.url) as p:
+        first = []
+        for turn in range(2):
+            first.append(ask(client(p), history)[0])
+            history += [{"role": "assistant", "content": "ab"[turn]}, {"role": "user", "content": f"step {turn}"}]
+        assert first[0] == first[1]
+    assert proxylib.files_containing(store.parent, secret.encode()) == [], "the store keeps it masked"
+    with proxylib.Proxy(store, upstream.url, upstream.url) as p:
+        assert ask(client(p), history) == (first[0], "p3"), "the stored history is recognised"
+        edited = history[:2] + [{"role": "user", "content": "a different second question"}]
+        fork, prompt = ask(client(p), edited)
+    assert fork != first[0] and prompt == "p1"
+    assert proxylib.sessions(store).count("name:restart") == 2
+    shown = proxylib.cli("inspect", fork, "x1", "--full", store=store).stdout
+    assert "connect with" in shown, "the fork holds the exchange before the edit"
+    assert "step 0" not in proxylib.cli("inspect", fork, "x2", "--full", store=store).stdout
+
+
 def test_client_prompt_cache_key_is_kept_and_ours_is_stable(proxy, upstream):
     upstream.push(Turn(text="a"), Turn(text="b"), Turn(text="c"))
     oa = client(proxy)
@@ -450,7 +478,7 @@ def test_upstream_down_is_a_502_naming_it(store, upstream):
     (429, "requests", openai.RateLimitError),
     (500, "server_error", openai.InternalServerError),
 ])
-def test_upstream_error_is_passed_through(proxy, upstream, stream, status, type_, exc):
+def test_upstream_error_is_passed_through(proxy, upstream, store, stream, status, type_, exc):
     fail = proxylib.openai_error(status, f"scripted {status}: try later", type_, "scripted_code")
     fail.headers = {"retry-after": "7"}
     upstream.push(fail)
@@ -462,6 +490,9 @@ def test_upstream_error_is_passed_through(proxy, upstream, stream, status, type_
     assert e.value.status_code == status
     assert e.value.body == fail.body["error"], "the upstream's own body, not one of ours"
     assert e.value.response.headers.get("retry-after") == "7"
+    # The failed request opened its session and stored no exchange in it.
+    [line] = [l for l in proxylib.sessions(store).splitlines() if l.startswith("s-")]
+    assert line.split()[1] == "0", line
 
 
 def test_client_disconnect_mid_stream_records_nothing_half_written(proxy, upstream, store):

@@ -199,7 +199,7 @@ async fn via_proxy(sizes: &[u32]) -> anyhow::Result<()> {
         let lines: Vec<String> = (0..size)
             .map(|i| json!({"messages": exchange(i)}).to_string())
             .collect();
-        let session = ctxproxy_core::recorded::parse(&lines.join("\n"))?;
+        let session = ctxproxy_core::session_file::parse(&lines.join("\n"))?;
         let dir = tempfile::tempdir()?;
         let service = Service::open(dir.path().join("store.db"), Default::default(), None)?;
         let calls =

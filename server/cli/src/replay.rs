@@ -12,15 +12,15 @@ use std::path::PathBuf;
 use anyhow::{bail, Context};
 use serde_json::{json, Value};
 
+use crate::report::TurnSeen;
 use crate::{report, report_html};
 use ctxproxy_core::ids::{ExchangeId, ItemId};
-use ctxproxy_core::recorded::{self, Origin, RecordedExchange, RecordedFile, Step};
+use ctxproxy_core::session_file::{self, Origin, RecordedExchange, RecordedFile, Step};
 use ctxproxy_core::supersede;
 use ctxproxy_service::api::{
     AppendParams, AssembleParams, ChildParams, ListExchangesParams, OpenSessionParams, ParentRef,
     PathParams, SearchParams, StatsParams, WireMessage,
 };
-use ctxproxy_service::recorded::Turn;
 use ctxproxy_service::service::Service;
 
 #[derive(clap::Args)]
@@ -85,7 +85,7 @@ pub fn read_session(path: &PathBuf) -> anyhow::Result<RecordedFile> {
     } else {
         std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?
     };
-    recorded::parse_file(&text)
+    session_file::parse_file(&text)
         .map_err(|e| anyhow::anyhow!("{}:{}: {}: {}", path.display(), e.line, e.field, e.why))
 }
 
@@ -250,13 +250,13 @@ fn html_path(path: &std::path::Path, name: Option<&str>) -> PathBuf {
 #[derive(Default)]
 struct Replayed {
     ids: Vec<String>,
-    turns: Vec<Vec<Turn>>,
+    turns: Vec<Vec<TurnSeen>>,
 }
 
 impl Replayed {
     /// The turns of session `i`'s whole history: for a fork, its parent's
     /// turns up to the fork point (the same prompts), then its own.
-    fn history_turns(&self, file: &RecordedFile, i: usize) -> Vec<Turn> {
+    fn history_turns(&self, file: &RecordedFile, i: usize) -> Vec<TurnSeen> {
         let mut out = match file.sessions[i].origin {
             Origin::Fork { from, at } => {
                 let mut shared = self.history_turns(file, from);
@@ -448,7 +448,7 @@ async fn replay_turn(
     session: &str,
     id: ExchangeId,
     x: &RecordedExchange,
-) -> anyhow::Result<Turn> {
+) -> anyhow::Result<TurnSeen> {
     let question = &x.messages[0].content;
     let messages: Vec<WireMessage> = x.messages.iter().map(WireMessage::from_core).collect();
     let mut search_ranks = Vec::with_capacity(x.needs.len());
@@ -492,7 +492,7 @@ async fn replay_turn(
         .await
         .with_context(|| format!("appending exchange {id}"))?;
     let blobs = appended.blobs.into_iter().map(|b| b.id).collect();
-    Ok(Turn {
+    Ok(TurnSeen {
         seq: id.0,
         prompt,
         blobs,

@@ -13,9 +13,21 @@ use ctxproxy_core::ids::ExchangeId;
 use ctxproxy_core::message::Message;
 use serde_json::{json, Value};
 
-use ctxproxy_core::recorded::RecordedExchange;
+use ctxproxy_core::session_file::RecordedExchange;
 use ctxproxy_service::api::StatsResult;
-use ctxproxy_service::recorded::Turn;
+
+/// What replay saw at one turn.
+#[derive(Clone)]
+pub struct TurnSeen {
+    pub seq: u32,
+    pub prompt: ctxproxy_service::api::AssembleResult,
+    /// The blob ids the store reported for the exchange's tool results.
+    pub blobs: Vec<String>,
+    /// For each of the exchange's needs, where `ctx/search` with the
+    /// question's words ranks the exchange the fact came from (1 = first),
+    /// searching before the question is stored; `None` past the depth replay searches.
+    pub search_ranks: Vec<Option<usize>>,
+}
 
 /// The prompt layers, in prompt order: the JSON key and the text table's column.
 pub(crate) const LAYERS: [(&str, &str); 8] = [
@@ -77,7 +89,7 @@ impl Report {
     pub fn build(
         opening: &[Message],
         session: &[RecordedExchange],
-        turns: &[Turn],
+        turns: &[TurnSeen],
         own_from: usize,
         config: &Config,
         window: u32,

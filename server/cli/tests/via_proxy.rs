@@ -10,7 +10,7 @@
 use std::path::Path;
 
 use ctxproxy::via_proxy;
-use ctxproxy_core::recorded::{self, RecordedExchange};
+use ctxproxy_core::session_file::{self, RecordedExchange};
 use ctxproxy_proxy::ModelApi;
 use ctxproxy_service::service::Service;
 use serde_json::Value;
@@ -38,7 +38,7 @@ async fn replay(api: ModelApi) -> Value {
     let path = Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("../../fixtures/sessions/pytest-ledger-agents.jsonl");
     let text = std::fs::read_to_string(&path).expect("fixture");
-    let file = recorded::parse_file(&text).expect("recorded session");
+    let file = session_file::parse_file(&text).expect("recorded session");
     let session: Vec<RecordedExchange> = file.history(0).into_iter().cloned().collect();
     let dir = tempfile::tempdir().expect("temp dir");
     let service =

@@ -62,7 +62,7 @@ pub fn tokenizer(encoding: Encoding) -> &'static Tokenizer {
 }
 
 /// Loads o200k's tables, which every ingest counts in
-/// (`record::counted_at_ingest`), so the first count does not pay for it;
+/// (`exchange_record::counted_at_ingest`), so the first count does not pay for it;
 /// servers call this on a background thread at start. Another encoding's
 /// tables load at its first count: loaded unasked, they would cost tens of
 /// MB in a process that never counts in them.

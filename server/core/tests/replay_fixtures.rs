@@ -15,20 +15,21 @@ use ctxproxy_core::exchange::Level;
 use ctxproxy_core::ids::ExchangeId;
 use ctxproxy_core::message::Message;
 use ctxproxy_core::packer::{pack, shared_prefix_tokens, whole_allowed, PackRequest, PackedPrompt};
-use ctxproxy_core::recorded::{self, RecordedExchange};
 use ctxproxy_core::render;
+use ctxproxy_core::session_file::{self, RecordedExchange};
 use ctxproxy_core::tokens::Encoding;
 use ctxproxy_testkit::MemorySession;
 
 const ENC: Encoding = Encoding::O200kBase;
 const BUDGET: u32 = 16_000;
 
-/// A recorded file (fixtures/README.md), as `core::recorded` reads it:
+/// A recorded file (fixtures/README.md), as `core::session_file` reads it:
 /// each session's whole history (a fork's shared exchanges included) and
 /// the index of its first own exchange.
 fn load(path: &Path) -> Vec<(String, Vec<Message>, Vec<RecordedExchange>, usize)> {
     let text = std::fs::read_to_string(path).unwrap();
-    let file = recorded::parse_file(&text).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    let file =
+        session_file::parse_file(&text).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
     file.sessions
         .iter()
         .enumerate()

@@ -8,8 +8,8 @@
 mod anthropic;
 mod api;
 mod context_tools;
-mod histories;
 mod history;
+mod history_cache;
 mod listen;
 mod mask;
 pub mod model_api;
@@ -123,7 +123,7 @@ pub struct Proxy {
     upstreams: Upstreams,
     client: upstream::Client,
     sessions: session::Sessions,
-    histories: histories::Histories,
+    history_cache: history_cache::HistoryCache,
     token: Option<String>,
     /// `Timeouts::body`.
     body_timeout: Duration,
@@ -146,7 +146,7 @@ impl Proxy {
             client: upstream::Client::new(timeouts.upstream_idle)
                 .context("building the HTTP client")?,
             sessions: session::Sessions::default(),
-            histories: histories::Histories::default(),
+            history_cache: history_cache::HistoryCache::default(),
             token,
             body_timeout: timeouts.body,
             tally: None,
@@ -418,7 +418,7 @@ async fn read_request<A: Api>(proxy: &Proxy, request: Request) -> Result<Incomin
         .unwrap_or(0);
     let receiving = receive::receive(
         body,
-        &proxy.histories,
+        &proxy.history_cache,
         A::FORMAT,
         history_key.as_deref(),
         expected,
@@ -519,7 +519,7 @@ impl Incoming {
     /// Keeps the request's history for its conversation's next request.
     fn keep_history<A: Api>(self, proxy: &Proxy) -> Value {
         let evicted = proxy
-            .histories
+            .history_cache
             .put(A::FORMAT, self.history_key, self.read.history);
         if !evicted.is_empty() {
             // Thousands of allocations: freed off the request's path.

@@ -10,8 +10,8 @@ use axum::body::{Body, Bytes};
 use futures_util::StreamExt;
 
 use super::api::{Api, BadRequest};
-use super::histories::{common_prefix, Histories};
 use super::history::{read_resumed, read_whole, History, Read};
+use super::history_cache::{common_prefix, HistoryCache};
 use ctxproxy_service::format::Format;
 
 /// The first bytes a body is matched to a kept history by: enough to tell
@@ -47,7 +47,7 @@ impl Received {
 /// the kept history of the same API and session header that it repeats.
 pub async fn receive(
     body: Body,
-    histories: &Histories,
+    histories: &HistoryCache,
     format: Format,
     key: Option<&str>,
     expected: usize,

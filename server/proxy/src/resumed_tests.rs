@@ -1,5 +1,5 @@
 //! A body read from a kept history reads exactly as the body read whole:
-//! bodies received one after another through `Histories` and `receive`
+//! bodies received one after another through `HistoryCache` and `receive`
 //! (as the proxy does) against each read whole on its own, for edits at
 //! the end, in the middle, of the system prompt, of the tools, malformed
 //! bodies, clients sharing a prefix, and random edits (proptest).
@@ -10,8 +10,8 @@ use serde_json::{json, Value};
 
 use super::anthropic::Anthropic;
 use super::api::Api;
-use super::histories::Histories;
 use super::history::{read_whole, Read};
+use super::history_cache::HistoryCache;
 use super::openai::OpenAi;
 use super::receive::receive;
 use ctxproxy_service::api::WireMessage;
@@ -44,14 +44,14 @@ enum Path {
 /// A proxy's reading of bodies in turn: each received and read as
 /// `read_request` does, its history then kept.
 struct Reader {
-    histories: Histories,
+    histories: HistoryCache,
     runtime: tokio::runtime::Runtime,
 }
 
 impl Reader {
     fn new() -> Reader {
         Reader {
-            histories: Histories::default(),
+            histories: HistoryCache::default(),
             runtime: tokio::runtime::Builder::new_current_thread()
                 .build()
                 .unwrap(),

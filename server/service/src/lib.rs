@@ -3,7 +3,7 @@
 //! drive it, so each computation has one place.
 //!
 //! Layers, bottom first (no module uses one above it): `error`, `from_json`; `api`,
-//! `config`, `format`, `recorded`, `retrieve`, `state`; `assemble`; `service`.
+//! `config`, `format`, `retrieve`, `state`; `assemble`; `service`.
 
 pub mod api;
 pub mod assemble;
@@ -11,7 +11,6 @@ pub mod config;
 pub mod error;
 pub mod format;
 pub mod from_json;
-pub mod recorded;
 mod retrieve;
 pub mod service;
 pub mod state;

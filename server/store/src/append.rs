@@ -1,5 +1,5 @@
 //! `append`: messages grouped into exchanges, tool results into blobs and
-//! digests, each exchange's record (`core::record`), its full-text row and
+//! digests, each exchange's record (`core::exchange_record`), its full-text row and
 //! the current context after it; what happened, as events.
 
 use std::collections::VecDeque;
@@ -7,9 +7,9 @@ use std::collections::VecDeque;
 use ctxproxy_core::context;
 use ctxproxy_core::digest::OutputKind;
 use ctxproxy_core::exchange::{self, KeptMessage, ToolResult};
+use ctxproxy_core::exchange_record::{CountedText, ExchangeRecord, ModelTexts};
 use ctxproxy_core::ids::{BlobHash, ExchangeId, MessageId};
 use ctxproxy_core::message::Message;
-use ctxproxy_core::record::{CountedText, ExchangeRecord, ModelTexts};
 use ctxproxy_core::summary;
 use ctxproxy_core::supersede::ExchangeRange;
 use rusqlite::{params, OptionalExtension};

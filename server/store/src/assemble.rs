@@ -2,9 +2,9 @@
 //! prompt it returns recorded under the next `p<N>` (or only previewed).
 
 use ctxproxy_core::config::LayerCaps;
+use ctxproxy_core::exchange_record;
 use ctxproxy_core::ids::{ExchangeId, PromptId};
 use ctxproxy_core::packer;
-use ctxproxy_core::record;
 use ctxproxy_core::render;
 use ctxproxy_core::tokens::{self, Encoding};
 use ctxproxy_core::view::SessionView;
@@ -114,7 +114,7 @@ impl Writer {
     }
 
     /// Counts in `encoding` what the session's view (`read::session_view`)
-    /// shows and ingest left uncounted (`record::counted_at_ingest`), and
+    /// shows and ingest left uncounted (`exchange_record::counted_at_ingest`), and
     /// stores the counts: the header lines it may list, the exchanges of its
     /// window, and the reference lines it may choose from. The counts are
     /// those ingest would have taken; each is taken once per store.
@@ -127,7 +127,7 @@ impl Writer {
     ) -> Result<()> {
         if Encoding::ALL
             .iter()
-            .all(|&ingest| record::counted_at_ingest(encoding, ingest))
+            .all(|&ingest| exchange_record::counted_at_ingest(encoding, ingest))
         {
             return Ok(());
         }

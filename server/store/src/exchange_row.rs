@@ -1,8 +1,8 @@
-//! The one writer of an exchange's row: its record (`core::record`) under
+//! The one writer of an exchange's row: its record (`core::exchange_record`) under
 //! one column list, whether the row is new, rewritten or copied to a fork.
 
+use ctxproxy_core::exchange_record::{CountedText, ExchangeRecord};
 use ctxproxy_core::ids::ExchangeId;
-use ctxproxy_core::record::{CountedText, ExchangeRecord};
 use ctxproxy_core::render;
 use ctxproxy_core::tokens::Encoding;
 use rusqlite::{params, Connection};

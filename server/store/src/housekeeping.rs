@@ -2,7 +2,7 @@
 //! replaces the extractive one.
 
 use ctxproxy_core::context::{self, Housekeeping};
-use ctxproxy_core::record::CountedText;
+use ctxproxy_core::exchange_record::CountedText;
 use ctxproxy_core::summary;
 use rusqlite::params;
 

@@ -1,7 +1,7 @@
 //! Test support, for tests and benches only (no crate depends on it
 //! outside `[dev-dependencies]`; a tidy test checks it): a session kept in
 //! memory through core's own recording pipeline, and exchanges written as
-//! text. Recorded sessions are read by `ctxproxy_core::recorded`, the one
+//! text. Recorded sessions are read by `ctxproxy_core::session_file`, the one
 //! parser of their format, which `ctxproxy replay` uses too.
 
 pub mod exchanges;

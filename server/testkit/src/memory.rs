@@ -9,10 +9,10 @@ use ctxproxy_core::config::{DigestLimits, LayerCaps};
 use ctxproxy_core::context::{self, CurrentContext};
 use ctxproxy_core::digest::PriorRead;
 use ctxproxy_core::exchange::KeptMessage;
+use ctxproxy_core::exchange_record::{self, ModelTexts, Stored};
 use ctxproxy_core::ids::{BlobHash, ExchangeId, MessageId};
 use ctxproxy_core::message::{Message, Role};
 use ctxproxy_core::packer;
-use ctxproxy_core::record::{self, ModelTexts, Stored};
 use ctxproxy_core::secrets;
 use ctxproxy_core::summary::{ExchangeFacts, SeenTerms};
 use ctxproxy_core::supersede::{ExchangeRange, SupersededBy};
@@ -108,8 +108,8 @@ impl MemorySession {
     ) -> KeptMessage {
         // As the store's append does, one output at a time: the call it
         // answers, the prior read of the path it read, then the digest.
-        let call = record::answered_call(&m, earlier.iter().map(|k| &k.message));
-        let pending = record::PendingResult::new(id, m, call);
+        let call = exchange_record::answered_call(&m, earlier.iter().map(|k| &k.message));
+        let pending = exchange_record::PendingResult::new(id, m, call);
         let text = String::from_utf8_lossy(pending.bytes()).into_owned();
         let prior = pending
             .path
@@ -144,7 +144,7 @@ impl MemorySession {
         let enc = self.encoding;
         let seen = SeenTerms::of(self.terms.iter().map(Vec::as_slice));
         let facts = ExchangeFacts::of(&messages);
-        let recorded = record::record_exchange(
+        let recorded = exchange_record::record_exchange(
             id,
             &messages,
             &facts,
@@ -161,7 +161,7 @@ impl MemorySession {
             line: recorded.line.counted(enc),
         });
         for m in &messages {
-            if let Some(line) = record::reference(m, enc) {
+            if let Some(line) = exchange_record::reference(m, enc) {
                 let blob = m
                     .result
                     .as_ref()

@@ -17,9 +17,11 @@ use std::sync::mpsc;
 use ctxproxy_core::config::{DigestLimits, LayerCaps};
 use ctxproxy_core::digest::PriorRead;
 use ctxproxy_core::exchange::KeptMessage;
+use ctxproxy_core::exchange_record::{
+    self, CountedText, ExchangeRecord, ModelTexts, PendingResult, Stored,
+};
 use ctxproxy_core::ids::{BlobHash, ExchangeId, MessageId};
 use ctxproxy_core::message::{Message, Role, ToolCall};
-use ctxproxy_core::record::{self, CountedText, ExchangeRecord, ModelTexts, PendingResult, Stored};
 use ctxproxy_core::secrets;
 use ctxproxy_core::summary::{ExchangeFacts, SeenTerms};
 use ctxproxy_core::tokens::{self, Encoding};
@@ -61,7 +63,7 @@ pub(super) struct PreparedBlob {
     pub output: String,
     /// The digest's tokens in the ingest encoding.
     pub digest_tokens: u32,
-    /// Its L4 line (`record::reference`).
+    /// Its L4 line (`exchange_record::reference`).
     pub reference: Option<CountedText>,
 }
 
@@ -132,7 +134,7 @@ struct RecordInputs {
 
 impl Writer {
     /// Prepares `batches` (exchange number, new messages as sent), records
-    /// each exchange (`record::record_exchange`) and hands both to
+    /// each exchange (`exchange_record::record_exchange`) and hands both to
     /// `store`, in order; `stored_before` is the session's exchange count
     /// before this append. The first error `store` returns ends the append.
     pub(super) fn prepare_each(
@@ -263,7 +265,7 @@ impl Writer {
         let calls: Vec<Option<ToolCall>> = (0..messages.len())
             .map(|i| {
                 let earlier = stored.iter().map(|k| &k.message).chain(&messages[..i]);
-                record::answered_call(&messages[i], earlier).cloned()
+                exchange_record::answered_call(&messages[i], earlier).cloned()
             })
             .collect();
         let mut slots = Vec::with_capacity(messages.len());
@@ -346,14 +348,14 @@ impl Writer {
     }
 }
 
-/// An exchange's record (`record::record_exchange`).
+/// An exchange's record (`exchange_record::record_exchange`).
 fn record(
     batch: &Batch,
     inputs: RecordInputs,
     caps: &LayerCaps,
     encoding: Encoding,
 ) -> ExchangeRecord {
-    record::record_exchange(
+    exchange_record::record_exchange(
         ExchangeId(batch.seq),
         &batch.kept,
         &batch.facts,
@@ -448,7 +450,7 @@ fn prepare_tool_result(
     let bytes = p.pending.bytes();
     let tokens = p
         .stored_tokens
-        .unwrap_or_else(|| record::blob_tokens(encoding, bytes));
+        .unwrap_or_else(|| exchange_record::blob_tokens(encoding, bytes));
     let encoded = blobs::encode(bytes);
     let output = indexed_output(bytes);
     let stored = Stored {
@@ -460,7 +462,7 @@ fn prepare_tool_result(
         encoded,
         output,
         digest_tokens: tokens::count(encoding, &kept.message.content),
-        reference: record::reference(&kept, encoding),
+        reference: exchange_record::reference(&kept, encoding),
     };
     let new = NewMessage {
         tokens,

@@ -74,7 +74,7 @@ pub fn fixtures_dir() -> std::path::PathBuf {
 
 /// Every shipped recorded file (`fixtures/sessions/*.jsonl`), by name, with
 /// its parsed sessions.
-pub fn recorded_files() -> Vec<(String, ctxproxy_core::recorded::RecordedFile)> {
+pub fn recorded_files() -> Vec<(String, ctxproxy_core::session_file::RecordedFile)> {
     let mut paths: Vec<_> = std::fs::read_dir(fixtures_dir().join("sessions"))
         .unwrap()
         .map(|e| e.unwrap().path())
@@ -87,7 +87,7 @@ pub fn recorded_files() -> Vec<(String, ctxproxy_core::recorded::RecordedFile)> 
         .map(|path| {
             let name = path.file_stem().unwrap().to_string_lossy().into_owned();
             let text = std::fs::read_to_string(&path).unwrap();
-            let file = ctxproxy_core::recorded::parse_file(&text)
+            let file = ctxproxy_core::session_file::parse_file(&text)
                 .unwrap_or_else(|e| panic!("{}: {e}", path.display()));
             (name, file)
         })

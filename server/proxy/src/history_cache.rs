@@ -30,11 +30,11 @@ struct Kept {
 
 /// Kept histories, most recently used first.
 #[derive(Default)]
-pub struct Histories {
+pub struct HistoryCache {
     kept: Mutex<Vec<Kept>>,
 }
 
-impl Histories {
+impl HistoryCache {
     /// Takes out the history a body starting with `head` continues: of
     /// the same API and session header, whose body `head` repeats whole
     /// (or up to its last message: the body after it), the one it repeats
