@@ -18,8 +18,8 @@ use ctxproxy_core::ids::{ExchangeId, ItemId};
 use ctxproxy_core::session_file::{self, Origin, RecordedExchange, RecordedFile, Step};
 use ctxproxy_core::supersede;
 use ctxproxy_service::api::{
-    AppendParams, AssembleParams, ChildParams, ListExchangesParams, OpenSessionParams, ParentRef,
-    PathParams, SearchParams, StatsParams, WireMessage,
+    AppendParams, AssembleParams, ChildParams, Format, ListExchangesParams, OpenSessionParams,
+    ParentRef, PathParams, SearchParams, StatsParams, WireMessage,
 };
 use ctxproxy_service::service::Service;
 
@@ -477,7 +477,7 @@ async fn replay_turn(
         .assemble(AssembleParams {
             session_id: session.to_string(),
             input: Some(messages[0].clone()),
-            format: Some("text".into()),
+            format: Some(Format::Text),
             ..AssembleParams::default()
         })
         .await

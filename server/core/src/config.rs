@@ -169,6 +169,8 @@ impl LayerOrder {
     }
 }
 
+crate::wire_name!(LayerOrder: CacheStable, Seed003);
+
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Config {
     pub encoding: Encoding,

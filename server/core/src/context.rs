@@ -51,6 +51,8 @@ impl Phase {
     }
 }
 
+crate::wire_name!(Phase: Exploring, Understanding, Applying, Debugging, Reviewing);
+
 /// How many entries each list keeps; newest first, so the oldest fall off.
 const NARRATIVE_MAX: usize = 6;
 const LIST_MAX: usize = 8;

@@ -91,6 +91,8 @@ impl Outcome {
     }
 }
 
+crate::wire_name!(Outcome: Ongoing, Completed, Error);
+
 /// Splits an appended batch into the part that continues the session's open
 /// exchange and the new exchanges that follow: a user message opens one.
 pub fn group(messages: Vec<Message>) -> (Vec<Message>, Vec<Vec<Message>>) {

@@ -28,3 +28,4 @@ pub mod supersede;
 pub mod text;
 pub mod tokens;
 pub mod view;
+pub mod wire_name;

@@ -29,6 +29,8 @@ impl Role {
     }
 }
 
+crate::wire_name!(Role: User, Assistant, Tool, System);
+
 /// What a user message is: a new request, or feedback on the last answer.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum UserKind {
@@ -52,6 +54,8 @@ impl UserKind {
         }
     }
 }
+
+crate::wire_name!(UserKind: Query, Feedback);
 
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ToolCall {

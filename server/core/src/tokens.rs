@@ -54,6 +54,8 @@ impl Encoding {
     }
 }
 
+crate::wire_name!(Encoding: O200kBase, Cl100kBase);
+
 /// The tokenizer of `encoding`, built at its first use; for benches that
 /// compare it with bpe-openai's (`examples/token_tables.rs`).
 #[doc(hidden)]

@@ -117,7 +117,7 @@ mod tests {
     fn answers_read_as_the_participant_renders_them() {
         let retrieved: RetrieveResult = serde_json::from_value(json!({"items": [
             {"id": "x2", "kind": "exchange", "format": "summary", "tokens": 12, "truncated": false,
-             "text": "asked for tests", "at": null, "outcome": "ok"},
+             "text": "asked for tests", "at": null, "outcome": "completed"},
             {"id": "b3:ff", "error": {"code": -32002, "message": "no blob b3:ff"}},
         ]}))
         .unwrap();

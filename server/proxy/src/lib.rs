@@ -39,6 +39,7 @@ use ctxproxy_core::message::Role;
 use serde_json::{json, Value};
 
 use api::{Api, ErrorKind};
+use ctxproxy_core::packer::ShapeKind;
 use ctxproxy_service::assemble;
 use ctxproxy_service::service::{Service, ServiceError};
 pub use model_api::ModelApi;
@@ -659,7 +660,7 @@ fn forwarded_body<A: Api>(
     session: &str,
 ) -> Result<Value, serde_json::Error> {
     let mut prompt = assembled.prompt;
-    if assembled.shape == "whole" {
+    if assembled.shape == ShapeKind::Whole {
         prompt.messages = read.history.sent_messages::<A>()?;
     }
     let mut body = A::upstream_body(read.client_body(), prompt, session);

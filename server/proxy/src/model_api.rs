@@ -11,11 +11,12 @@ use super::api::Api;
 use super::history::read_whole;
 use super::openai::OpenAi;
 
+/// The model APIs by the names `--api` takes (`chat-completions`,
+/// `messages`). The variants have no doc comments: clap would print one
+/// line of help for each and turn the whole command's help into its long form.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
 pub enum ModelApi {
-    /// OpenAI Chat Completions (`/v1/chat/completions`).
     ChatCompletions,
-    /// Anthropic Messages (`/v1/messages`).
     Messages,
 }
 

@@ -4,9 +4,14 @@
 //! (`AssembleResult`), hence serde; reading params from JSON is
 //! `from_json`'s, JSON-RPC around them the LSP crate's.
 
+use ctxproxy_core::config::LayerOrder;
+use ctxproxy_core::context::Phase;
+use ctxproxy_core::exchange::Outcome;
 use ctxproxy_core::message::{Message, Role, ToolCall, UserKind};
 use ctxproxy_core::message_json;
+use ctxproxy_core::packer::ShapeKind;
 use ctxproxy_core::supersede::ExchangeRange;
+use ctxproxy_core::tokens::Encoding;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
@@ -29,11 +34,11 @@ pub struct WireToolCall {
 #[derive(Debug, Deserialize, Serialize, Clone, PartialEq)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct WireMessage {
-    pub role: String,
+    pub role: Role,
     #[serde(default)]
     pub content: Value,
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub kind: Option<String>,
+    pub kind: Option<UserKind>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub tool_calls: Vec<WireToolCall>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -49,27 +54,11 @@ pub struct WireMessage {
 impl WireMessage {
     /// Converts to the core message; `field` names it in errors (`messages[3]`).
     pub fn to_core(&self, field: &str) -> Result<Message, ServiceError> {
-        let bad =
-            |sub: &str, why: String| ServiceError::InvalidParams(format!("{field}.{sub}: {why}"));
-        let role = Role::parse(&self.role).ok_or_else(|| {
-            bad(
-                "role",
-                format!(
-                    "expected user, assistant, tool or system, got {:?}",
-                    self.role
-                ),
-            )
-        })?;
-        let in_message = |e: message_json::FieldError| bad(&e.field, e.why);
-        let (content, raw) =
-            message_json::content_from_json(role, &self.content).map_err(in_message)?;
-        let kind = match &self.kind {
-            None => None,
-            Some(k) => Some(
-                UserKind::parse(k)
-                    .ok_or_else(|| bad("kind", format!("expected query or feedback, got {k:?}")))?,
-            ),
+        let in_message = |e: message_json::FieldError| {
+            ServiceError::InvalidParams(format!("{field}.{}: {}", e.field, e.why))
         };
+        let (content, raw) =
+            message_json::content_from_json(self.role, &self.content).map_err(in_message)?;
         let tool_calls = self
             .tool_calls
             .iter()
@@ -80,10 +69,10 @@ impl WireMessage {
             })
             .collect();
         let message = Message {
-            role,
+            role: self.role,
             content,
             raw,
-            kind,
+            kind: self.kind,
             tool_calls,
             tool_call_id: self.tool_call_id.clone(),
             name: self.name.clone(),
@@ -98,9 +87,9 @@ impl WireMessage {
     /// message holds bytes that are not UTF-8.
     pub fn from_core(m: &Message) -> WireMessage {
         WireMessage {
-            role: m.role.as_str().to_string(),
+            role: m.role,
             content: message_json::content_to_json(m),
-            kind: m.kind.map(|k| k.as_str().to_string()),
+            kind: m.kind,
             tool_calls: m
                 .tool_calls
                 .iter()
@@ -164,10 +153,10 @@ pub struct AssembleParams {
     pub input: Option<WireMessage>,
     pub system: Option<String>,
     pub budget: Option<u32>,
-    pub encoding: Option<String>,
-    pub format: Option<String>,
+    pub encoding: Option<Encoding>,
+    pub format: Option<Format>,
     /// `cache-stable` (default) or `seed003`.
-    pub order: Option<String>,
+    pub order: Option<LayerOrder>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -317,9 +306,9 @@ pub struct AssembleResult {
     pub prompt_id: String,
     pub session_id: String,
     pub budget: u32,
-    pub encoding: String,
-    pub format: String,
-    pub order: String,
+    pub encoding: Encoding,
+    pub format: Format,
+    pub order: LayerOrder,
     pub tokens: PromptTokens,
     pub prefix_reused: u32,
     /// Tokens of the client's own tool definitions (the proxy's requests),
@@ -338,9 +327,9 @@ pub struct AssembleResult {
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub recall: Vec<RecallShown>,
     pub layers: Vec<LayerReport>,
-    /// `layered`, or `oneShot` for a call at the maximum depth.
-    #[serde(default = "layered")]
-    pub shape: String,
+    /// Absent from records made before the shape was kept: layered.
+    #[serde(default)]
+    pub shape: ShapeKind,
     /// Why the prompt has the shape it has, when it is not `layered`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reason: Option<String>,
@@ -353,9 +342,34 @@ pub struct AssembleResult {
     pub prompt: FormattedPrompt,
 }
 
-fn layered() -> String {
-    "layered".into()
+/// The shape a prompt is formatted in: a model API's, or plain text.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Format {
+    OpenAi,
+    Anthropic,
+    Text,
 }
+
+impl Format {
+    pub fn parse(s: &str) -> Option<Format> {
+        match s {
+            "openai" => Some(Format::OpenAi),
+            "anthropic" => Some(Format::Anthropic),
+            "text" => Some(Format::Text),
+            _ => None,
+        }
+    }
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Format::OpenAi => "openai",
+            Format::Anthropic => "anthropic",
+            Format::Text => "text",
+        }
+    }
+}
+
+ctxproxy_core::wire_name!(Format: OpenAi, Anthropic, Text);
 
 /// The state envelope (recursive calls): the call a prompt serves and the current
 /// context (L0) as fields, within `layers.currentContextMax` tokens.
@@ -396,7 +410,7 @@ pub struct CallBudget {
 #[serde(rename_all = "camelCase")]
 pub struct ContextFields {
     pub turn: u32,
-    pub phase: String,
+    pub phase: Phase,
     pub objective: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub model_note: Option<String>,
@@ -538,7 +552,7 @@ pub struct BlobDetails {
 #[serde(rename_all = "camelCase")]
 pub struct ExchangeDetails {
     pub at: Option<String>,
-    pub outcome: String,
+    pub outcome: Outcome,
     /// The exchange that superseded this one (its first); absent when none.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub superseded_by: Option<String>,
@@ -550,9 +564,9 @@ pub struct ExchangeDetails {
 #[derive(Debug, Serialize, Deserialize, Clone, PartialEq)]
 #[serde(rename_all = "camelCase")]
 pub struct MessageDetails {
-    pub role: String,
+    pub role: Role,
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub message_kind: Option<String>,
+    pub message_kind: Option<UserKind>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub tool_calls: Vec<WireToolCall>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -648,7 +662,7 @@ pub struct ExchangeInfo {
     pub tokens: u32,
     /// Tokens in full, tool results as digests.
     pub full_tokens: u32,
-    pub outcome: String,
+    pub outcome: Outcome,
     /// The exchange that superseded this one (its first); absent when none.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub superseded_by: Option<String>,

@@ -10,7 +10,7 @@ use ctxproxy_core::config::{CallLimits, Config, LayerCaps, LayerOrder};
 use ctxproxy_core::exchange::{Counted, KeptMessage, Level};
 use ctxproxy_core::ids::{ExchangeId, MessageId, PromptId};
 use ctxproxy_core::message::{Message, Role};
-use ctxproxy_core::packer::{self, PackError, PackRequest, PackedPrompt};
+use ctxproxy_core::packer::{self, PackError, PackRequest, PackedPrompt, ShapeKind};
 use ctxproxy_core::render;
 use ctxproxy_core::tokens::{self, Encoding};
 use ctxproxy_core::view::SessionView;
@@ -20,7 +20,6 @@ use crate::api::{
     AssembleParams, AssembleResult, LayerItem, LayerReport, PromptTokens, RecallShown,
     SupersededRange, Trim,
 };
-use crate::config::{parse_encoding, parse_order};
 use crate::error::ServiceError;
 use crate::format::{self, Format};
 use crate::state;
@@ -41,7 +40,7 @@ impl LastPrompts {
 
 /// Whether a prompt record has the whole shape (`packer::Shape::Whole`).
 pub fn is_whole(record: &AssembleResult) -> bool {
-    record.shape == "whole"
+    record.shape == ShapeKind::Whole
 }
 
 #[derive(Clone, Debug)]
@@ -83,22 +82,9 @@ impl Request {
         }
         Ok(Request {
             budget,
-            encoding: match &p.encoding {
-                Some(e) => parse_encoding(e, "encoding")?,
-                None => config.encoding,
-            },
-            order: match &p.order {
-                Some(o) => parse_order(o, "order")?,
-                None => config.order,
-            },
-            format: match &p.format {
-                Some(f) => Format::parse(f).ok_or_else(|| {
-                    ServiceError::InvalidParams(format!(
-                        "format: expected openai, anthropic or text, got {f:?}"
-                    ))
-                })?,
-                None => Format::OpenAi,
-            },
+            encoding: p.encoding.unwrap_or(config.encoding),
+            order: p.order.unwrap_or(config.order),
+            format: p.format.unwrap_or(Format::OpenAi),
             system: p.system.clone(),
             input,
             calls: config.calls.clone(),
@@ -164,9 +150,9 @@ pub fn run(
         prompt_id: id.to_string(),
         session_id: view.session_id.clone(),
         budget: req.budget,
-        encoding: enc.as_str().to_string(),
-        format: req.format.as_str().to_string(),
-        order: req.order.as_str().to_string(),
+        encoding: enc,
+        format: req.format,
+        order: req.order,
         tokens: PromptTokens {
             total: packed.total + req.client_tools_tokens,
             layers: packed
@@ -222,7 +208,7 @@ pub fn run(
                     .collect(),
             })
             .collect(),
-        shape: packed.shape.as_str().to_string(),
+        shape: packed.shape.kind(),
         reason: packed.shape.reason(packed.total),
         state: Some(state::envelope(
             view,

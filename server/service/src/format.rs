@@ -7,33 +7,8 @@ use ctxproxy_core::packer::PromptMessage;
 use ctxproxy_core::render::Block;
 use serde_json::{json, Value};
 
+pub use crate::api::Format;
 use crate::api::{AssembleResult, FormattedPrompt, PathResult};
-
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Format {
-    OpenAi,
-    Anthropic,
-    Text,
-}
-
-impl Format {
-    pub fn parse(s: &str) -> Option<Format> {
-        match s {
-            "openai" => Some(Format::OpenAi),
-            "anthropic" => Some(Format::Anthropic),
-            "text" => Some(Format::Text),
-            _ => None,
-        }
-    }
-
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Format::OpenAi => "openai",
-            Format::Anthropic => "anthropic",
-            Format::Text => "text",
-        }
-    }
-}
 
 /// The fields of the `ctx/assemble` result that carry the prompt:
 /// `messages`, `tools`, and `system` (anthropic) or `text` (text).
@@ -206,13 +181,13 @@ pub fn explain_text(v: &AssembleResult) -> String {
         v.session_id,
         v.tokens.total,
         v.budget,
-        v.encoding,
-        v.format,
-        v.order,
+        v.encoding.as_str(),
+        v.format.as_str(),
+        v.order.as_str(),
         v.prefix_reused,
     ));
     if let Some(reason) = &v.reason {
-        out.push_str(&format!("shape: {} ({reason})\n", v.shape));
+        out.push_str(&format!("shape: {} ({reason})\n", v.shape.as_str()));
     }
     if v.client_tools_tokens > 0 {
         out.push_str(&format!(
@@ -234,7 +209,7 @@ pub fn explain_text(v: &AssembleResult) -> String {
             c.budget.used,
             c.budget.total,
             s.context.turn,
-            s.context.phase,
+            s.context.phase.as_str(),
             match s.dropped {
                 0 => String::new(),
                 n => format!(", {n} items left out to fit the cap"),

@@ -77,7 +77,7 @@ pub(crate) fn retrieve_one(
                 Body::Text(text),
                 ItemDetails::Exchange(ExchangeDetails {
                     at: e.at,
-                    outcome: e.outcome.as_str().to_string(),
+                    outcome: e.outcome,
                     superseded_by: e.superseded_by.map(|x| x.to_string()),
                 }),
             ))

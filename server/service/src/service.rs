@@ -637,7 +637,7 @@ impl Service {
                     at: e.at,
                     tokens: e.raw_tokens,
                     full_tokens: e.full_tokens,
-                    outcome: e.outcome.as_str().to_string(),
+                    outcome: e.outcome,
                     superseded_by: e.superseded_by.map(|x| x.to_string()),
                 })
                 .collect(),

@@ -44,7 +44,7 @@ pub fn envelope(view: &SessionView, prompt: &Prompt) -> StateEnvelope {
 fn fields(ctx: &CurrentContext) -> ContextFields {
     ContextFields {
         turn: ctx.turn,
-        phase: ctx.phase.as_str().to_string(),
+        phase: ctx.phase,
         objective: ctx.objective.clone(),
         model_note: ctx.model_note.clone(),
         story: ctx.narrative.clone(),
@@ -141,11 +141,12 @@ pub fn differs(previous: &StateEnvelope, next: &StateEnvelope) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use ctxproxy_core::context::Phase;
 
     fn context() -> ContextFields {
         ContextFields {
             turn: 4,
-            phase: "debugging".into(),
+            phase: Phase::Debugging,
             objective: "find which functions of textwrap.py raise ValueError".into(),
             model_note: Some("width must be positive".into()),
             story: (1..=6)
@@ -181,7 +182,7 @@ mod tests {
 
     #[test]
     fn iteration_budget_used_turn_and_story_are_no_change() {
-        let state = |iteration, used, turn, story: &[&str], phase: &str| StateEnvelope {
+        let state = |iteration, used, turn, story: &[&str], phase: Phase| StateEnvelope {
             call: CallState {
                 session_id: "s-1".into(),
                 depth: 1,
@@ -196,20 +197,20 @@ mod tests {
             },
             context: ContextFields {
                 turn,
-                phase: phase.into(),
+                phase,
                 story: story.iter().map(|s| s.to_string()).collect(),
                 ..ContextFields::default()
             },
             dropped: 0,
         };
-        let a = state(1, 900, 1, &["x1 a"], "exploring");
+        let a = state(1, 900, 1, &["x1 a"], Phase::Exploring);
         assert!(!differs(
             &a,
-            &state(2, 1400, 2, &["x2 b", "x1 a"], "exploring")
+            &state(2, 1400, 2, &["x2 b", "x1 a"], Phase::Exploring)
         ));
         assert!(differs(
             &a,
-            &state(2, 1400, 2, &["x2 b", "x1 a"], "debugging")
+            &state(2, 1400, 2, &["x2 b", "x1 a"], Phase::Debugging)
         ));
     }
 }

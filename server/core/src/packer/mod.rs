@@ -43,7 +43,7 @@ use crate::view::SessionView;
 
 pub use prompt::{
     shared_prefix_tokens, ItemForm, Layer, LayerItem, LayerReport, PackError, PackRequest,
-    PackedPrompt, PromptMessage, Shape, Trim,
+    PackedPrompt, PromptMessage, Shape, ShapeKind, Trim,
 };
 pub use regions::{references_horizon, view_len, window_len};
 pub use whole::whole_allowed;

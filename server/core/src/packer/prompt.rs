@@ -206,6 +206,34 @@ pub struct PackedPrompt {
     pub shape: Shape,
 }
 
+/// Which shape a prompt has: the word `ctx/assemble` and the prompt
+/// record name it by. A record made before the shape was kept is layered.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub enum ShapeKind {
+    #[default]
+    Layered,
+    Whole,
+    OneShot,
+}
+
+impl ShapeKind {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ShapeKind::Layered => "layered",
+            ShapeKind::Whole => "whole",
+            ShapeKind::OneShot => "oneShot",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<ShapeKind> {
+        [ShapeKind::Layered, ShapeKind::Whole, ShapeKind::OneShot]
+            .into_iter()
+            .find(|kind| kind.as_str() == s)
+    }
+}
+
+crate::wire_name!(ShapeKind: Layered, Whole, OneShot);
+
 /// What a prompt is made of.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Shape {
@@ -222,12 +250,12 @@ pub enum Shape {
 }
 
 impl Shape {
-    /// The name `ctx/assemble` reports.
-    pub fn as_str(&self) -> &'static str {
+    /// Which shape this is, without what it holds.
+    pub fn kind(&self) -> ShapeKind {
         match self {
-            Shape::Layered => "layered",
-            Shape::Whole { .. } => "whole",
-            Shape::OneShot(_) => "oneShot",
+            Shape::Layered => ShapeKind::Layered,
+            Shape::Whole { .. } => ShapeKind::Whole,
+            Shape::OneShot(_) => ShapeKind::OneShot,
         }
     }
 
