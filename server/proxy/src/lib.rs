@@ -8,6 +8,7 @@
 mod anthropic;
 mod api;
 mod context_tools;
+mod gemini;
 mod histories;
 mod history;
 mod listen;
@@ -32,7 +33,7 @@ use axum::body::{Body, Bytes};
 use axum::extract::{Request, State};
 use axum::http::{HeaderMap, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
-use axum::routing::{get, post};
+use axum::routing::{any, get, post};
 use axum::{Json, Router};
 use ctxproxy_core::message::Role;
 use serde_json::{json, Value};
@@ -279,6 +280,8 @@ pub fn router(proxy: Arc<Proxy>) -> Router {
         .route("/messages", post(model::<anthropic::Anthropic>))
         .route("/v1/messages/count_tokens", post(count_tokens))
         .route("/messages/count_tokens", post(count_tokens))
+        .route("/v1beta/models/{model_method}", any(gemini_method))
+        .route("/v1/models/{model_method}", any(gemini_method))
         .fallback(passthrough)
         .with_state(proxy)
 }
@@ -643,6 +646,19 @@ async fn model<A: Api>(State(proxy): State<Arc<Proxy>>, request: Request) -> Res
         rounds::streamed::<A>(call).await
     } else {
         rounds::whole::<A>(call).await
+    }
+}
+
+/// `/v1beta/models/{model}:{method}` (and `/v1/models/…`): the model is in
+/// the path; `generateContent` and `streamGenerateContent` are read, any
+/// other method (`countTokens`, a `GET` of the model) forwarded unchanged.
+async fn gemini_method(state: State<Arc<Proxy>>, request: Request) -> Response {
+    let path = request.uri().path();
+    let read = request.method() == axum::http::Method::POST
+        && gemini::METHODS.iter().any(|m| path.ends_with(m));
+    match read {
+        true => model::<gemini::Gemini>(state, request).await,
+        false => passthrough(state, request).await,
     }
 }
 

@@ -94,7 +94,7 @@ impl Request {
             format: match &p.format {
                 Some(f) => Format::parse(f).ok_or_else(|| {
                     ServiceError::InvalidParams(format!(
-                        "format: expected openai, anthropic or text, got {f:?}"
+                        "format: expected openai, anthropic, gemini or text, got {f:?}"
                     ))
                 })?,
                 None => Format::OpenAi,
