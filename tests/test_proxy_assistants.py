@@ -455,7 +455,7 @@ GEMINI_KEY = "AIzaSyGeminiclitest0123456789abcdefgh"
 GEMINI_SETTINGS = {
     "security": {"auth": {"selectedType": "gemini-api-key"}, "folderTrust": {"enabled": False}},
     "privacy": {"usageStatisticsEnabled": False},
-    "general": {"disableAutoUpdate": True, "disableUpdateNag": True},
+    "general": {"enableAutoUpdate": False, "enableAutoUpdateNotification": False},
     "telemetry": {"enabled": False},
     # Gemini CLI opens a conversation with a session context holding the workspace's directory
     # tree, and `--resume` writes that context anew: with hello.txt in the tree, the resumed
