@@ -78,14 +78,13 @@ fn text_at<'a>(v: &'a Value, key: &str, at: &str) -> Result<&'a str, BadRequest>
         .ok_or_else(|| expected(&format!("{at}.{key}"), "a string", got))
 }
 
-/// The kind of part ctxproxy keeps no text of (`inlineData`, `fileData`, …).
-fn part_kind(p: &Value) -> &str {
-    p.as_object()
-        .and_then(|o| {
-            o.keys()
-                .find(|k| !matches!(k.as_str(), "thoughtSignature" | "thought"))
-        })
-        .map_or("part", String::as_str)
+/// The kind of part ctxproxy keeps no text of (`inlineData`, `fileData`,
+/// …); `None` for a part that holds nothing but a thought signature.
+fn part_kind(p: &Value) -> Option<&str> {
+    p.as_object()?
+        .keys()
+        .map(String::as_str)
+        .find(|k| !matches!(*k, "thoughtSignature" | "thought"))
 }
 
 /// A part's text as ctxproxy reads it: text as it is, a thought not at
@@ -97,7 +96,7 @@ fn part_text(p: &Value, at: &str) -> Result<Option<String>, BadRequest> {
     if p.get("text").is_some() {
         return text_at(p, "text", at).map(|t| Some(t.to_string()));
     }
-    Ok(Some(format!("[{}]", part_kind(p))))
+    Ok(part_kind(p).map(|kind| format!("[{kind}]")))
 }
 
 /// A response's text: its `output` when that is text, else the response
@@ -211,7 +210,8 @@ fn has_signature(m: &Value) -> bool {
 }
 
 /// What the client's thought signatures went with: a call (by its id) or a
-/// model content's text. The API wants them back on the same parts.
+/// model content's text (trimmed: the prompt ends a text with a newline).
+/// The API wants them back on the same parts.
 #[derive(Default)]
 struct Signatures {
     by_call: HashMap<String, Value>,
@@ -235,7 +235,7 @@ impl Signatures {
                     let id = call_id(&p["functionCall"]["id"], name, *index, ordinals.next(name));
                     out.by_call.extend(signature.map(|s| (id, s)));
                 } else if let Some(s) = signature.filter(|_| p["thought"] != true) {
-                    out.by_text.insert(text.clone(), s);
+                    out.by_text.insert(text.trim().to_string(), s);
                 }
             }
         }
@@ -250,7 +250,7 @@ impl Signatures {
         for p in parts {
             let found = match (p["functionCall"]["id"].as_str(), p["text"].as_str()) {
                 (Some(id), _) => self.by_call.get(id),
-                (None, Some(text)) => self.by_text.get(text),
+                (None, Some(text)) => self.by_text.get(text.trim()),
                 (None, None) => None,
             };
             if let Some(s) = found.filter(|_| p.get("thoughtSignature").is_none()) {

@@ -14,7 +14,7 @@ use crate::sse;
 /// with the last reason and the usage summed over the rounds.
 #[derive(Default)]
 pub struct ChunkSplicer {
-    /// The first chunk, as the template of the closing one.
+    /// The first chunk: its model version and response id go on the closing one.
     first: Option<Value>,
     /// This round's parts, context calls included, thoughts left out.
     round_parts: Vec<Value>,
@@ -60,6 +60,12 @@ impl Splicer for ChunkSplicer {
             self.round_usage = usage;
         }
         let Some(candidate) = chunk["candidates"].get_mut(0) else {
+            // A prompt the API blocked: no candidate, its reason in
+            // `promptFeedback`; the stream ends there.
+            if chunk["promptFeedback"]["blockReason"].is_string() {
+                self.round_done = true;
+                return chunk_bytes(&chunk);
+            }
             return Vec::new();
         };
         if let Some(reason) = candidate
@@ -103,17 +109,17 @@ impl Splicer for ChunkSplicer {
     }
 
     fn finish(&mut self) -> Vec<u8> {
-        let mut chunk = self
-            .first
-            .clone()
-            .unwrap_or_else(|| json!({"candidates": [{"index": 0}]}));
-        if let Some(c) = chunk.as_object_mut() {
-            c.remove("usageMetadata");
-        }
         let reason = self.finish_reason.take().unwrap_or_else(|| json!("STOP"));
-        let candidate = &mut chunk["candidates"][0];
-        candidate["content"] = json!({"role": "model", "parts": [{"text": ""}]});
-        candidate["finishReason"] = reason;
+        let mut chunk = json!({"candidates": [{
+            "content": {"role": "model", "parts": [{"text": ""}]},
+            "finishReason": reason,
+            "index": 0,
+        }]});
+        for key in ["modelVersion", "responseId"] {
+            if let Some(v) = self.first.as_ref().and_then(|f| f.get(key)) {
+                chunk[key] = v.clone();
+            }
+        }
         if !self.usage.is_null() {
             chunk["usageMetadata"] = self.usage.clone();
         }

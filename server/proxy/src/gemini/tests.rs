@@ -297,3 +297,37 @@ fn a_stream_without_a_finish_reason_has_not_ended() {
         .unwrap()
         .starts_with("data: {\"error\""));
 }
+
+#[test]
+fn a_signature_on_text_goes_back_on_that_text() {
+    let kept = [(
+        1,
+        json!({"role": "model", "parts": [{"text": "Done."}, {"text": "", "thoughtSignature": "c2ln"}]}),
+    )];
+    let mut content = json!({"role": "model", "parts": [{"text": "Done.\n"}]});
+    Signatures::of(&kept).restore(&mut content);
+    assert_eq!(content["parts"][0]["thoughtSignature"], "c2ln");
+    // A part of nothing but a signature is no text of the history.
+    let only = json!({"role": "model", "parts": [{"text": "Done."}, {"thoughtSignature": "c2ln"}]});
+    assert_eq!(
+        to_messages(&only, "contents[1]").unwrap()[0].content,
+        "Done."
+    );
+}
+
+#[test]
+fn a_blocked_prompt_ends_the_stream_with_its_feedback() {
+    let mut s = Gemini::splicer(&json!({}));
+    let blocked = json!({"promptFeedback": {"blockReason": "SAFETY"}, "usageMetadata": {"promptTokenCount": 9}});
+    let out = s.event(sse::Event {
+        event: String::new(),
+        data: blocked.to_string(),
+    });
+    assert!(String::from_utf8(out)
+        .unwrap()
+        .contains("\"blockReason\":\"SAFETY\""));
+    assert!(s.round_ended());
+    s.end_round();
+    let last = String::from_utf8(s.finish()).unwrap();
+    assert!(last.contains("\"promptTokenCount\":9"), "{last}");
+}
