@@ -1,4 +1,4 @@
-//! `ctxproxy proxy`: the OpenAI / Anthropic front door, the one edge that
+//! `ctxproxy proxy`: the OpenAI / Anthropic / Gemini front door, the one edge that
 //! knows HTTP. Each model request is handled in order: find the session,
 //! store what is new, assemble under the budget, forward, answer context
 //! tools, reply (streamed as the upstream streams), record the reply: all
@@ -569,7 +569,8 @@ fn our_headers(session: &str, prompt: Option<&str>) -> HeaderMap {
     ours
 }
 
-/// `POST /v1/chat/completions` and `POST /v1/messages`.
+/// `POST /v1/chat/completions`, `POST /v1/messages` and Gemini's
+/// `generateContent` / `streamGenerateContent`.
 async fn model<A: Api>(State(proxy): State<Arc<Proxy>>, request: Request) -> Response {
     let incoming = match read_request::<A>(&proxy, request).await {
         Ok(i) => i,
