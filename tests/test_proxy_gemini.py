@@ -164,6 +164,17 @@ def test_a_call_without_an_id_is_named_as_the_record_holds_it(proxy, upstream, s
     assert named in json.dumps(upstream.model_calls()[-1].json["contents"])
 
 
+def test_a_whole_reply_to_a_streamed_request_reaches_the_client_as_a_stream(proxy, upstream, store):
+    upstream.push(Turn(text="Whole, not streamed.", whole=True))
+    status, headers, raw = call(proxy, body([{"role": "user", "parts": [{"text": "hi"}]}]), stream=True)
+    assert status == 200, raw
+    responses = chunks(raw)
+    assert "".join(p.get("text", "") for p in parts_of(responses)) == "Whole, not streamed."
+    assert responses[-1]["candidates"][0]["finishReason"] == "STOP"
+    session, _ = reply_ids(headers)
+    assert "Whole, not streamed." in proxylib.recorded_exchange(store, session)
+
+
 def test_a_short_session_is_forwarded_as_sent(store, upstream):
     """The whole shape: the client's own contents, signatures and all."""
     contents = [
