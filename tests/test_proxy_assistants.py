@@ -480,14 +480,21 @@ def gemini_text(p: subprocess.CompletedProcess) -> str:
     return json.loads(p.stdout)["response"]
 
 
-def test_gemini_cli_writes_a_file_then_resumes_through_the_proxy(tmp_path, store, upstream):
+@pytest.mark.parametrize("internal_round", [False, True], ids=["plain", "context-search-round"])
+def test_gemini_cli_writes_a_file_then_resumes_through_the_proxy(tmp_path, store, upstream, internal_round):
     gemini = node_tool("CTXPROXY_GEMINI", "gemini")
     work = tmp_path / "work"
     work.mkdir()
     target = work / "hello.txt"
     with proxylib.Proxy(store, upstream.url, upstream.url, extra=["--gemini-upstream", upstream.url]) as proxy:
         env = gemini_env(tmp_path / "home", GOOGLE_GEMINI_BASE_URL=proxy.url)
-        upstream.push(*two_turn_script("write_file", {"file_path": str(target), "content": GREETING}))
+        script = two_turn_script("write_file", {"file_path": str(target), "content": GREETING})
+        if internal_round:
+            # The model first searches the stored context, with a thought and its signature; the
+            # proxy answers that itself and Gemini CLI never sees it.
+            script.insert(0, Turn(thinking="Look for earlier notes.",
+                                  tool_calls=[ToolCall("ctx_search_1", "context_search", {"query": "hello"})]))
+        upstream.push(*script)
         outs = []
         for args in (["-p", TASK], ["--resume", "latest", "-p", SECOND]):
             # -m: a named model, so no routing call picks one first.
@@ -495,19 +502,26 @@ def test_gemini_cli_writes_a_file_then_resumes_through_the_proxy(tmp_path, store
                                cwd=work, env=env, capture_output=True, text=True, timeout=RUN_TIMEOUT,
                                stdin=subprocess.DEVNULL)
             assert p.returncode == 0, f"gemini exited {p.returncode}\n{p.stdout}\n{p.stderr}\nproxy:\n{proxy.stderr}"
+            assert "context_search" not in p.stdout
             outs.append(gemini_text(p))
     assert outs == [DONE, ANSWER]
     assert target.read_text() == GREETING
 
     calls = upstream.model_calls()
-    assert len(calls) == 3 and len(upstream.requests) == 3, [r.path for r in upstream.requests]
+    assert len(calls) == 3 + internal_round and len(upstream.requests) == len(calls), \
+        [r.path for r in upstream.requests]
+    if internal_round:
+        searched, answered = calls[1].json["contents"][-2:]
+        assert searched["parts"][-1]["thoughtSignature"] == Turn().signature
+        assert answered["parts"][0]["functionResponse"]["id"] == "ctx_search_1"
     for c in calls:
         assert c.path == "/v1beta/models/test-model:streamGenerateContent" and c.query == "alt=sse"
         assert c.headers["x-goog-api-key"] == GEMINI_KEY
         names = [d["name"] for t in c.json["tools"] for d in t.get("functionDeclarations", [])]
         assert {"write_file", "context_retrieve", "context_search"} <= set(names)
-    resumed = json.dumps(calls[2].json["contents"])
+    resumed = json.dumps(calls[-1].json["contents"])
     assert TASK in resumed and "call_write_hello" in resumed and SECOND in resumed
+    assert "ctx_search_1" not in resumed, "the client's history holds no context call"
 
     # One session: the resumed turn continued it.
     [(session, exchanges, prompts)] = session_rows(store)

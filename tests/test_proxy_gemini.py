@@ -52,9 +52,12 @@ def call(proxy, body: dict, stream: bool = False, key: str = KEY, query: str = "
 
 def chunks(raw: bytes) -> list[dict]:
     """The `data:` lines of a Gemini stream, each a whole response; the
-    stream has no event names and no `[DONE]`."""
+    stream has no event names, no `[DONE]` and nothing but `data:` lines and
+    blank ones (the google-genai SDKs stop reading at anything else, a
+    keep-alive comment too)."""
     text = raw.decode()
-    assert "event:" not in text and "[DONE]" not in text, text
+    assert "[DONE]" not in text, text
+    assert all(line.startswith("data: ") or not line.strip() for line in text.splitlines()), text
     return [json.loads(line[5:]) for line in text.splitlines() if line.startswith("data:")]
 
 

@@ -130,8 +130,12 @@ impl Splicer for ChunkSplicer {
         content_of(self.client_parts.clone())
     }
 
+    /// A blank line: the google-genai SDKs read a stream by matching
+    /// `^\s*data: ` at the start of what they have not read yet, so an SSE
+    /// comment would stop them there for the rest of the stream; whitespace
+    /// they skip, and to SSE it is no event.
     fn keep_alive(&self) -> Vec<u8> {
-        sse::comment("ctxproxy: answering a context tool")
+        b"\n".to_vec()
     }
 
     fn failed(&self) -> bool {
