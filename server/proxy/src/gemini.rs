@@ -297,6 +297,17 @@ fn put_declarations(body: &mut Value, client: &Value, ours: Value) {
     body["tools"] = Value::Array(tools);
 }
 
+/// Whether a body asks for JSON output (`responseMimeType`
+/// `application/json`, a response schema): the API refuses function calling
+/// beside it, so such a request (Gemini CLI's model router, its
+/// next-speaker check) gets no context tools.
+fn asks_for_json(body: &Value) -> bool {
+    let config = &body["generationConfig"];
+    config["responseMimeType"] == "application/json"
+        || config.get("responseSchema").is_some()
+        || config.get("responseJsonSchema").is_some()
+}
+
 /// Where a reply's parts are: `candidates[0].content.parts`.
 fn reply_parts(reply: &Value) -> &[Value] {
     reply["candidates"][0]["content"]["parts"]
@@ -397,7 +408,11 @@ impl Api for Gemini {
                 .collect();
         }
         body["contents"] = Value::Array(contents);
-        put_declarations(&mut body, client.envelope, prompt.tools);
+        let ours = match asks_for_json(client.envelope) {
+            true => Value::Null,
+            false => prompt.tools,
+        };
+        put_declarations(&mut body, client.envelope, ours);
         body
     }
 

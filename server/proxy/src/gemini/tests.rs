@@ -140,6 +140,29 @@ fn the_context_tools_join_the_clients_declarations_or_come_alone() {
     );
 }
 
+#[test]
+fn a_request_for_json_output_gets_no_context_tools() {
+    let prompt = || FormattedPrompt {
+        messages: vec![json!({"role": "user", "parts": [{"text": "Which model?"}]})],
+        tools: json!({"functionDeclarations": [{"name": "context_search"}]}),
+        system: None,
+        text: None,
+    };
+    let router = json!({
+        "contents": [{"role": "user", "parts": [{"text": "Which model?"}]}],
+        "generationConfig": {"responseMimeType": "application/json", "responseJsonSchema": {"type": "object"}}
+    });
+    assert!(forwarded::<Gemini>(&router, prompt(), "s")
+        .get("tools")
+        .is_none());
+    let mut plain = router.clone();
+    plain["generationConfig"] = json!({"temperature": 0});
+    assert_eq!(
+        forwarded::<Gemini>(&plain, prompt(), "s")["tools"],
+        json!([{"functionDeclarations": [{"name": "context_search"}]}])
+    );
+}
+
 fn reply(parts: Value, usage: Value) -> Value {
     json!({
         "candidates": [{"content": {"role": "model", "parts": parts}, "finishReason": "STOP", "index": 0}],
