@@ -1,9 +1,10 @@
 """Helpers for the `ctxproxy proxy` end-to-end tests.
 
 - `ScriptedUpstream`: a model API on loopback (stdlib `http.server` in a
-  thread) standing in for OpenAI and Anthropic. It records every request it
-  receives (method, path, headers, body) and answers the model calls
-  (`POST /v1/chat/completions`, `POST /v1/messages`) from a script, in the
+  thread) standing in for OpenAI, Anthropic and Gemini. It records every
+  request it receives (method, path, headers, body) and answers the model
+  calls (`POST /v1/chat/completions`, `POST /v1/messages`,
+  `POST /v1beta/models/M:generateContent` and `:streamGenerateContent`) from a script, in the
   shape the request asked for: JSON, or SSE framed exactly as each API
   streams it, with a pause between events. `/v1/messages/count_tokens` and
   `GET /v1/models` are answered too; any other path gets a 404 in the API's
@@ -63,7 +64,8 @@ class ToolCall:
 @dataclasses.dataclass
 class Turn:
     """One answer of the model. `text` comes first, then `tool_calls`.
-    `thinking` (Anthropic only) is a thinking block with its `signature`."""
+    `thinking` is a thinking block with its `signature` (Anthropic), or a
+    thought part and the `thoughtSignature` of the first call (Gemini)."""
 
     text: str = ""
     tool_calls: list[ToolCall] = dataclasses.field(default_factory=list)
@@ -289,6 +291,61 @@ def anthropic_events(turn: Turn, model: str) -> list[tuple[str, dict]]:
     return ev
 
 
+# ------------------------------------------------------------- rendering: Gemini
+
+def gemini_error(status: int, message: str, status_name: str) -> Fail:
+    return Fail(status, {"error": {"code": status, "message": message, "status": status_name}})
+
+
+def _gemini_usage(turn: Turn) -> dict:
+    return {"promptTokenCount": turn.input_tokens, "candidatesTokenCount": turn.output_tokens,
+            "totalTokenCount": turn.input_tokens + turn.output_tokens}
+
+
+def _gemini_call_parts(turn: Turn) -> list[dict]:
+    """A call without an id (`ToolCall.id` empty) is sent without one, as the API may."""
+    parts = []
+    for i, c in enumerate(turn.tool_calls):
+        call = {"name": c.name, "args": c.arguments}
+        if c.id:
+            call["id"] = c.id
+        part = {"functionCall": call}
+        if i == 0 and turn.thinking is not None:
+            part["thoughtSignature"] = turn.signature
+        parts.append(part)
+    return parts
+
+
+def gemini_response(turn: Turn, model: str) -> dict:
+    parts = [{"text": turn.thinking, "thought": True}] if turn.thinking is not None else []
+    parts += ([{"text": turn.text}] if turn.text else []) + _gemini_call_parts(turn)
+    return {"candidates": [{"content": {"role": "model", "parts": parts}, "finishReason": "STOP", "index": 0}],
+            "usageMetadata": _gemini_usage(turn), "modelVersion": model,
+            "responseId": f"scripted{next(_ids)}"}
+
+
+def gemini_chunks(turn: Turn, model: str) -> list[dict]:
+    """The chunks `streamGenerateContent` sends for `turn`: the thought, text
+    pieces, the calls whole, each chunk a whole response with the usage so
+    far; the last carries the `finishReason`."""
+    response_id = f"scripted{next(_ids)}"
+    parts = [[{"text": turn.thinking, "thought": True}]] if turn.thinking is not None else []
+    parts += [[{"text": turn.text[i:i + turn.piece]}] for i in range(0, len(turn.text), turn.piece)]
+    parts += [[p] for p in _gemini_call_parts(turn)] or [[{"text": ""}]]
+    out = []
+    for n, p in enumerate(parts):
+        candidate = {"content": {"role": "model", "parts": p}, "index": 0}
+        if n == len(parts) - 1:
+            candidate["finishReason"] = "STOP"
+        out.append({"candidates": [candidate], "usageMetadata": _gemini_usage(turn),
+                    "modelVersion": model, "responseId": response_id})
+    return out
+
+
+def _is_gemini_call(path: str) -> bool:
+    return path.endswith(":generateContent") or path.endswith(":streamGenerateContent")
+
+
 # ------------------------------------------------------------------ the server
 
 class _Server(socketserver.ThreadingMixIn, http.server.HTTPServer):
@@ -442,6 +499,7 @@ class ScriptedUpstream:
                                              "type": "invalid_request_error", "param": None, "code": "not_found"}})
             return
         anthropic = rec.path.endswith("/messages")
+        gemini = _is_gemini_call(rec.path)
         try:
             body = rec.json
         except ValueError:
@@ -464,11 +522,18 @@ class ScriptedUpstream:
             h.write_chunk(f"event: error\ndata: {json.dumps(entry.error)}\n\n".encode())
             h.end_stream()
             return
-        if not body.get("stream") or entry.whole:
+        if gemini:
+            model = rec.path.rpartition("/")[2].partition(":")[0]
+            if rec.path.endswith(":generateContent") or entry.whole:
+                h.send_json(rec, 200, gemini_response(entry, model))
+                return
+        elif not body.get("stream") or entry.whole:
             h.send_json(rec, 200, anthropic_message(entry, model) if anthropic else openai_completion(entry, model))
             return
         h.start_stream(rec)
-        if anthropic:
+        if gemini:
+            frames = [f"data: {json.dumps(data)}\n\n" for data in gemini_chunks(entry, model)]
+        elif anthropic:
             frames = [f"event: {name}\ndata: {json.dumps(data)}\n\n" for name, data in anthropic_events(entry, model)]
         else:
             include_usage = bool((body.get("stream_options") or {}).get("include_usage"))
@@ -517,7 +582,7 @@ class ScriptedUpstream:
 
 
 def _is_model_call(path: str) -> bool:
-    return path.endswith("/chat/completions") or path.endswith("/messages")
+    return path.endswith("/chat/completions") or path.endswith("/messages") or _is_gemini_call(path)
 
 
 # ------------------------------------------------------------------- the proxy

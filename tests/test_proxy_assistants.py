@@ -2,16 +2,17 @@
 `ctxproxy proxy` (or `ctxproxy run`) with the scripted upstream behind it:
 Claude Code (`claude -p`, npm `@anthropic-ai/claude-code`), Aider
 (`aider --message`, PyPI `aider-chat`), Qwen Code (`qwen`, npm
-`@qwen-code/qwen-code`), Continue's CLI (`cn -p`, npm `@continuedev/cli`) and
-opencode (`opencode run`, npm `opencode-ai`). Each completes a short task: the
-scripted model asks for a file to be written, the assistant writes it, the
-model ends with a text. Claude Code, Qwen Code, Continue and opencode then
-resume the conversation for a second turn. Everything runs offline on loopback.
+`@qwen-code/qwen-code`), Continue's CLI (`cn -p`, npm `@continuedev/cli`),
+opencode (`opencode run`, npm `opencode-ai`) and Gemini CLI (`gemini -p`, npm
+`@google/gemini-cli`). Each completes a short task: the scripted model asks
+for a file to be written, the assistant writes it, the model ends with a
+text. Claude Code, Qwen Code, Continue, opencode and Gemini CLI then resume the
+conversation for a second turn. Everything runs offline on loopback.
 
 `.ci/run` installs them into tests/.tools (npm into a local prefix, Aider into
 its own venv). A test is skipped, naming what is missing, only when its tool
 is not installed; CTXPROXY_CLAUDE / CTXPROXY_AIDER / CTXPROXY_QWEN /
-CTXPROXY_CN / CTXPROXY_OPENCODE point at other installs.
+CTXPROXY_CN / CTXPROXY_OPENCODE / CTXPROXY_GEMINI point at other installs.
 """
 
 from __future__ import annotations
@@ -456,3 +457,85 @@ def test_opencode_writes_a_file_then_continues_through_the_proxy(tmp_path, store
     assert exchanges == 2
     assert SECOND in proxylib.cli("show-prompt", session, "p3", store=store).stdout
     assert proxylib.files_containing(store.parent, OPENCODE_KEY.encode()) == []
+
+
+# ------------------------------------------------------------------- Gemini CLI
+
+GEMINI_KEY = "AIzaSyGeminiclitest0123456789abcdefgh"
+# The API key, no trust prompt, no usage statistics: only the model API is called.
+GEMINI_SETTINGS = {
+    "security": {"auth": {"selectedType": "gemini-api-key"}, "folderTrust": {"enabled": False}},
+    "privacy": {"usageStatisticsEnabled": False},
+    "general": {"enableAutoUpdate": False, "enableAutoUpdateNotification": False},
+    "telemetry": {"enabled": False},
+    # Gemini CLI opens a conversation with a session context holding the workspace's directory
+    # tree, and `--resume` writes that context anew: with hello.txt in the tree, the resumed
+    # history repeats none of the recorded one, and its key (system instruction + first user
+    # content) differs, so the second turn opened a session of its own (checked by hand with
+    # 0.61.0). Without the tree the context holds the date, the OS and the temp directory.
+    "context": {"includeDirectoryTree": False},
+}
+
+
+def gemini_env(home: pathlib.Path, **extra: str) -> dict:
+    (home / ".gemini").mkdir(parents=True, exist_ok=True)
+    (home / ".gemini" / "settings.json").write_text(json.dumps(GEMINI_SETTINGS))
+    env = offline_env(home)
+    for k in list(env):
+        if k.startswith(("GEMINI_", "GOOGLE_")):
+            del env[k]
+    return env | {"GEMINI_API_KEY": GEMINI_KEY, **extra}
+
+
+def gemini_text(p: subprocess.CompletedProcess) -> str:
+    return json.loads(p.stdout)["response"]
+
+
+@pytest.mark.parametrize("internal_round", [False, True], ids=["plain", "context-search-round"])
+def test_gemini_cli_writes_a_file_then_resumes_through_the_proxy(tmp_path, store, upstream, internal_round):
+    gemini = node_tool("CTXPROXY_GEMINI", "gemini")
+    work = tmp_path / "work"
+    work.mkdir()
+    target = work / "hello.txt"
+    with proxylib.Proxy(store, upstream.url, upstream.url, extra=["--gemini-upstream", upstream.url]) as proxy:
+        env = gemini_env(tmp_path / "home", GOOGLE_GEMINI_BASE_URL=proxy.url)
+        script = two_turn_script("write_file", {"file_path": str(target), "content": GREETING})
+        if internal_round:
+            # The model first searches the stored context, with a thought and its signature; the
+            # proxy answers that itself and Gemini CLI never sees it.
+            script.insert(0, Turn(thinking="Look for earlier notes.",
+                                  tool_calls=[ToolCall("ctx_search_1", "context_search", {"query": "hello"})]))
+        upstream.push(*script)
+        outs = []
+        for args in (["-p", TASK], ["--resume", "latest", "-p", SECOND]):
+            # -m: a named model, so no routing call picks one first.
+            p = subprocess.run([gemini, "-m", "test-model", *args, "--yolo", "-o", "json", "--skip-trust"],
+                               cwd=work, env=env, capture_output=True, text=True, timeout=RUN_TIMEOUT,
+                               stdin=subprocess.DEVNULL)
+            assert p.returncode == 0, f"gemini exited {p.returncode}\n{p.stdout}\n{p.stderr}\nproxy:\n{proxy.stderr}"
+            assert "context_search" not in p.stdout
+            outs.append(gemini_text(p))
+    assert outs == [DONE, ANSWER]
+    assert target.read_text() == GREETING
+
+    calls = upstream.model_calls()
+    assert len(calls) == 3 + internal_round and len(upstream.requests) == len(calls), \
+        [r.path for r in upstream.requests]
+    if internal_round:
+        searched, answered = calls[1].json["contents"][-2:]
+        assert searched["parts"][-1]["thoughtSignature"] == Turn().signature
+        assert answered["parts"][0]["functionResponse"]["id"] == "ctx_search_1"
+    for c in calls:
+        assert c.path == "/v1beta/models/test-model:streamGenerateContent" and c.query == "alt=sse"
+        assert c.headers["x-goog-api-key"] == GEMINI_KEY
+        names = [d["name"] for t in c.json["tools"] for d in t.get("functionDeclarations", [])]
+        assert {"write_file", "context_retrieve", "context_search"} <= set(names)
+    resumed = json.dumps(calls[-1].json["contents"])
+    assert TASK in resumed and "call_write_hello" in resumed and SECOND in resumed
+    assert "ctx_search_1" not in resumed, "the client's history holds no context call"
+
+    # One session: the resumed turn continued it.
+    [(session, exchanges, prompts)] = session_rows(store)
+    assert (exchanges, prompts) == (2, 3)
+    assert SECOND in proxylib.cli("show-prompt", session, "p3", store=store).stdout
+    assert proxylib.files_containing(store.parent, GEMINI_KEY.encode()) == []

@@ -2,11 +2,13 @@
 Python program on the official OpenAI SDK, which finds the proxy only through the `OPENAI_BASE_URL`
 that `run` sets; the model is the scripted upstream on loopback. What `run` owes its user: the
 client's arguments, standard input, output and exit status pass through, its session is recorded
-in the store, and at the end it says what each session was sent and forwarded. (Claude Code run
-this way: tests/test_proxy_assistants.py.)"""
+in the store, and at the end it says what each session was sent and forwarded. Gemini CLI is run
+this way here too (it finds the proxy through `GOOGLE_GEMINI_BASE_URL`); Claude Code and Qwen Code:
+tests/test_proxy_assistants.py."""
 
 from __future__ import annotations
 
+import json
 import pathlib
 import re
 import subprocess
@@ -15,6 +17,7 @@ import textwrap
 
 import ctxlib
 import proxylib
+import test_proxy_assistants as assistants
 from proxylib import Turn
 
 CLIENT = textwrap.dedent("""\
@@ -82,8 +85,40 @@ def test_a_command_that_cannot_start_exits_127_and_names_it(tmp_path, store, ups
 
 
 def test_an_assistant_whose_api_is_not_served_is_refused_before_it_runs(tmp_path, store, upstream):
-    for assistant, api in [("codex", "Responses API"), ("gemini", "Gemini API")]:
+    for assistant, api in [("codex", "Responses API")]:
         p = run(store, upstream.url, assistant, "exec", "hello")
         assert p.returncode != 0
         assert f"ctxproxy run {assistant}" in p.stderr and api in p.stderr, p.stderr
     assert upstream.model_calls() == []
+
+
+def test_gemini_cli_run_by_ctxproxy_run_writes_a_file_and_is_recorded(tmp_path, store, upstream):
+    """The environment has only the key: `run` points Gemini CLI at the proxy, and leaves its
+    settings as they were."""
+    gemini = assistants.node_tool("CTXPROXY_GEMINI", "gemini")
+    work = tmp_path / "work"
+    work.mkdir()
+    target = work / "hello.txt"
+    home = tmp_path / "home"
+    env = assistants.gemini_env(home)
+    settings = (home / ".gemini" / "settings.json").read_text()
+    upstream.push(*assistants.two_turn_script("write_file", {"file_path": str(target),
+                                                             "content": assistants.GREETING})[:2])
+    p = subprocess.run([str(ctxlib.binary()), "run", "--store", str(store), "--gemini-upstream", upstream.url,
+                        gemini, "-m", "test-model", "-p", assistants.TASK, "--yolo", "-o", "json", "--skip-trust"],
+                       cwd=work, env=env, capture_output=True, text=True, timeout=assistants.RUN_TIMEOUT,
+                       stdin=subprocess.DEVNULL)
+    assert p.returncode == 0, f"ctxproxy run gemini exited {p.returncode}\n{p.stdout}\n{p.stderr}"
+    assert assistants.gemini_text(p) == assistants.DONE
+    assert target.read_text() == assistants.GREETING
+    calls = upstream.model_calls()
+    assert [c.path for c in calls] == ["/v1beta/models/test-model:streamGenerateContent"] * 2
+    assert all(c.headers["x-goog-api-key"] == assistants.GEMINI_KEY for c in calls)
+    [session] = assistants.run_reported_sessions(p)
+    assert re.search(rf"session {session}: 2 request\(s\)", p.stderr), p.stderr
+    assert assistants.TASK in proxylib.cli("show-prompt", session, "p2", store=store).stdout
+    # Gemini CLI writes its settings back itself (reformatted): the same settings, and the
+    # proxy's address in none of its files.
+    assert json.loads((home / ".gemini" / "settings.json").read_text()) == json.loads(settings)
+    assert proxylib.files_containing(home, b"http://127.0.0.1") == []
+    assert proxylib.files_containing(store.parent, assistants.GEMINI_KEY.encode()) == []

@@ -17,7 +17,7 @@ use ctxproxy_proxy::{self as proxy, tally};
 pub struct Args {
     #[command(flatten)]
     options: proxy::Options,
-    /// The assistant and its arguments (claude, aider, qwen, cn, opencode, …),
+    /// The assistant and its arguments (claude, aider, qwen, cn, opencode, gemini, …),
     /// or any command after `--`.
     #[arg(
         required = true,
@@ -30,13 +30,15 @@ pub struct Args {
 
 /// The variables that point a run at the proxy: OpenAI's SDKs read
 /// `OPENAI_BASE_URL` (the `/v1` API root), LiteLLM (Aider) `OPENAI_API_BASE`,
-/// Anthropic's SDKs and Claude Code `ANTHROPIC_BASE_URL` (the host root).
-pub fn base_url_variables(addr: SocketAddr) -> [(&'static str, String); 3] {
+/// Anthropic's SDKs and Claude Code `ANTHROPIC_BASE_URL` (the host root),
+/// Gemini CLI `GOOGLE_GEMINI_BASE_URL` (the host root, without `/v1beta`).
+pub fn base_url_variables(addr: SocketAddr) -> [(&'static str, String); 4] {
     let root = format!("http://{addr}");
     [
         ("OPENAI_BASE_URL", format!("{root}/v1")),
         ("OPENAI_API_BASE", format!("{root}/v1")),
-        ("ANTHROPIC_BASE_URL", root),
+        ("ANTHROPIC_BASE_URL", root.clone()),
+        ("GOOGLE_GEMINI_BASE_URL", root),
     ]
 }
 
@@ -49,7 +51,6 @@ fn unserved_api(program: &str) -> Option<&'static str> {
         .unwrap_or(program);
     match name {
         "codex" => Some("the OpenAI Responses API"),
-        "gemini" => Some("the Gemini API"),
         _ => None,
     }
 }

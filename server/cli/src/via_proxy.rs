@@ -206,14 +206,25 @@ fn prompt_message(m: &Message) -> PromptMessage {
 /// A request of `api` carrying `history` whole, as an assistant sends it.
 fn request_body(api: ModelApi, history: &[PromptMessage]) -> Value {
     let prompt = format::prompt_fields(history, &json!([]), api.format());
-    let mut body = json!({"model": "replay", "messages": prompt.messages});
-    if api == ModelApi::Messages {
-        body["max_tokens"] = json!(4096);
+    let system = prompt.system.filter(|s| !s.is_empty());
+    match api {
+        ModelApi::ChatCompletions => json!({"model": "replay", "messages": prompt.messages}),
+        ModelApi::Messages => {
+            let mut body =
+                json!({"model": "replay", "max_tokens": 4096, "messages": prompt.messages});
+            if let Some(system) = system {
+                body["system"] = json!(system);
+            }
+            body
+        }
+        ModelApi::Gemini => {
+            let mut body = json!({"contents": prompt.messages});
+            if let Some(system) = system {
+                body["systemInstruction"] = json!({"parts": [{"text": system}]});
+            }
+            body
+        }
     }
-    if let Some(system) = prompt.system.filter(|s| !s.is_empty()) {
-        body["system"] = json!(system);
-    }
-    body
 }
 
 /// The whole reply of `api` answering with `message`, serialized.
@@ -232,6 +243,10 @@ fn reply_body(api: ModelApi, message: &PromptMessage) -> Vec<u8> {
             "content": shaped["content"],
             "stop_reason": if calls { "tool_use" } else { "end_turn" },
             "usage": {"input_tokens": 0, "output_tokens": 0},
+        }),
+        ModelApi::Gemini => json!({
+            "candidates": [{"index": 0, "content": shaped, "finishReason": "STOP"}],
+            "usageMetadata": {"promptTokenCount": 0, "candidatesTokenCount": 0, "totalTokenCount": 0},
         }),
     };
     reply.to_string().into_bytes()

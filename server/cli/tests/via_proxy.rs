@@ -76,8 +76,8 @@ async fn every_api_carries_a_session_to_the_same_figures() {
                 "{key} through {api:?}"
             );
         }
-        // Anthropic joins a tool result and the text after it into one user
-        // turn, which reads back a token apart at most.
+        // Messages and Gemini join a tool result and the text after it into
+        // one user turn, which reads back a token apart at most.
         let forwarded = figures(&chat, "forwardedTokens");
         for (x, (got, want)) in figures(&other, "forwardedTokens")
             .iter()

@@ -1,6 +1,7 @@
-//! What the two model APIs have in common for the proxy: the request as
+//! What the model APIs have in common for the proxy: the request as
 //! ctxproxy sees it, the context-tool calls a reply holds, and the interface
-//! `openai` and `anthropic` each implement (shapes in, shapes out; no HTTP).
+//! `openai`, `anthropic` and `gemini` each implement (shapes in, shapes out;
+//! no HTTP).
 
 use ctxproxy_core::message::Message;
 use serde_json::{Map, Value};

@@ -1,4 +1,4 @@
-//! `ctxproxy proxy`: the OpenAI / Anthropic front door, the one edge that
+//! `ctxproxy proxy`: the OpenAI / Anthropic / Gemini front door, the one edge that
 //! knows HTTP. Each model request is handled in order: find the session,
 //! store what is new, assemble under the budget, forward, answer context
 //! tools, reply (streamed as the upstream streams), record the reply: all
@@ -8,6 +8,7 @@
 mod anthropic;
 mod api;
 mod context_tools;
+mod gemini;
 mod history;
 mod history_cache;
 mod listen;
@@ -33,7 +34,7 @@ use axum::body::{Body, Bytes};
 use axum::extract::{Request, State};
 use axum::http::{HeaderMap, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
-use axum::routing::{get, post};
+use axum::routing::{any, get, post};
 use axum::{Json, Router};
 use ctxproxy_core::message::Role;
 use serde_json::{json, Value};
@@ -282,6 +283,8 @@ pub fn router(proxy: Arc<Proxy>) -> Router {
         .route("/messages", post(model::<anthropic::Anthropic>))
         .route("/v1/messages/count_tokens", post(count_tokens))
         .route("/messages/count_tokens", post(count_tokens))
+        .route("/v1beta/models/{model_method}", any(gemini_method))
+        .route("/v1/models/{model_method}", any(gemini_method))
         .fallback(passthrough)
         .with_state(proxy)
 }
@@ -569,7 +572,8 @@ fn our_headers(session: &str, prompt: Option<&str>) -> HeaderMap {
     ours
 }
 
-/// `POST /v1/chat/completions` and `POST /v1/messages`.
+/// `POST /v1/chat/completions`, `POST /v1/messages` and Gemini's
+/// `generateContent` / `streamGenerateContent`.
 async fn model<A: Api>(State(proxy): State<Arc<Proxy>>, request: Request) -> Response {
     let incoming = match read_request::<A>(&proxy, request).await {
         Ok(i) => i,
@@ -646,6 +650,19 @@ async fn model<A: Api>(State(proxy): State<Arc<Proxy>>, request: Request) -> Res
         rounds::streamed::<A>(call).await
     } else {
         rounds::whole::<A>(call).await
+    }
+}
+
+/// `/v1beta/models/{model}:{method}` (and `/v1/models/…`): the model is in
+/// the path; `generateContent` and `streamGenerateContent` are read, any
+/// other method (`countTokens`, a `GET` of the model) forwarded unchanged.
+async fn gemini_method(state: State<Arc<Proxy>>, request: Request) -> Response {
+    let path = request.uri().path();
+    let read = request.method() == axum::http::Method::POST
+        && gemini::METHODS.iter().any(|m| path.ends_with(m));
+    match read {
+        true => model::<gemini::Gemini>(state, request).await,
+        false => passthrough(state, request).await,
     }
 }
 

@@ -8,26 +8,33 @@ use serde_json::Value;
 
 use super::anthropic::Anthropic;
 use super::api::Api;
+use super::gemini::Gemini;
 use super::history::read_whole;
 use super::openai::OpenAi;
 
 /// The model APIs by the names `--api` takes (`chat-completions`,
-/// `messages`). The variants have no doc comments: clap would print one
+/// `messages`, `gemini`). The variants have no doc comments: clap would print one
 /// line of help for each and turn the whole command's help into its long form.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
 pub enum ModelApi {
     ChatCompletions,
     Messages,
+    Gemini,
 }
 
 impl ModelApi {
-    pub const ALL: [ModelApi; 2] = [ModelApi::ChatCompletions, ModelApi::Messages];
+    pub const ALL: [ModelApi; 3] = [
+        ModelApi::ChatCompletions,
+        ModelApi::Messages,
+        ModelApi::Gemini,
+    ];
 
     /// The path a request of this API is posted to.
     pub fn path(self) -> &'static str {
         match self {
             ModelApi::ChatCompletions => "/v1/chat/completions",
             ModelApi::Messages => "/v1/messages",
+            ModelApi::Gemini => "/v1beta/models/replay:generateContent",
         }
     }
 
@@ -36,6 +43,7 @@ impl ModelApi {
         match self {
             ModelApi::ChatCompletions => OpenAi::FORMAT,
             ModelApi::Messages => Anthropic::FORMAT,
+            ModelApi::Gemini => Gemini::FORMAT,
         }
     }
 
@@ -44,6 +52,7 @@ impl ModelApi {
         match self {
             ModelApi::ChatCompletions => read::<OpenAi>(body),
             ModelApi::Messages => read::<Anthropic>(body),
+            ModelApi::Gemini => read::<Gemini>(body),
         }
     }
 
@@ -53,6 +62,7 @@ impl ModelApi {
         match self {
             ModelApi::ChatCompletions => OpenAi::turn_message(&OpenAi::assistant_turn(reply)),
             ModelApi::Messages => Anthropic::turn_message(&Anthropic::assistant_turn(reply)),
+            ModelApi::Gemini => Gemini::turn_message(&Gemini::assistant_turn(reply)),
         }
     }
 }

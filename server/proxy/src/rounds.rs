@@ -107,9 +107,14 @@ pub async fn whole<A: Api>(mut x: ModelCall) -> Response {
                 return error::<A>(
                     StatusCode::BAD_GATEWAY,
                     ErrorKind::Upstream,
-                    &format!("upstream {} broke off its reply: {e}", x.url),
+                    // The URL without its query, which may carry a key (`?key=`).
+                    &format!(
+                        "upstream {} broke off its reply: {}",
+                        x.url.split('?').next().unwrap_or_default(),
+                        e.without_url()
+                    ),
                     None,
-                )
+                );
             }
         };
         let Ok(reply) = serde_json::from_slice::<Value>(&bytes) else {
@@ -245,7 +250,7 @@ async fn relay_round<A: Api>(
             None => break,
             Some(Ok(bytes)) => framer.push(&bytes),
             Some(Err(e)) => {
-                let message = format!("the upstream broke off its stream: {e}");
+                let message = format!("the upstream broke off its stream: {}", e.without_url());
                 let _ = tx.send(round_failed::<A>(splicer, &message)).await;
                 return false;
             }

@@ -347,29 +347,33 @@ pub struct AssembleResult {
 pub enum Format {
     OpenAi,
     Anthropic,
+    Gemini,
     Text,
 }
 
 impl Format {
+    const ALL: [Format; 4] = [
+        Format::OpenAi,
+        Format::Anthropic,
+        Format::Gemini,
+        Format::Text,
+    ];
+
     pub fn parse(s: &str) -> Option<Format> {
-        match s {
-            "openai" => Some(Format::OpenAi),
-            "anthropic" => Some(Format::Anthropic),
-            "text" => Some(Format::Text),
-            _ => None,
-        }
+        Format::ALL.into_iter().find(|f| f.as_str() == s)
     }
 
     pub fn as_str(self) -> &'static str {
         match self {
             Format::OpenAi => "openai",
             Format::Anthropic => "anthropic",
+            Format::Gemini => "gemini",
             Format::Text => "text",
         }
     }
 }
 
-ctxproxy_core::wire_name!(Format: OpenAi, Anthropic, Text);
+ctxproxy_core::wire_name!(Format: OpenAi, Anthropic, Gemini, Text);
 
 /// The state envelope (recursive calls): the call a prompt serves and the current
 /// context (L0) as fields, within `layers.currentContextMax` tokens.

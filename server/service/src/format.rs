@@ -1,5 +1,6 @@
 //! Serialises a packed prompt for a model API: `openai` chat messages,
-//! `anthropic` system + messages with content blocks, or plain `text`; and
+//! `anthropic` system + messages with content blocks, `gemini` contents
+//! with parts, or plain `text`; and
 //! renders a recorded prompt for people (`show-prompt`), and a path (`path`).
 
 use ctxproxy_core::message::Role;
@@ -11,7 +12,7 @@ pub use crate::api::Format;
 use crate::api::{AssembleResult, FormattedPrompt, PathResult};
 
 /// The fields of the `ctx/assemble` result that carry the prompt:
-/// `messages`, `tools`, and `system` (anthropic) or `text` (text).
+/// `messages`, `tools`, and `system` (anthropic, gemini) or `text` (text).
 pub fn prompt_fields(messages: &[PromptMessage], tools: &Value, format: Format) -> FormattedPrompt {
     match format {
         Format::OpenAi => FormattedPrompt {
@@ -21,15 +22,15 @@ pub fn prompt_fields(messages: &[PromptMessage], tools: &Value, format: Format) 
             text: None,
         },
         Format::Anthropic => FormattedPrompt {
-            system: Some(
-                messages
-                    .iter()
-                    .filter(|m| m.role == Role::System)
-                    .flat_map(|m| m.blocks.iter().map(Block::text))
-                    .collect(),
-            ),
+            system: Some(system_text(messages)),
             messages: anthropic_messages(messages),
             tools: anthropic_tools(tools),
+            text: None,
+        },
+        Format::Gemini => FormattedPrompt {
+            system: Some(system_text(messages)),
+            messages: gemini_contents(messages),
+            tools: gemini_tools(tools),
             text: None,
         },
         Format::Text => {
@@ -42,6 +43,15 @@ pub fn prompt_fields(messages: &[PromptMessage], tools: &Value, format: Format) 
             }
         }
     }
+}
+
+/// The system messages' text, for an API that states it beside the history.
+fn system_text(messages: &[PromptMessage]) -> String {
+    messages
+        .iter()
+        .filter(|m| m.role == Role::System)
+        .flat_map(|m| m.blocks.iter().map(Block::text))
+        .collect()
 }
 
 fn joined_text(blocks: &[Block]) -> String {
@@ -144,6 +154,81 @@ fn anthropic_tools(tools: &Value) -> Value {
             })
             .collect(),
     )
+}
+
+/// Gemini `contents`: roles `user` and `model`, alternating (consecutive
+/// turns of one role merged), a call's `args` an object, a tool result a
+/// `functionResponse` part of a user turn, named after the call it answers
+/// (the API matches them by name), results first in their turn.
+fn gemini_contents(messages: &[PromptMessage]) -> Vec<Value> {
+    let mut names: std::collections::HashMap<&str, &str> = std::collections::HashMap::new();
+    let mut out: Vec<(&str, Vec<Value>)> = Vec::new();
+    for m in messages.iter().filter(|m| m.role != Role::System) {
+        let role = if m.role == Role::Assistant {
+            "model"
+        } else {
+            "user"
+        };
+        let mut parts = Vec::with_capacity(m.blocks.len());
+        for b in &m.blocks {
+            parts.push(match b {
+                Block::Text(t) => json!({"text": t}),
+                Block::ToolUse { id, name, arguments } => {
+                    names.insert(id, name);
+                    json!({"functionCall": {"id": id, "name": name, "args": arguments_object(arguments)}})
+                }
+                Block::ToolResult {
+                    call_id,
+                    name,
+                    text,
+                } => {
+                    let name = match name.as_str() {
+                        "" => names.get(call_id.as_str()).copied().unwrap_or_default(),
+                        name => name,
+                    };
+                    json!({"functionResponse": {"id": call_id, "name": name, "response": {"output": text}}})
+                }
+            });
+        }
+        match out.last_mut() {
+            Some((r, existing)) if *r == role => existing.extend(parts),
+            _ => out.push((role, parts)),
+        }
+    }
+    out.into_iter()
+        .map(|(role, mut parts)| {
+            if role == "user" {
+                parts.sort_by_key(|p| p.get("functionResponse").is_none());
+            }
+            json!({"role": role, "parts": parts})
+        })
+        .collect()
+}
+
+/// A call's arguments as the object Gemini wants; text that is not one
+/// (shortened arguments) under `arguments`.
+fn arguments_object(arguments: &str) -> Value {
+    match serde_json::from_str::<Value>(arguments) {
+        Ok(v @ Value::Object(_)) => v,
+        _ => json!({"arguments": arguments}),
+    }
+}
+
+/// The tools as one Gemini tool of function declarations.
+fn gemini_tools(tools: &Value) -> Value {
+    let declarations: Vec<Value> = tools
+        .as_array()
+        .into_iter()
+        .flatten()
+        .map(|t| {
+            let f = &t["function"];
+            json!({"name": f["name"], "description": f["description"], "parametersJsonSchema": f["parameters"]})
+        })
+        .collect();
+    match declarations.is_empty() {
+        true => Value::Null,
+        false => json!({"functionDeclarations": declarations}),
+    }
 }
 
 fn text_prompt(messages: &[PromptMessage]) -> String {
