@@ -468,13 +468,10 @@ GEMINI_SETTINGS = {
     "privacy": {"usageStatisticsEnabled": False},
     "general": {"enableAutoUpdate": False, "enableAutoUpdateNotification": False},
     "telemetry": {"enabled": False},
-    # Gemini CLI opens a conversation with a session context holding the workspace's directory
-    # tree, and `--resume` writes that context anew: with hello.txt in the tree, the resumed
-    # history repeats none of the recorded one, and its key (system instruction + first user
-    # content) differs, so the second turn opened a session of its own (checked by hand with
-    # 0.61.0). Without the tree the context holds the date, the OS and the temp directory.
-    "context": {"includeDirectoryTree": False},
 }
+# Gemini CLI opens a conversation with a session context holding the workspace's directory tree,
+# and `--resume` writes it anew: with hello.txt in the tree, the resumed history's first message
+# and so its key differ, and the proxy still finds the conversation it repeats.
 
 
 def gemini_env(home: pathlib.Path, **extra: str) -> dict:
