@@ -14,6 +14,7 @@ mod listen;
 mod mask;
 mod openai;
 mod receive;
+mod responses;
 #[cfg(test)]
 mod resumed_tests;
 mod rounds;
@@ -277,6 +278,8 @@ pub fn router(proxy: Arc<Proxy>) -> Router {
         .route("/chat/completions", post(model::<openai::OpenAi>))
         .route("/v1/messages", post(model::<anthropic::Anthropic>))
         .route("/messages", post(model::<anthropic::Anthropic>))
+        .route("/v1/responses", post(model::<responses::Responses>))
+        .route("/responses", post(model::<responses::Responses>))
         .route("/v1/messages/count_tokens", post(count_tokens))
         .route("/messages/count_tokens", post(count_tokens))
         .fallback(passthrough)
@@ -370,11 +373,12 @@ struct Incoming {
 
 /// The headers that name a conversation: a kept history is resumed only
 /// by a request with the same.
-const SESSION_HEADERS: [&str; 4] = [
+const SESSION_HEADERS: [&str; 5] = [
     "x-ctxproxy-session",
     "x-claude-code-session-id",
     "session-id",
     "session_id",
+    "x-session-id",
 ];
 
 fn history_key(headers: &HeaderMap) -> Option<String> {
@@ -448,6 +452,14 @@ async fn read_request<A: Api>(proxy: &Proxy, request: Request) -> Result<Incomin
             ))
         }
     };
+    let server_side = A::server_side_history(&read.envelope);
+    if server_side {
+        eprintln!(
+            "ctxproxy proxy: {}: previous_response_id names history the upstream keeps: forwarded as sent (passthrough)",
+            parts.uri.path()
+        );
+    }
+    let passthrough = passthrough || server_side;
     let first_user = read
         .history
         .messages()

@@ -1,5 +1,6 @@
 //! Serialises a packed prompt for a model API: `openai` chat messages,
-//! `anthropic` system + messages with content blocks, or plain `text`; and
+//! `anthropic` system + messages with content blocks, `responses` input
+//! items, or plain `text`; and
 //! renders a recorded prompt for people (`show-prompt`), and a path (`path`).
 
 use ctxproxy_core::message::Role;
@@ -13,6 +14,8 @@ use crate::api::{AssembleResult, FormattedPrompt, PathResult};
 pub enum Format {
     OpenAi,
     Anthropic,
+    /// OpenAI Responses: `input` items and flat function tools.
+    Responses,
     Text,
 }
 
@@ -21,6 +24,7 @@ impl Format {
         match s {
             "openai" => Some(Format::OpenAi),
             "anthropic" => Some(Format::Anthropic),
+            "responses" => Some(Format::Responses),
             "text" => Some(Format::Text),
             _ => None,
         }
@@ -30,6 +34,7 @@ impl Format {
         match self {
             Format::OpenAi => "openai",
             Format::Anthropic => "anthropic",
+            Format::Responses => "responses",
             Format::Text => "text",
         }
     }
@@ -55,6 +60,12 @@ pub fn prompt_fields(messages: &[PromptMessage], tools: &Value, format: Format) 
             ),
             messages: anthropic_messages(messages),
             tools: anthropic_tools(tools),
+            text: None,
+        },
+        Format::Responses => FormattedPrompt {
+            messages: messages.iter().flat_map(responses_items).collect(),
+            tools: responses_tools(tools),
+            system: None,
             text: None,
         },
         Format::Text => {
@@ -166,6 +177,58 @@ fn anthropic_tools(tools: &Value) -> Value {
             .map(|t| {
                 let f = &t["function"];
                 json!({"name": f["name"], "description": f["description"], "input_schema": f["parameters"]})
+            })
+            .collect(),
+    )
+}
+
+/// A prompt message as Responses `input` items: text as a `message` item
+/// (the system prompt's with role `system`), each tool call a
+/// `function_call` item after its turn's text, each tool result a
+/// `function_call_output` item.
+fn responses_items(m: &PromptMessage) -> Vec<Value> {
+    let text = joined_text(&m.blocks);
+    let role = match m.role {
+        Role::Tool => "user",
+        role => role.as_str(),
+    };
+    let message = json!({"type": "message", "role": role, "content": text});
+    let mut out = Vec::new();
+    if m.role == Role::Assistant && !text.is_empty() {
+        out.push(message.clone());
+    }
+    for b in &m.blocks {
+        match b {
+            Block::ToolUse {
+                id,
+                name,
+                arguments,
+            } => out.push(json!({
+                "type": "function_call", "call_id": id, "name": name, "arguments": arguments,
+            })),
+            Block::ToolResult { call_id, text, .. } => out.push(json!({
+                "type": "function_call_output", "call_id": call_id, "output": text,
+            })),
+            Block::Text(_) => {}
+        }
+    }
+    if m.role != Role::Assistant && !text.is_empty() {
+        out.push(message);
+    }
+    out
+}
+
+/// Chat Completions tools (`{type, function: {name, description,
+/// parameters}}`) in the Responses API's flat shape.
+fn responses_tools(tools: &Value) -> Value {
+    Value::Array(
+        tools
+            .as_array()
+            .into_iter()
+            .flatten()
+            .map(|t| {
+                let f = &t["function"];
+                json!({"type": "function", "name": f["name"], "description": f["description"], "parameters": f["parameters"]})
             })
             .collect(),
     )
