@@ -7,7 +7,7 @@
 //! reasoning item, each call its own item), so each item reads as at most
 //! one ctxproxy message, and a reply is recorded the same way.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 
 use ctxproxy_core::message::{Message, Role, ToolCall};
 use serde_json::{json, Value};
@@ -243,27 +243,44 @@ fn media_by_text(kept: &[(usize, Value)]) -> HashMap<String, Value> {
     out
 }
 
+/// The client's custom tool calls (`apply_patch`), by call id.
+fn custom_calls(kept: &[(usize, Value)]) -> HashMap<&str, &Value> {
+    kept.iter()
+        .filter(|(_, item)| kind(item) == "custom_tool_call")
+        .filter_map(|(_, item)| Some((item["call_id"].as_str()?, item)))
+        .collect()
+}
+
 /// An assembled prompt item as the client's API wants it back: a call of
 /// one of the client's custom tools (and its output) as custom again, a
 /// user message with media with its parts.
 fn as_client_sent(
     mut item: Value,
-    custom: &HashSet<&str>,
+    custom: &HashMap<&str, &Value>,
     media: &HashMap<String, Value>,
 ) -> Value {
-    let custom_call = item["call_id"]
-        .as_str()
-        .is_some_and(|id| custom.contains(id));
-    match kind(&item) {
-        "function_call" if custom_call => json!({
-            "type": "custom_tool_call", "call_id": item["call_id"], "name": item["name"],
-            "input": item["arguments"],
-        }),
-        "function_call_output" if custom_call => {
+    let original = item["call_id"].as_str().and_then(|id| custom.get(id));
+    match (kind(&item), original) {
+        ("function_call", Some(original)) => {
+            // The prompt shows free text on one line: a call shown in full
+            // (the same words) goes as sent, its patch's lines intact; one
+            // cut to a digest goes as shown.
+            let shown = item["arguments"].as_str().unwrap_or_default();
+            let input = original["input"].as_str().unwrap_or_default();
+            if shown.split_whitespace().eq(input.split_whitespace()) {
+                (*original).clone()
+            } else {
+                json!({
+                    "type": "custom_tool_call", "call_id": item["call_id"], "name": item["name"],
+                    "input": shown,
+                })
+            }
+        }
+        ("function_call_output", Some(_)) => {
             item["type"] = json!("custom_tool_call_output");
             item
         }
-        "message" if item["role"] == "user" => {
+        ("message", _) if item["role"] == "user" => {
             if let Some(parts) = item["content"].as_str().and_then(|t| media.get(t.trim())) {
                 item["content"] = parts.clone();
             }
@@ -331,12 +348,7 @@ impl Api for Responses {
         let mut body = client.envelope.clone();
         let mut unread = unread_by_call(client.kept);
         let media = media_by_text(client.kept);
-        let custom: HashSet<&str> = client
-            .kept
-            .iter()
-            .filter(|(_, item)| kind(item) == "custom_tool_call")
-            .filter_map(|(_, item)| item["call_id"].as_str())
-            .collect();
+        let custom = custom_calls(client.kept);
         let mut input: Vec<Value> = leading_system(client.kept).cloned().collect();
         for item in prompt.messages {
             if kind(&item) == "message" && item["role"] == "system" {
@@ -606,10 +618,11 @@ mod tests {
             prompt_message(Role::Tool, vec![result("call_2", "hi")]),
             prompt_message(
                 Role::Assistant,
+                // Free text shown in full: on one line.
                 vec![call(
                     "call_3",
                     "apply_patch",
-                    "*** Begin Patch\n*** Delete File: hello.txt\n*** End Patch\n",
+                    "*** Begin Patch *** Delete File: hello.txt *** End Patch",
                 )],
             ),
             prompt_message(Role::Tool, vec![result("call_3", "Deleted.")]),
