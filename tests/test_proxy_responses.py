@@ -294,3 +294,12 @@ def test_secrets_in_the_input_are_masked_upstream_and_in_the_store(store, upstre
         assert proxylib.files_containing(store.parent, secret.encode()) == []
     assert "[secret:aws-access-key]" in json.dumps(sent.json["input"])
     assert "[secret:aws-secret-key]" in sent.json["instructions"]
+
+
+def test_a_websocket_upgrade_is_refused_with_a_426_and_not_forwarded(proxy, upstream):
+    status, _, data = proxylib.raw_request(proxy.url + "/v1/responses", "GET", headers={
+        "connection": "Upgrade", "upgrade": "websocket", "sec-websocket-version": "13",
+        "sec-websocket-key": "dGhlIHNhbXBsZSBub25jZQ=="})
+    assert status == 426, data
+    assert "POST /v1/responses" in json.loads(data)["error"]["message"]
+    assert upstream.requests == []

@@ -278,12 +278,30 @@ pub fn router(proxy: Arc<Proxy>) -> Router {
         .route("/chat/completions", post(model::<openai::OpenAi>))
         .route("/v1/messages", post(model::<anthropic::Anthropic>))
         .route("/messages", post(model::<anthropic::Anthropic>))
-        .route("/v1/responses", post(model::<responses::Responses>))
-        .route("/responses", post(model::<responses::Responses>))
+        .route(
+            "/v1/responses",
+            post(model::<responses::Responses>).get(responses_over_http),
+        )
+        .route(
+            "/responses",
+            post(model::<responses::Responses>).get(responses_over_http),
+        )
         .route("/v1/messages/count_tokens", post(count_tokens))
         .route("/messages/count_tokens", post(count_tokens))
         .fallback(passthrough)
         .with_state(proxy)
+}
+
+/// `GET /v1/responses`, the Responses API's WebSocket upgrade: refused with
+/// a 426, on which Codex goes over to `POST` at once. The proxy splices
+/// HTTP replies; a WebSocket session forwarded would pass unrecorded.
+async fn responses_over_http() -> Response {
+    error::<responses::Responses>(
+        StatusCode::UPGRADE_REQUIRED,
+        ErrorKind::InvalidRequest,
+        "ctxproxy serves the Responses API over HTTP: send POST /v1/responses",
+        None,
+    )
 }
 
 /// Our own error, in the API's shape.
