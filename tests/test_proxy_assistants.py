@@ -377,7 +377,14 @@ def test_continue_cli_writes_a_file_then_resumes_through_the_proxy(tmp_path, sto
 
 # --------------------------------------------------------------------- opencode
 
-def test_opencode_writes_a_file_then_continues_through_the_proxy(tmp_path, store, upstream, proxy):
+# opencode's provider package decides the API: Chat Completions, or the Responses API
+# (`@ai-sdk/openai`); both are bundled in the opencode binary.
+@pytest.mark.parametrize("package, path, history", [
+    ("@ai-sdk/openai-compatible", "/v1/chat/completions", "messages"),
+    ("@ai-sdk/openai", "/v1/responses", "input"),
+], ids=["chat-completions", "responses"])
+def test_opencode_writes_a_file_then_continues_through_the_proxy(tmp_path, store, upstream, proxy,
+                                                                 package, path, history):
     opencode = node_tool("CTXPROXY_OPENCODE", "opencode")
     work = tmp_path / "work"
     work.mkdir()
@@ -385,10 +392,9 @@ def test_opencode_writes_a_file_then_continues_through_the_proxy(tmp_path, store
     home = tmp_path / "home"
     config_dir = home / ".config" / "opencode"
     config_dir.mkdir(parents=True)
-    # The provider package @ai-sdk/openai-compatible is bundled in the opencode binary.
     (config_dir / "opencode.json").write_text(json.dumps({
         "$schema": "https://opencode.ai/config.json", "autoupdate": False, "share": "disabled",
-        "provider": {"scripted": {"npm": "@ai-sdk/openai-compatible", "name": "Scripted",
+        "provider": {"scripted": {"npm": package, "name": "Scripted",
                                   "options": {"baseURL": proxy.url + "/v1", "apiKey": OPENCODE_KEY},
                                   "models": {"test-model": {"name": "Test model", "tool_call": True}}}},
         "model": "scripted/test-model", "small_model": "scripted/test-model"}))
@@ -428,16 +434,16 @@ def test_opencode_writes_a_file_then_continues_through_the_proxy(tmp_path, store
     calls = upstream.model_calls()
     assert len(calls) == 4 and len(upstream.requests) == 4 and not main
     [title] = [c for c in calls if "write" not in proxylib.tool_names(c.json)]
-    assert title.json["messages"][0]["content"].startswith("You are a title generator.")
+    assert "You are a title generator." in json.dumps(title.json[history][0])
     turns = [c for c in calls if c is not title]
     for c in calls:
-        assert c.path == "/v1/chat/completions" and c.json["model"] == "test-model"
+        assert c.path == path and c.json["model"] == "test-model"
         assert c.json["stream"] is True
         assert c.headers["authorization"] == f"Bearer {OPENCODE_KEY}"
         assert c.headers["x-session-id"] == session_id
     for c in turns:
         assert {"write", "context_retrieve", "context_search"} <= set(proxylib.tool_names(c.json))
-    resumed = json.dumps(turns[2].json["messages"])
+    resumed = json.dumps(turns[2].json[history])
     assert TASK in resumed and "call_write_hello" in resumed and SECOND in resumed
 
     # The title request is a conversation of its own; the main one continued across the runs.
