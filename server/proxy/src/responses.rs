@@ -349,9 +349,13 @@ impl Api for Responses {
         let mut unread = unread_by_call(client.kept);
         let media = media_by_text(client.kept);
         let custom = custom_calls(client.kept);
-        let mut input: Vec<Value> = leading_system(client.kept).cloned().collect();
+        let leading: Vec<&Value> = leading_system(client.kept).collect();
+        let mut input: Vec<Value> = leading.iter().map(|&item| item.clone()).collect();
         for item in prompt.messages {
-            if kind(&item) == "message" && item["role"] == "system" {
+            // The system prompt's text, and the leading messages already
+            // sent (the whole shape has them again when `instructions`
+            // states the system prompt and they are history).
+            if (kind(&item) == "message" && item["role"] == "system") || leading.contains(&&item) {
                 continue;
             }
             let before = item["call_id"]
@@ -649,16 +653,23 @@ mod tests {
     /// item twice.
     #[test]
     fn the_whole_shape_forwards_the_items_as_sent() {
-        let read = parse::<Responses>(&codex_request()).unwrap();
-        let prompt = FormattedPrompt {
-            messages: read.history.sent_messages::<Responses>().unwrap(),
-            tools: Value::Null,
-            system: None,
-            text: None,
+        let whole = |request: &Value| {
+            let read = parse::<Responses>(request).unwrap();
+            let prompt = FormattedPrompt {
+                messages: read.history.sent_messages::<Responses>().unwrap(),
+                tools: Value::Null,
+                system: None,
+                text: None,
+            };
+            Responses::upstream_body(read.client_body(), prompt, "s-abc")
         };
-        let body = Responses::upstream_body(read.client_body(), prompt, "s-abc");
+        let body = whole(&codex_request());
         assert_eq!(body["input"], codex_request()["input"]);
         assert_eq!(body["tools"], codex_request()["tools"]);
+        // With `instructions` the developer messages are history: sent once, where they stand.
+        let mut request = codex_request();
+        request["instructions"] = json!("Be brief.");
+        assert_eq!(whole(&request)["input"], codex_request()["input"]);
     }
 
     fn response(id: &str, output: Value, input_tokens: u64) -> Value {
@@ -816,6 +827,31 @@ mod tests {
         assert_eq!(
             Responses::turn_messages(&turn),
             parsed.history.messages()[1..]
+        );
+    }
+
+    /// The upstream's error event ends the stream as it came; ours is the
+    /// API's `error` event, its fields flat.
+    #[test]
+    fn errors_in_a_stream_are_the_apis_error_events() {
+        let mut s = Responses::splicer(&json!({}));
+        let upstream = json!({"type": "error", "code": "server_error", "message": "Overloaded", "param": null});
+        let out = String::from_utf8(s.event(event(upstream))).unwrap();
+        assert!(out.starts_with("event: error\n") && out.contains("Overloaded"));
+        assert!(s.failed() && !s.round_ended());
+        let ours = Responses::error_body(ErrorKind::Upstream, "the upstream broke off", None);
+        let text = String::from_utf8(s.error_event(&ours)).unwrap();
+        let data: Value =
+            serde_json::from_str(text.lines().nth(1).unwrap().strip_prefix("data: ").unwrap())
+                .unwrap();
+        assert_eq!(text.lines().next(), Some("event: error"));
+        assert_eq!(
+            (&data["type"], &data["code"], &data["message"]),
+            (
+                &json!("error"),
+                &json!("upstream_unreachable"),
+                &json!("the upstream broke off")
+            )
         );
     }
 
