@@ -3,7 +3,7 @@
 - `ScriptedUpstream`: a model API on loopback (stdlib `http.server` in a
   thread) standing in for OpenAI, Anthropic and Gemini. It records every
   request it receives (method, path, headers, body) and answers the model
-  calls (`POST /v1/chat/completions`, `POST /v1/messages`,
+  calls (`POST /v1/chat/completions`, `POST /v1/responses`, `POST /v1/messages`,
   `POST /v1beta/models/M:generateContent` and `:streamGenerateContent`) from a script, in the
   shape the request asked for: JSON, or SSE framed exactly as each API
   streams it, with a pause between events. `/v1/messages/count_tokens` and
@@ -58,14 +58,16 @@ CONTEXT_TOOLS = ("context_retrieve", "context_search")
 class ToolCall:
     id: str
     name: str
-    arguments: dict
+    # A string: the free-text input of a custom tool (Responses only).
+    arguments: dict | str
 
 
 @dataclasses.dataclass
 class Turn:
     """One answer of the model. `text` comes first, then `tool_calls`.
-    `thinking` is a thinking block with its `signature` (Anthropic), or a
-    thought part and the `thoughtSignature` of the first call (Gemini)."""
+    `thinking` is a thinking block with its `signature` (Anthropic), a
+    thought part and the `thoughtSignature` of the first call (Gemini), or a
+    reasoning item with the signature as its encrypted content (Responses)."""
 
     text: str = ""
     tool_calls: list[ToolCall] = dataclasses.field(default_factory=list)
@@ -346,6 +348,82 @@ def _is_gemini_call(path: str) -> bool:
     return path.endswith(":generateContent") or path.endswith(":streamGenerateContent")
 
 
+# ------------------------------------------------- rendering: OpenAI Responses
+
+def _responses_items(turn: Turn) -> list[dict]:
+    """`turn` as Responses output items: `thinking` as a reasoning item (its
+    `signature` the encrypted content), the text as a message, each tool
+    call a `function_call`, or a `custom_tool_call` when its arguments are a
+    string (the free-text input of a custom tool such as Codex's apply_patch)."""
+    n = next(_ids)
+    items: list[dict] = []
+    if turn.thinking is not None:
+        items.append({"type": "reasoning", "id": f"rs_scripted{n}", "encrypted_content": turn.signature,
+                      "summary": [{"type": "summary_text", "text": turn.thinking}]})
+    if turn.text:
+        items.append({"type": "message", "id": f"msg_scripted{n}", "status": "completed", "role": "assistant",
+                      "content": [{"type": "output_text", "text": turn.text, "annotations": []}]})
+    for i, c in enumerate(turn.tool_calls):
+        if isinstance(c.arguments, str):
+            items.append({"type": "custom_tool_call", "id": f"ctc_scripted{n}_{i}", "status": "completed",
+                          "call_id": c.id, "name": c.name, "input": c.arguments})
+        else:
+            items.append({"type": "function_call", "id": f"fc_scripted{n}_{i}", "status": "completed",
+                          "call_id": c.id, "name": c.name, "arguments": json.dumps(c.arguments)})
+    return items
+
+
+def _responses_usage(turn: Turn) -> dict:
+    return {"input_tokens": turn.input_tokens, "input_tokens_details": {"cached_tokens": 0},
+            "output_tokens": turn.output_tokens, "output_tokens_details": {"reasoning_tokens": 0},
+            "total_tokens": turn.input_tokens + turn.output_tokens}
+
+
+def responses_response(turn: Turn, model: str) -> dict:
+    return {"id": f"resp_scripted{next(_ids)}", "object": "response", "created_at": int(time.time()),
+            "status": "completed", "model": model, "output": _responses_items(turn), "error": None,
+            "incomplete_details": None, "instructions": None, "metadata": {}, "parallel_tool_calls": True,
+            "tool_choice": "auto", "tools": [], "temperature": 1.0, "top_p": 1.0,
+            "usage": _responses_usage(turn)}
+
+
+def responses_events(turn: Turn, model: str) -> list[tuple[str, dict]]:
+    """The events the Responses API streams for `turn`: created, in_progress,
+    each item added, its deltas and done, then completed; each with its
+    `sequence_number`."""
+    done = responses_response(turn, model)
+    head = dict(done, status="in_progress", output=[], usage=None)
+    ev: list[dict] = [{"type": "response.created", "response": head},
+                      {"type": "response.in_progress", "response": head}]
+
+    def pieces(text: str) -> list[str]:
+        return [text[i:i + turn.piece] for i in range(0, len(text), turn.piece)]
+
+    for index, item in enumerate(done["output"]):
+        at = {"output_index": index, "item_id": item["id"]}
+        kind = item["type"]
+        if kind == "message":
+            text = item["content"][0]["text"]
+            part = {"type": "output_text", "text": "", "annotations": []}
+            ev.append({"type": "response.output_item.added", "output_index": index, "item": dict(item, content=[], status="in_progress")})
+            ev.append({"type": "response.content_part.added", **at, "content_index": 0, "part": part})
+            ev += [{"type": "response.output_text.delta", **at, "content_index": 0, "delta": d} for d in pieces(text)]
+            ev.append({"type": "response.output_text.done", **at, "content_index": 0, "text": text})
+            ev.append({"type": "response.content_part.done", **at, "content_index": 0, "part": dict(part, text=text)})
+        elif kind in ("function_call", "custom_tool_call"):
+            field, event = (("arguments", "response.function_call_arguments") if kind == "function_call"
+                            else ("input", "response.custom_tool_call_input"))
+            ev.append({"type": "response.output_item.added", "output_index": index,
+                       "item": dict(item, status="in_progress", **{field: ""})})
+            ev += [{"type": f"{event}.delta", **at, "delta": d} for d in pieces(item[field])]
+            ev.append({"type": f"{event}.done", **at, field: item[field]})
+        else:
+            ev.append({"type": "response.output_item.added", "output_index": index, "item": item})
+        ev.append({"type": "response.output_item.done", "output_index": index, "item": item})
+    ev.append({"type": "response.completed", "response": done})
+    return [(e["type"], dict(e, sequence_number=n)) for n, e in enumerate(ev)]
+
+
 # ------------------------------------------------------------------ the server
 
 class _Server(socketserver.ThreadingMixIn, http.server.HTTPServer):
@@ -500,6 +578,7 @@ class ScriptedUpstream:
             return
         anthropic = rec.path.endswith("/messages")
         gemini = _is_gemini_call(rec.path)
+        responses = rec.path.endswith("/responses")
         try:
             body = rec.json
         except ValueError:
@@ -528,11 +607,14 @@ class ScriptedUpstream:
                 h.send_json(rec, 200, gemini_response(entry, model))
                 return
         elif not body.get("stream") or entry.whole:
-            h.send_json(rec, 200, anthropic_message(entry, model) if anthropic else openai_completion(entry, model))
+            whole = (responses_response if responses else anthropic_message if anthropic else openai_completion)
+            h.send_json(rec, 200, whole(entry, model))
             return
         h.start_stream(rec)
         if gemini:
             frames = [f"data: {json.dumps(data)}\n\n" for data in gemini_chunks(entry, model)]
+        elif responses:
+            frames = [f"event: {name}\ndata: {json.dumps(data)}\n\n" for name, data in responses_events(entry, model)]
         elif anthropic:
             frames = [f"event: {name}\ndata: {json.dumps(data)}\n\n" for name, data in anthropic_events(entry, model)]
         else:
@@ -582,7 +664,8 @@ class ScriptedUpstream:
 
 
 def _is_model_call(path: str) -> bool:
-    return path.endswith("/chat/completions") or path.endswith("/messages") or _is_gemini_call(path)
+    return (path.endswith("/chat/completions") or path.endswith("/messages") or path.endswith("/responses")
+            or _is_gemini_call(path))
 
 
 # ------------------------------------------------------------------- the proxy

@@ -3,16 +3,17 @@
 Claude Code (`claude -p`, npm `@anthropic-ai/claude-code`), Aider
 (`aider --message`, PyPI `aider-chat`), Qwen Code (`qwen`, npm
 `@qwen-code/qwen-code`), Continue's CLI (`cn -p`, npm `@continuedev/cli`),
-opencode (`opencode run`, npm `opencode-ai`) and Gemini CLI (`gemini -p`, npm
-`@google/gemini-cli`). Each completes a short task: the scripted model asks
-for a file to be written, the assistant writes it, the model ends with a
-text. Claude Code, Qwen Code, Continue, opencode and Gemini CLI then resume the
-conversation for a second turn. Everything runs offline on loopback.
+opencode (`opencode run`, npm `opencode-ai`), Gemini CLI (`gemini -p`, npm
+`@google/gemini-cli`) and Codex (`codex exec`, npm `@openai/codex`, over the
+Responses API). Each completes a short task: the scripted model asks for a
+file to be written, the assistant writes it, the model ends with a text.
+Claude Code, Qwen Code, Continue, opencode, Gemini CLI and Codex then resume
+the conversation for a second turn. Everything runs offline on loopback.
 
 `.ci/run` installs them into tests/.tools (npm into a local prefix, Aider into
 its own venv). A test is skipped, naming what is missing, only when its tool
 is not installed; CTXPROXY_CLAUDE / CTXPROXY_AIDER / CTXPROXY_QWEN /
-CTXPROXY_CN / CTXPROXY_OPENCODE / CTXPROXY_GEMINI point at other installs.
+CTXPROXY_CN / CTXPROXY_OPENCODE / CTXPROXY_GEMINI / CTXPROXY_CODEX point at other installs.
 """
 
 from __future__ import annotations
@@ -36,6 +37,7 @@ OPENAI_KEY = "sk-proj-aidertest0123456789abcdef"
 QWEN_KEY = "sk-proj-qwencodetest0123456789abcdef"
 CN_KEY = "sk-proj-continuetest0123456789abcdef"
 OPENCODE_KEY = "sk-proj-opencodetest0123456789abcdef"
+CODEX_KEY = "sk-proj-codextest0123456789abcdef"
 # Seconds an assistant may run before the test fails instead of hanging.
 RUN_TIMEOUT = 180
 
@@ -62,7 +64,7 @@ def offline_env(home: pathlib.Path, **extra: str) -> dict:
     home.mkdir(parents=True, exist_ok=True)
     env = proxylib.env_without_proxies()
     for k in list(env):
-        if k.startswith(("ANTHROPIC_", "OPENAI_", "CLAUDE", "AIDER_", "QWEN_", "CONTINUE_", "OPENCODE_")):
+        if k.startswith(("ANTHROPIC_", "OPENAI_", "CLAUDE", "AIDER_", "QWEN_", "CONTINUE_", "OPENCODE_", "CODEX_")):
             del env[k]
     env.update(HOME=str(home), XDG_CONFIG_HOME=str(home / ".config"), **extra)
     return env
@@ -387,7 +389,14 @@ def test_continue_cli_writes_a_file_then_resumes_through_the_proxy(tmp_path, sto
 
 # --------------------------------------------------------------------- opencode
 
-def test_opencode_writes_a_file_then_continues_through_the_proxy(tmp_path, store, upstream, proxy):
+# opencode's provider package decides the API: Chat Completions, or the Responses API
+# (`@ai-sdk/openai`); both are bundled in the opencode binary.
+@pytest.mark.parametrize("package, path, history", [
+    ("@ai-sdk/openai-compatible", "/v1/chat/completions", "messages"),
+    ("@ai-sdk/openai", "/v1/responses", "input"),
+], ids=["chat-completions", "responses"])
+def test_opencode_writes_a_file_then_continues_through_the_proxy(tmp_path, store, upstream, proxy,
+                                                                 package, path, history):
     opencode = node_tool("CTXPROXY_OPENCODE", "opencode")
     work = tmp_path / "work"
     work.mkdir()
@@ -395,10 +404,9 @@ def test_opencode_writes_a_file_then_continues_through_the_proxy(tmp_path, store
     home = tmp_path / "home"
     config_dir = home / ".config" / "opencode"
     config_dir.mkdir(parents=True)
-    # The provider package @ai-sdk/openai-compatible is bundled in the opencode binary.
     (config_dir / "opencode.json").write_text(json.dumps({
         "$schema": "https://opencode.ai/config.json", "autoupdate": False, "share": "disabled",
-        "provider": {"scripted": {"npm": "@ai-sdk/openai-compatible", "name": "Scripted",
+        "provider": {"scripted": {"npm": package, "name": "Scripted",
                                   "options": {"baseURL": proxy.url + "/v1", "apiKey": OPENCODE_KEY},
                                   "models": {"test-model": {"name": "Test model", "tool_call": True}}}},
         "model": "scripted/test-model", "small_model": "scripted/test-model"}))
@@ -438,16 +446,16 @@ def test_opencode_writes_a_file_then_continues_through_the_proxy(tmp_path, store
     calls = upstream.model_calls()
     assert len(calls) == 4 and len(upstream.requests) == 4 and not main
     [title] = [c for c in calls if "write" not in proxylib.tool_names(c.json)]
-    assert title.json["messages"][0]["content"].startswith("You are a title generator.")
+    assert "You are a title generator." in json.dumps(title.json[history][0])
     turns = [c for c in calls if c is not title]
     for c in calls:
-        assert c.path == "/v1/chat/completions" and c.json["model"] == "test-model"
+        assert c.path == path and c.json["model"] == "test-model"
         assert c.json["stream"] is True
         assert c.headers["authorization"] == f"Bearer {OPENCODE_KEY}"
         assert c.headers["x-session-id"] == session_id
     for c in turns:
         assert {"write", "context_retrieve", "context_search"} <= set(proxylib.tool_names(c.json))
-    resumed = json.dumps(turns[2].json["messages"])
+    resumed = json.dumps(turns[2].json[history])
     assert TASK in resumed and "call_write_hello" in resumed and SECOND in resumed
 
     # The title request is a conversation of its own; the main one continued across the runs.
@@ -536,3 +544,72 @@ def test_gemini_cli_writes_a_file_then_resumes_through_the_proxy(tmp_path, store
     assert (exchanges, prompts) == (2, 3)
     assert SECOND in proxylib.cli("show-prompt", session, "p3", store=store).stdout
     assert proxylib.files_containing(store.parent, GEMINI_KEY.encode()) == []
+
+
+# ------------------------------------------------------------------------ Codex
+
+# A patch that adds hello.txt, in the grammar of Codex's apply_patch (a custom tool: free text).
+CODEX_PATCH = f"*** Begin Patch\n*** Add File: hello.txt\n+{GREETING}*** End Patch\n"
+
+
+def codex_config(base_url: str) -> str:
+    """Codex's config.toml for a provider on `base_url` over the Responses API. The model is
+    one Codex knows (gpt-5.5): it then offers apply_patch and looks up no model metadata."""
+    return (f'model = "gpt-5.5"\nmodel_provider = "scripted"\napproval_policy = "never"\n'
+            f'sandbox_mode = "danger-full-access"\n\n[model_providers.scripted]\nname = "scripted"\n'
+            f'base_url = "{base_url}/v1"\nenv_key = "SCRIPTED_API_KEY"\nwire_api = "responses"\n\n'
+            f'[analytics]\nenabled = false\n')
+
+
+def codex_messages(p: subprocess.CompletedProcess) -> tuple[str, list[str]]:
+    """The thread a `codex exec --json` run reports and its agent messages."""
+    events = [json.loads(line) for line in p.stdout.splitlines() if line.strip()]
+    [thread] = [e["thread_id"] for e in events if e["type"] == "thread.started"]
+    return thread, [e["item"]["text"] for e in events
+                    if e["type"] == "item.completed" and e["item"]["type"] == "agent_message"]
+
+
+def test_codex_patches_a_file_then_resumes_through_the_proxy(tmp_path, store, upstream, proxy):
+    codex = node_tool("CTXPROXY_CODEX", "codex")
+    work = tmp_path / "work"
+    work.mkdir()
+    codex_home = tmp_path / "codex-home"
+    codex_home.mkdir()
+    (codex_home / "config.toml").write_text(codex_config(proxy.url))
+    env = offline_env(tmp_path / "home", CODEX_HOME=str(codex_home), SCRIPTED_API_KEY=CODEX_KEY)
+    upstream.push(Turn(tool_calls=[ToolCall("call_patch_hello", "apply_patch", CODEX_PATCH)],
+                       thinking="**Planning** the file", signature="gAAAA-opaque-1"),
+                  Turn(text=DONE), Turn(text=ANSWER))
+    runs = []
+    for args in ([TASK], ["resume", "--last", SECOND]):
+        p = subprocess.run([codex, "exec", "--skip-git-repo-check", "--json", *args], cwd=work, env=env,
+                           capture_output=True, text=True, timeout=RUN_TIMEOUT, stdin=subprocess.DEVNULL)
+        assert p.returncode == 0, f"codex exited {p.returncode}\n{p.stdout}\n{p.stderr}\nproxy:\n{proxy.stderr}"
+        runs.append(codex_messages(p))
+    (thread, first), (resumed_thread, second) = runs
+    assert (first, second) == ([DONE], [ANSWER])
+    assert resumed_thread == thread, "codex resumed its own thread"
+    assert (work / "hello.txt").read_text() == GREETING
+
+    calls = upstream.model_calls()
+    assert len(calls) == 3 and len(upstream.requests) == 3, "nothing but model calls reached the upstream"
+    for c in calls:
+        assert c.path == "/v1/responses" and c.json["model"] == "gpt-5.5" and c.json["stream"] is True
+        assert c.headers["authorization"] == f"Bearer {CODEX_KEY}"
+        assert c.headers["session-id"] == thread and c.json["prompt_cache_key"] == thread
+        tools = {t.get("name") for t in c.json["tools"]}
+        assert {"exec_command", "apply_patch", "context_retrieve", "context_search"} <= tools
+        assert c.json["input"][0]["role"] == "developer", "Codex's own instructions lead, as it sent them"
+    # Codex sends the patch back with its reasoning and output; they reach the model so.
+    after = calls[1].json["input"]
+    at = [i["type"] for i in after].index("custom_tool_call")
+    assert after[at - 1]["encrypted_content"] == "gAAAA-opaque-1"
+    assert after[at]["input"] == CODEX_PATCH and after[at + 1]["type"] == "custom_tool_call_output"
+    resumed = json.dumps(calls[2].json["input"])
+    assert TASK in resumed and "call_patch_hello" in resumed and SECOND in resumed
+
+    # Both turns are one ctxproxy session, named by Codex's thread id.
+    [(session, exchanges, prompts)] = session_rows(store)
+    assert prompts == 3 and f"codex:{thread}" in proxylib.sessions(store)
+    assert SECOND in proxylib.cli("show-prompt", session, "p3", store=store).stdout
+    assert proxylib.files_containing(store.parent, CODEX_KEY.encode()) == []

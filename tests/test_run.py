@@ -2,8 +2,8 @@
 Python program on the official OpenAI SDK, which finds the proxy only through the `OPENAI_BASE_URL`
 that `run` sets; the model is the scripted upstream on loopback. What `run` owes its user: the
 client's arguments, standard input, output and exit status pass through, its session is recorded
-in the store, and at the end it says what each session was sent and forwarded. Gemini CLI is run
-this way here too (it finds the proxy through `GOOGLE_GEMINI_BASE_URL`); Claude Code and Qwen Code:
+in the store, and at the end it says what each session was sent and forwarded. Gemini CLI and Codex
+(which reads no base-URL variable) are run this way here; Claude Code and Qwen Code:
 tests/test_proxy_assistants.py."""
 
 from __future__ import annotations
@@ -37,12 +37,13 @@ CLIENT = textwrap.dedent("""\
     """)
 
 
-def run(store: pathlib.Path, upstream_url: str, *command: str, **kw) -> subprocess.CompletedProcess:
+def run(store: pathlib.Path, upstream_url: str, *command: str, env: dict | None = None,
+        **kw) -> subprocess.CompletedProcess:
     return subprocess.run([str(ctxlib.binary()), "run", "--store", str(store),
                            "--openai-upstream", upstream_url, "--anthropic-upstream", upstream_url,
                            *command],
                           capture_output=True, text=True, timeout=120,
-                          env=proxylib.env_without_proxies(), **kw)
+                          env=env or proxylib.env_without_proxies(), **kw)
 
 
 def test_a_client_run_through_the_proxy_keeps_its_io_and_status_and_is_reported(tmp_path, store, upstream):
@@ -84,14 +85,6 @@ def test_a_command_that_cannot_start_exits_127_and_names_it(tmp_path, store, ups
     assert "cannot start `no-such-assistant-here`" in p.stderr
 
 
-def test_an_assistant_whose_api_is_not_served_is_refused_before_it_runs(tmp_path, store, upstream):
-    for assistant, api in [("codex", "Responses API")]:
-        p = run(store, upstream.url, assistant, "exec", "hello")
-        assert p.returncode != 0
-        assert f"ctxproxy run {assistant}" in p.stderr and api in p.stderr, p.stderr
-    assert upstream.model_calls() == []
-
-
 def test_gemini_cli_run_by_ctxproxy_run_writes_a_file_and_is_recorded(tmp_path, store, upstream):
     """The environment has only the key: `run` points Gemini CLI at the proxy, and leaves its
     settings as they were."""
@@ -122,3 +115,29 @@ def test_gemini_cli_run_by_ctxproxy_run_writes_a_file_and_is_recorded(tmp_path, 
     assert json.loads((home / ".gemini" / "settings.json").read_text()) == json.loads(settings)
     assert proxylib.files_containing(home, b"http://127.0.0.1") == []
     assert proxylib.files_containing(store.parent, assistants.GEMINI_KEY.encode()) == []
+
+
+def test_codex_run_by_ctxproxy_run_goes_through_the_proxy_and_resumes(tmp_path, store, upstream):
+    """Codex with no config of its own (its built-in OpenAI provider): `run` points it at the
+    proxy with `-c openai_base_url=...`; both turns of its thread are one recorded session.
+    Codex asks for a WebSocket first: the proxy's 426 sends it to HTTP at once."""
+    from test_proxy_assistants import codex_messages, node_tool, offline_env
+
+    codex = node_tool("CTXPROXY_CODEX", "codex")
+    codex_home = tmp_path / "codex-home"
+    codex_home.mkdir()
+    env = offline_env(tmp_path / "home", CODEX_HOME=str(codex_home))
+    upstream.push(Turn(text="Hi there."), Turn(text="Hi again."))
+    runs = []
+    for args in (["say hi"], ["resume", "--last", "once more"]):
+        p = run(store, upstream.url, codex, "exec", "--skip-git-repo-check", "--json", *args,
+                cwd=tmp_path, env=env, stdin=subprocess.DEVNULL)
+        assert p.returncode == 0, f"ctxproxy run codex exited {p.returncode}\n{p.stdout}\n{p.stderr}"
+        runs.append((codex_messages(p), re.findall(r"^ctxproxy: session (s-\S+): ", p.stderr, re.M)))
+    ((thread, first), [s1]), ((resumed, second), [s2]) = runs
+    assert (first, second) == (["Hi there."], ["Hi again."])
+    assert resumed == thread and s1 == s2, "the resumed thread continued the session"
+    assert [(r.method, r.path) for r in upstream.requests] == [("POST", "/v1/responses")] * 2, \
+        "only the model calls reached the upstream: no WebSocket attempt"
+    assert "once more" in json.dumps(upstream.model_calls()[1].json["input"])
+    assert f"codex:{thread}" in proxylib.sessions(store)

@@ -64,7 +64,7 @@ export interface AppendResult {
   blobs: BlobRef[];
 }
 
-export type PromptFormat = "openai" | "anthropic" | "text";
+export type PromptFormat = "openai" | "anthropic" | "responses" | "text";
 export type Encoding = "o200k_base" | "cl100k_base";
 export type LayerOrder = "cache-stable" | "seed003";
 

@@ -1,8 +1,9 @@
 //! `ctxproxy run ASSISTANT [ARGS…]`: one run of an assistant through a
 //! proxy of its own. The proxy listens on a free loopback port over the
 //! usual store; the assistant gets the proxy's address in the base-URL
-//! variables the model SDKs read (its own config files are never touched),
-//! and its arguments, standard input and output as they are. When it exits
+//! variables the model SDKs read, or for Codex a setting on its command
+//! line (its own config files are never touched), and its arguments,
+//! standard input and output as they are. When it exits
 //! the proxy stops, and what each session was sent and forwarded is
 //! printed; ctxproxy exits with the assistant's status.
 
@@ -17,7 +18,7 @@ use ctxproxy_proxy::{self as proxy, tally};
 pub struct Args {
     #[command(flatten)]
     options: proxy::Options,
-    /// The assistant and its arguments (claude, aider, qwen, cn, opencode, gemini, …),
+    /// The assistant and its arguments (claude, aider, qwen, cn, opencode, codex, gemini, …),
     /// or any command after `--`.
     #[arg(
         required = true,
@@ -42,16 +43,22 @@ pub fn base_url_variables(addr: SocketAddr) -> [(&'static str, String); 4] {
     ]
 }
 
-/// Assistants whose model API the proxy does not serve: run through it,
-/// their requests would pass unrecorded, so `run` refuses them.
-fn unserved_api(program: &str) -> Option<&'static str> {
-    let name = std::path::Path::new(program)
+/// The program's file name: `codex` for `/usr/local/bin/codex`.
+fn program_name(program: &str) -> &str {
+    std::path::Path::new(program)
         .file_name()
         .and_then(|n| n.to_str())
-        .unwrap_or(program);
-    match name {
-        "codex" => Some("the OpenAI Responses API"),
-        _ => None,
+        .unwrap_or(program)
+}
+
+/// The arguments that point an assistant reading none of those variables
+/// at the proxy, put before its own: Codex's built-in `openai` provider
+/// takes its URL from the `openai_base_url` setting, which `-c` sets for
+/// one run.
+fn base_url_arguments(program: &str, addr: SocketAddr) -> Vec<String> {
+    match program_name(program) {
+        "codex" => vec!["-c".into(), format!("openai_base_url=\"http://{addr}/v1\"")],
+        _ => Vec::new(),
     }
 }
 
@@ -61,11 +68,6 @@ pub async fn run(args: Args) -> anyhow::Result<i32> {
         .command
         .split_first()
         .context("ctxproxy run: name the assistant to run")?;
-    if let Some(api) = unserved_api(program) {
-        anyhow::bail!(
-            "ctxproxy run {program}: it speaks {api}, which ctxproxy does not serve yet; its requests would pass through unrecorded"
-        );
-    }
     let listen = SocketAddr::from((Ipv4Addr::LOCALHOST, 0));
     let opened = proxy::open(args.options, listen, None, true).await?;
     let addr = opened.addr;
@@ -77,7 +79,10 @@ pub async fn run(args: Args) -> anyhow::Result<i32> {
     // decides what it means, and the proxy stays up until it exits.
     tokio::spawn(async { while tokio::signal::ctrl_c().await.is_ok() {} });
     let mut command = Command::new(program);
-    command.args(rest).envs(base_url_variables(addr));
+    command
+        .args(base_url_arguments(program, addr))
+        .args(rest)
+        .envs(base_url_variables(addr));
     let program_name = program.clone();
     let status = tokio::task::spawn_blocking(move || command.status())
         .await

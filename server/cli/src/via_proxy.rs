@@ -209,6 +209,7 @@ fn request_body(api: ModelApi, history: &[PromptMessage]) -> Value {
     let system = prompt.system.filter(|s| !s.is_empty());
     match api {
         ModelApi::ChatCompletions => json!({"model": "replay", "messages": prompt.messages}),
+        ModelApi::Responses => json!({"model": "replay", "input": prompt.messages}),
         ModelApi::Messages => {
             let mut body =
                 json!({"model": "replay", "max_tokens": 4096, "messages": prompt.messages});
@@ -230,6 +231,7 @@ fn request_body(api: ModelApi, history: &[PromptMessage]) -> Value {
 /// The whole reply of `api` answering with `message`, serialized.
 fn reply_body(api: ModelApi, message: &PromptMessage) -> Vec<u8> {
     let prompt = format::prompt_fields(std::slice::from_ref(message), &json!([]), api.format());
+    let output = Value::Array(prompt.messages.clone());
     let shaped = prompt.messages.into_iter().next().unwrap_or(Value::Null);
     let calls = message.tool_use_ids().next().is_some();
     let reply = match api {
@@ -237,6 +239,11 @@ fn reply_body(api: ModelApi, message: &PromptMessage) -> Vec<u8> {
             "id": "chatcmpl-replay", "object": "chat.completion", "model": "replay",
             "choices": [{"index": 0, "message": shaped,
                          "finish_reason": if calls { "tool_calls" } else { "stop" }}],
+        }),
+        ModelApi::Responses => json!({
+            "id": "resp_replay", "object": "response", "status": "completed", "model": "replay",
+            "output": output,
+            "usage": {"input_tokens": 0, "output_tokens": 0, "total_tokens": 0},
         }),
         ModelApi::Messages => json!({
             "id": "msg_replay", "type": "message", "role": "assistant", "model": "replay",
@@ -394,7 +401,7 @@ pub async fn run(
             let message = prompt_message(m);
             if m.role == Role::Assistant && !history.is_empty() {
                 let reply = Bytes::from(reply_body(api, &message));
-                let recorded = api.reply_message(&serde_json::from_slice(&reply)?);
+                let recorded = api.reply_messages(&serde_json::from_slice(&reply)?);
                 {
                     let mut script = up.script.lock().expect("script lock");
                     script.replies.push_back(reply.clone());
@@ -436,8 +443,8 @@ pub async fn run(
                     .context("the upstream saw no direct request")?;
                 drop(script);
                 // The store recorded the proxy's reply: it must be the script's.
-                if api.reply_message(&via.reply) != recorded
-                    || api.reply_message(&straight.reply) != recorded
+                if api.reply_messages(&via.reply) != recorded
+                    || api.reply_messages(&straight.reply) != recorded
                 {
                     bail!("x{n}: a reply is not the recorded assistant message");
                 }

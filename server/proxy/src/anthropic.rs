@@ -307,8 +307,12 @@ impl Api for Anthropic {
         false
     }
 
-    fn turn_message(turn: &Value) -> Option<Message> {
-        to_messages(turn, "reply").ok()?.pop()
+    fn turn_messages(turn: &Value) -> Vec<Message> {
+        to_messages(turn, "reply")
+            .ok()
+            .and_then(|mut m| m.pop())
+            .into_iter()
+            .collect()
     }
 
     /// A client tool has an `input_schema`; a server tool (web search, code
@@ -796,7 +800,7 @@ mod tests {
         let next = json!({"messages": [{"role": "user", "content": "go"}, client_turn]});
         let parsed = parse::<Anthropic>(&next).unwrap();
         assert_eq!(
-            Anthropic::turn_message(&client_turn).as_ref(),
+            Anthropic::turn_messages(&client_turn).last(),
             parsed.history.messages().last()
         );
     }

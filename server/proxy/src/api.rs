@@ -1,7 +1,7 @@
 //! What the model APIs have in common for the proxy: the request as
 //! ctxproxy sees it, the context-tool calls a reply holds, and the interface
-//! `openai`, `anthropic` and `gemini` each implement (shapes in, shapes out;
-//! no HTTP).
+//! `openai`, `anthropic`, `responses` and `gemini` each implement (shapes in,
+//! shapes out; no HTTP).
 
 use ctxproxy_core::message::Message;
 use serde_json::{Map, Value};
@@ -79,6 +79,18 @@ pub trait Api: Send + Sync + 'static {
     /// Whether a history item is a tool's output (masked as one).
     fn is_tool_output(m: &Value) -> bool;
 
+    /// The history field's value as the array of items it stands for (an
+    /// API that also takes a plain string there reads it as one item).
+    fn history_items(history: Value) -> Value {
+        history
+    }
+
+    /// Whether the body points at history the upstream keeps and the proxy
+    /// cannot see or rewrite: the request is then forwarded as sent.
+    fn server_side_history(_envelope: &Value) -> bool {
+        false
+    }
+
     /// Whether a request to `path` streams whatever its body says (an API
     /// whose streaming is a method of its own); by default only the body's
     /// `stream` says so.
@@ -114,9 +126,11 @@ pub trait Api: Send + Sync + 'static {
     /// The API's own error body.
     fn error_body(kind: ErrorKind, message: &str, param: Option<&str>) -> Value;
 
-    /// An assistant turn as the ctxproxy message that is recorded: read the
-    /// way the client's next request will carry it, so that it matches.
-    fn turn_message(turn: &Value) -> Option<Message>;
+    /// An assistant turn as the ctxproxy messages that are recorded: read
+    /// the way the client's next request will carry it, so that it matches
+    /// (one message, or one per output item for an API whose history lists
+    /// a turn's items one by one).
+    fn turn_messages(turn: &Value) -> Vec<Message>;
 
     /// The assistant message of a (non-streamed) reply, as a request carries it.
     fn assistant_turn(reply: &Value) -> Value;

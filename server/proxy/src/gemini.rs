@@ -427,8 +427,12 @@ impl Api for Gemini {
         json!({"error": {"code": code, "message": message, "status": status}})
     }
 
-    fn turn_message(turn: &Value) -> Option<Message> {
-        to_messages(turn, "reply").ok()?.pop()
+    fn turn_messages(turn: &Value) -> Vec<Message> {
+        to_messages(turn, "reply")
+            .ok()
+            .and_then(|mut m| m.pop())
+            .into_iter()
+            .collect()
     }
 
     /// A tool entry declares functions (`functionDeclarations`, each with

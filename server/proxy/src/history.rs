@@ -89,7 +89,7 @@ impl History {
         let history = (0..self.ends.len()).filter(|&i| before(i) >= self.leading);
         if self.open.is_none() {
             let mut body: Value = serde_json::from_slice(&self.body)?;
-            let Value::Array(mut messages) = body[A::HISTORY].take() else {
+            let Value::Array(mut messages) = A::history_items(body[A::HISTORY].take()) else {
                 return Ok(Vec::new());
             };
             let first = history.min().unwrap_or(messages.len());
@@ -250,7 +250,7 @@ fn split<A: Api>(mut body: Value) -> Result<(Value, Vec<Value>), BadRequest> {
     let Some(map) = body.as_object_mut() else {
         return Err(expected("body", "a JSON object", &body));
     };
-    let messages = map.remove(field).unwrap_or(Value::Null);
+    let messages = A::history_items(map.remove(field).unwrap_or(Value::Null));
     stream_flag(&body)?;
     A::envelope_system(&body)?;
     let Value::Array(messages) = messages else {

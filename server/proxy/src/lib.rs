@@ -16,6 +16,7 @@ mod mask;
 pub mod model_api;
 mod openai;
 mod receive;
+mod responses;
 #[cfg(test)]
 mod resumed_tests;
 mod rounds;
@@ -281,12 +282,32 @@ pub fn router(proxy: Arc<Proxy>) -> Router {
         .route("/chat/completions", post(model::<openai::OpenAi>))
         .route("/v1/messages", post(model::<anthropic::Anthropic>))
         .route("/messages", post(model::<anthropic::Anthropic>))
+        .route(
+            "/v1/responses",
+            post(model::<responses::Responses>).get(responses_over_http),
+        )
+        .route(
+            "/responses",
+            post(model::<responses::Responses>).get(responses_over_http),
+        )
         .route("/v1/messages/count_tokens", post(count_tokens))
         .route("/messages/count_tokens", post(count_tokens))
         .route("/v1beta/models/{model_method}", any(gemini_method))
         .route("/v1/models/{model_method}", any(gemini_method))
         .fallback(passthrough)
         .with_state(proxy)
+}
+
+/// `GET /v1/responses`, the Responses API's WebSocket upgrade: refused with
+/// a 426, on which Codex goes over to `POST` at once. The proxy splices
+/// HTTP replies; a WebSocket session forwarded would pass unrecorded.
+async fn responses_over_http() -> Response {
+    error::<responses::Responses>(
+        StatusCode::UPGRADE_REQUIRED,
+        ErrorKind::InvalidRequest,
+        "ctxproxy serves the Responses API over HTTP: send POST /v1/responses",
+        None,
+    )
 }
 
 /// Our own error, in the API's shape.
@@ -376,11 +397,12 @@ struct Incoming {
 
 /// The headers that name a conversation: a kept history is resumed only
 /// by a request with the same.
-const SESSION_HEADERS: [&str; 4] = [
+const SESSION_HEADERS: [&str; 5] = [
     "x-ctxproxy-session",
     "x-claude-code-session-id",
     "session-id",
     "session_id",
+    "x-session-id",
 ];
 
 fn history_key(headers: &HeaderMap) -> Option<String> {
@@ -454,6 +476,14 @@ async fn read_request<A: Api>(proxy: &Proxy, request: Request) -> Result<Incomin
             ))
         }
     };
+    let server_side = A::server_side_history(&read.envelope);
+    if server_side {
+        eprintln!(
+            "ctxproxy proxy: {}: previous_response_id names history the upstream keeps: forwarded as sent (passthrough)",
+            parts.uri.path()
+        );
+    }
+    let passthrough = passthrough || server_side;
     let first_user = read
         .history
         .messages()

@@ -11,20 +11,23 @@ use super::api::Api;
 use super::gemini::Gemini;
 use super::history::read_whole;
 use super::openai::OpenAi;
+use super::responses::Responses;
 
 /// The model APIs by the names `--api` takes (`chat-completions`,
-/// `messages`, `gemini`). The variants have no doc comments: clap would print one
+/// `responses`, `messages`, `gemini`). The variants have no doc comments: clap would print one
 /// line of help for each and turn the whole command's help into its long form.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
 pub enum ModelApi {
     ChatCompletions,
+    Responses,
     Messages,
     Gemini,
 }
 
 impl ModelApi {
-    pub const ALL: [ModelApi; 3] = [
+    pub const ALL: [ModelApi; 4] = [
         ModelApi::ChatCompletions,
+        ModelApi::Responses,
         ModelApi::Messages,
         ModelApi::Gemini,
     ];
@@ -33,6 +36,7 @@ impl ModelApi {
     pub fn path(self) -> &'static str {
         match self {
             ModelApi::ChatCompletions => "/v1/chat/completions",
+            ModelApi::Responses => "/v1/responses",
             ModelApi::Messages => "/v1/messages",
             ModelApi::Gemini => "/v1beta/models/replay:generateContent",
         }
@@ -42,6 +46,7 @@ impl ModelApi {
     pub fn format(self) -> Format {
         match self {
             ModelApi::ChatCompletions => OpenAi::FORMAT,
+            ModelApi::Responses => Responses::FORMAT,
             ModelApi::Messages => Anthropic::FORMAT,
             ModelApi::Gemini => Gemini::FORMAT,
         }
@@ -51,18 +56,20 @@ impl ModelApi {
     pub fn read_request(self, body: &[u8]) -> Result<ReadRequest, String> {
         match self {
             ModelApi::ChatCompletions => read::<OpenAi>(body),
+            ModelApi::Responses => read::<Responses>(body),
             ModelApi::Messages => read::<Anthropic>(body),
             ModelApi::Gemini => read::<Gemini>(body),
         }
     }
 
-    /// The assistant message of a whole (not streamed) reply, as the proxy
-    /// records it.
-    pub fn reply_message(self, reply: &Value) -> Option<Message> {
+    /// The assistant's messages in a whole (not streamed) reply, as the
+    /// proxy records them.
+    pub fn reply_messages(self, reply: &Value) -> Vec<Message> {
         match self {
-            ModelApi::ChatCompletions => OpenAi::turn_message(&OpenAi::assistant_turn(reply)),
-            ModelApi::Messages => Anthropic::turn_message(&Anthropic::assistant_turn(reply)),
-            ModelApi::Gemini => Gemini::turn_message(&Gemini::assistant_turn(reply)),
+            ModelApi::ChatCompletions => replied::<OpenAi>(reply),
+            ModelApi::Responses => replied::<Responses>(reply),
+            ModelApi::Messages => replied::<Anthropic>(reply),
+            ModelApi::Gemini => replied::<Gemini>(reply),
         }
     }
 }
@@ -87,4 +94,8 @@ fn read<A: Api>(body: &[u8]) -> Result<ReadRequest, String> {
         messages: read.history.messages().to_vec(),
         tools,
     })
+}
+
+fn replied<A: Api>(reply: &Value) -> Vec<Message> {
+    A::turn_messages(&A::assistant_turn(reply))
 }

@@ -179,8 +179,8 @@ impl Api for OpenAi {
         m["role"] == "tool"
     }
 
-    fn turn_message(turn: &Value) -> Option<Message> {
-        to_message(turn, "reply").ok()
+    fn turn_messages(turn: &Value) -> Vec<Message> {
+        to_message(turn, "reply").into_iter().collect()
     }
 
     fn function_tools(tool: &Value) -> Vec<Value> {
@@ -593,7 +593,7 @@ mod tests {
         let next = json!({"messages": [{"role": "user", "content": "go"}, turn]});
         let parsed = parse::<OpenAi>(&next).unwrap();
         assert_eq!(
-            OpenAi::turn_message(&turn).as_ref(),
+            OpenAi::turn_messages(&turn).last(),
             parsed.history.messages().last()
         );
         // Without include_usage the client gets no usage chunk.

@@ -56,11 +56,12 @@ impl ModelCall {
     }
 
     async fn record<A: Api>(self, client_turn: &Value) {
-        let Some(message) = A::turn_message(client_turn) else {
+        let messages = A::turn_messages(client_turn);
+        if messages.is_empty() {
             return;
-        };
+        }
         let session = self.turn.session.clone();
-        if let Err(e) = self.turn.record(&self.proxy.service, message).await {
+        if let Err(e) = self.turn.record(&self.proxy.service, messages).await {
             eprintln!("ctxproxy proxy: recording the reply in {session} failed: {e}");
         }
     }

@@ -79,6 +79,17 @@ pub fn session_key(headers: &HeaderMap, body: &Value, system: &str, first_user: 
     if let Some(id) = header("session-id").or_else(|| header("session_id")) {
         return format!("codex:{id}");
     }
+    if let Some(id) = header("x-session-id") {
+        return format!("session:{id}");
+    }
+    // The Responses API's cache key: Codex and opencode send their thread id.
+    if let Some(key) = body["prompt_cache_key"]
+        .as_str()
+        .map(str::trim)
+        .filter(|k| !k.is_empty())
+    {
+        return format!("cache-key:{key}");
+    }
     let mut h = blake3::Hasher::new();
     h.update(system.as_bytes());
     h.update(&[0]);
@@ -459,7 +470,7 @@ impl Turn {
     }
 
     /// Stores the input and the reply the client got, in one append.
-    pub async fn record(self, service: &Service, reply: Message) -> Result<(), ServiceError> {
+    pub async fn record(self, service: &Service, reply: Vec<Message>) -> Result<(), ServiceError> {
         let Turn {
             mut guard,
             branch,
@@ -467,7 +478,7 @@ impl Turn {
             input,
             ..
         } = self;
-        let messages: Vec<Message> = input.into_iter().chain(std::iter::once(reply)).collect();
+        let messages: Vec<Message> = input.into_iter().chain(reply).collect();
         service
             .append_messages(&session, messages.clone(), None, Vec::new())
             .await?;
@@ -619,6 +630,19 @@ mod tests {
         assert_eq!(
             session_key(&headers(&[("session-id", "cx")]), &none, "", ""),
             "codex:cx"
+        );
+        let cached = json!({"prompt_cache_key": "thread-1"});
+        assert_eq!(
+            session_key(&headers(&[("session-id", "cx")]), &cached, "", ""),
+            "codex:cx"
+        );
+        assert_eq!(
+            session_key(&headers(&[("x-session-id", "ses_1")]), &cached, "", ""),
+            "session:ses_1"
+        );
+        assert_eq!(
+            session_key(&headers(&[]), &cached, "", ""),
+            "cache-key:thread-1"
         );
         let derived = session_key(&headers(&[]), &none, "sys", "hello");
         assert!(derived.starts_with("derived:"));

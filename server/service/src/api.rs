@@ -347,6 +347,8 @@ pub struct AssembleResult {
 pub enum Format {
     OpenAi,
     Anthropic,
+    /// OpenAI Responses: `input` items and flat function tools.
+    Responses,
     Gemini,
     Text,
 }
@@ -367,13 +369,14 @@ impl Format {
         match self {
             Format::OpenAi => "openai",
             Format::Anthropic => "anthropic",
+            Format::Responses => "responses",
             Format::Gemini => "gemini",
             Format::Text => "text",
         }
     }
 }
 
-ctxproxy_core::wire_name!(Format: OpenAi, Anthropic, Gemini, Text);
+ctxproxy_core::wire_name!(Format: OpenAi, Anthropic, Responses, Gemini, Text);
 
 /// The state envelope (recursive calls): the call a prompt serves and the current
 /// context (L0) as fields, within `layers.currentContextMax` tokens.

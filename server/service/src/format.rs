@@ -1,6 +1,6 @@
 //! Serialises a packed prompt for a model API: `openai` chat messages,
-//! `anthropic` system + messages with content blocks, `gemini` contents
-//! with parts, or plain `text`; and
+//! `anthropic` system + messages with content blocks, `responses` input
+//! items, `gemini` contents with parts, or plain `text`; and
 //! renders a recorded prompt for people (`show-prompt`), and a path (`path`).
 
 use ctxproxy_core::message::Role;
@@ -31,6 +31,12 @@ pub fn prompt_fields(messages: &[PromptMessage], tools: &Value, format: Format) 
             system: Some(system_text(messages)),
             messages: gemini_contents(messages),
             tools: gemini_tools(tools),
+            text: None,
+        },
+        Format::Responses => FormattedPrompt {
+            messages: messages.iter().flat_map(responses_items).collect(),
+            tools: responses_tools(tools),
+            system: None,
             text: None,
         },
         Format::Text => {
@@ -229,6 +235,58 @@ fn gemini_tools(tools: &Value) -> Value {
         true => Value::Null,
         false => json!({"functionDeclarations": declarations}),
     }
+}
+
+/// A prompt message as Responses `input` items: text as a `message` item
+/// (the system prompt's with role `system`), each tool call a
+/// `function_call` item after its turn's text, each tool result a
+/// `function_call_output` item.
+fn responses_items(m: &PromptMessage) -> Vec<Value> {
+    let text = joined_text(&m.blocks);
+    let role = match m.role {
+        Role::Tool => "user",
+        role => role.as_str(),
+    };
+    let message = json!({"type": "message", "role": role, "content": text});
+    let mut out = Vec::new();
+    if m.role == Role::Assistant && !text.is_empty() {
+        out.push(message.clone());
+    }
+    for b in &m.blocks {
+        match b {
+            Block::ToolUse {
+                id,
+                name,
+                arguments,
+            } => out.push(json!({
+                "type": "function_call", "call_id": id, "name": name, "arguments": arguments,
+            })),
+            Block::ToolResult { call_id, text, .. } => out.push(json!({
+                "type": "function_call_output", "call_id": call_id, "output": text,
+            })),
+            Block::Text(_) => {}
+        }
+    }
+    if m.role != Role::Assistant && !text.is_empty() {
+        out.push(message);
+    }
+    out
+}
+
+/// Chat Completions tools (`{type, function: {name, description,
+/// parameters}}`) in the Responses API's flat shape.
+fn responses_tools(tools: &Value) -> Value {
+    Value::Array(
+        tools
+            .as_array()
+            .into_iter()
+            .flatten()
+            .map(|t| {
+                let f = &t["function"];
+                json!({"type": "function", "name": f["name"], "description": f["description"], "parameters": f["parameters"]})
+            })
+            .collect(),
+    )
 }
 
 fn text_prompt(messages: &[PromptMessage]) -> String {

@@ -274,7 +274,7 @@ fn streams_splice_over_context_rounds() {
     let next = json!({"contents": [{"role": "user", "parts": [{"text": "go"}]}, turn]});
     let parsed = parse::<Gemini>(&next).unwrap();
     assert_eq!(
-        Gemini::turn_message(&turn).as_ref(),
+        Gemini::turn_messages(&turn).last(),
         parsed.history.messages().last()
     );
 }
