@@ -51,9 +51,11 @@ fn media_by_text(kept: &[(usize, Value)]) -> HashMap<String, Value> {
     out
 }
 
-/// The text of a `content`: a string, null, or parts. Parts that are not
-/// text (images, audio, files) are named in brackets: ctxproxy keeps text.
-fn content_text(content: &Value, field: &str) -> Result<String, BadRequest> {
+/// The text of a `content` (or a Responses call output's `output`): a
+/// string, null, or parts, whose text is `text`, or `input_text` /
+/// `output_text` as the Responses API names it. Parts that are not text
+/// (images, audio, files) are named in brackets: ctxproxy keeps text.
+pub(super) fn content_text(content: &Value, field: &str) -> Result<String, BadRequest> {
     match content {
         Value::Null => Ok(String::new()),
         Value::String(s) => Ok(s.clone()),
@@ -69,7 +71,7 @@ fn content_text(content: &Value, field: &str) -> Result<String, BadRequest> {
                     )
                 })?;
                 texts.push(match kind {
-                    "text" | "input_text" => part
+                    "text" | "input_text" | "output_text" => part
                         .get("text")
                         .and_then(Value::as_str)
                         .ok_or_else(|| {

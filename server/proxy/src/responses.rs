@@ -16,7 +16,7 @@ use super::api::{
     add_usage, expected, function_tool, is_context_tool, put_tools, Api, BadRequest, ClientBody,
     ContextCall, ErrorKind,
 };
-use super::openai::OpenAi;
+use super::openai::{content_text, OpenAi};
 use super::sse;
 use ctxproxy_service::api::FormattedPrompt;
 use ctxproxy_service::format::Format;
@@ -103,37 +103,6 @@ fn text_field(item: &Value, key: &str, field: &str) -> Result<String, BadRequest
         .ok_or_else(|| expected(&format!("{field}.{key}"), "a string", v))
 }
 
-/// The text of a message's `content` or a call output's `output`: a
-/// string, null, or parts. Parts that are not text are named in brackets:
-/// ctxproxy keeps text.
-fn parts_text(content: &Value, field: &str) -> Result<String, BadRequest> {
-    match content {
-        Value::Null => Ok(String::new()),
-        Value::String(s) => Ok(s.clone()),
-        Value::Array(parts) => {
-            let mut texts = Vec::with_capacity(parts.len());
-            for (i, part) in parts.iter().enumerate() {
-                let at = format!("{field}[{i}]");
-                let kind = part
-                    .get("type")
-                    .and_then(Value::as_str)
-                    .ok_or_else(|| expected(&format!("{at}.type"), "a string", &part["type"]))?;
-                texts.push(match kind {
-                    "input_text" | "output_text" => text_field(part, "text", &at)?,
-                    "refusal" => part["refusal"].as_str().unwrap_or_default().to_string(),
-                    other => format!("[{other}]"),
-                });
-            }
-            Ok(texts.join("\n"))
-        }
-        other => Err(expected(
-            field,
-            "a string, null or an array of parts",
-            other,
-        )),
-    }
-}
-
 /// One `input` item as ctxproxy messages: none for an item ctxproxy does
 /// not read (`is_read`), else one.
 pub fn to_messages(item: &Value, field: &str) -> Result<Vec<Message>, BadRequest> {
@@ -163,7 +132,7 @@ pub fn to_messages(item: &Value, field: &str) -> Result<Vec<Message>, BadRequest
                 None => return Err(expected(&format!("{field}.role"), "a string", role_value)),
             };
             let content = item.get("content").unwrap_or(&Value::Null);
-            Message::new(role, parts_text(content, &format!("{field}.content"))?)
+            Message::new(role, content_text(content, &format!("{field}.content"))?)
         }
         "function_call" | "custom_tool_call" => {
             let arguments = match kind {
@@ -186,7 +155,7 @@ pub fn to_messages(item: &Value, field: &str) -> Result<Vec<Message>, BadRequest
             tool_call_id: Some(text_field(item, "call_id", field)?),
             ..Message::new(
                 Role::Tool,
-                parts_text(
+                content_text(
                     item.get("output").unwrap_or(&Value::Null),
                     &format!("{field}.output"),
                 )?,
@@ -236,7 +205,7 @@ fn unread_by_call(kept: &[(usize, Value)]) -> HashMap<String, Vec<Value>> {
 fn media_by_text(kept: &[(usize, Value)]) -> HashMap<String, Value> {
     let mut out = HashMap::new();
     for (i, item) in kept.iter().filter(|(_, item)| has_media(item)) {
-        if let Ok(text) = parts_text(&item["content"], &format!("input[{i}].content")) {
+        if let Ok(text) = content_text(&item["content"], &format!("input[{i}].content")) {
             out.insert(text.trim().to_string(), item["content"].clone());
         }
     }
