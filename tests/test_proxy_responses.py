@@ -202,6 +202,10 @@ def test_a_session_continues_across_requests_with_custom_tool_calls(proxy, upstr
     assert "create hello.txt containing hi" in recorded and "Success." in recorded
     assert "Created hello.txt." in recorded
     assert len([line for line in proxylib.sessions(store).splitlines() if line.startswith("s-")]) == 1
+    # The key the client sent reaches the upstream, and nowhere else.
+    assert all(c.headers["authorization"] == f"Bearer {KEY}" for c in upstream.model_calls())
+    assert proxylib.files_containing(store.parent, KEY.encode()) == []
+    assert KEY not in proxy.stderr
 
 
 def test_a_session_id_header_names_the_session(proxy, upstream):

@@ -187,8 +187,36 @@ fn shortened_arguments(arguments: &str) -> String {
             shorten(&mut v);
             v.to_string()
         }
-        Err(_) => clip_chars(&one_line(arguments), DIGEST_ARGUMENT_CHARS),
+        Err(_) => {
+            let shown = patch_files(arguments).unwrap_or_else(|| one_line(arguments));
+            clip_chars(&shown, DIGEST_ARGUMENT_CHARS)
+        }
     }
+}
+
+/// A patch in the form Codex's `apply_patch` takes as its input (`*** Begin
+/// Patch`, then `*** Add File: …`, `*** Update File: …`, …) told by the
+/// files it touches: what its digest says instead of its first lines.
+fn patch_files(input: &str) -> Option<String> {
+    const MARKERS: [(&str, &str); 4] = [
+        ("*** Add File: ", "add"),
+        ("*** Update File: ", "update"),
+        ("*** Delete File: ", "delete"),
+        ("*** Move to: ", "move to"),
+    ];
+    if !input.trim_start().starts_with("*** Begin Patch") {
+        return None;
+    }
+    let files: Vec<String> = input
+        .lines()
+        .filter_map(|line| {
+            MARKERS.iter().find_map(|(marker, verb)| {
+                line.strip_prefix(marker)
+                    .map(|path| format!("{verb} {}", path.trim()))
+            })
+        })
+        .collect();
+    (!files.is_empty()).then(|| format!("patch: {}", files.join(", ")))
 }
 
 /// The names of the tools `tool_definitions` offers.
@@ -233,6 +261,18 @@ mod tests {
     use crate::digest::OutputKind;
     use crate::ids::{BlobHash, MessageId};
     use crate::message::{Message, ToolCall};
+
+    #[test]
+    fn a_patch_is_shortened_to_the_files_it_touches() {
+        let patch = "*** Begin Patch\n*** Update File: src/lib.rs\n@@\n-old\n+new\n\
+                     *** Add File: hello.txt\n+hi\n*** Delete File: old.txt\n*** End Patch\n";
+        assert_eq!(
+            shortened_arguments(patch),
+            "patch: update src/lib.rs, add hello.txt, delete old.txt"
+        );
+        // Other text that is not JSON: its first characters, on one line.
+        assert_eq!(shortened_arguments("ls -la\nsrc"), "ls -la src");
+    }
 
     pub(crate) fn kept(role: Role, content: &str) -> KeptMessage {
         KeptMessage {
