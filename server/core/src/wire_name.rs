@@ -4,10 +4,22 @@
 //! "bot"`), which the service's parser prefixes with the field.
 
 /// Implements `Serialize` and `Deserialize` for `$ty` through its
-/// `as_str` and `parse`; the variants listed are the words the error names.
+/// `as_str` and `parse`, and `$ty::VARIANTS`: the variants listed, every
+/// one of the type's, whose words the error names.
 #[macro_export]
 macro_rules! wire_name {
     ($ty:ident: $($variant:ident),+ $(,)?) => {
+        impl $ty {
+            /// Every variant, in the order the wire lists them.
+            pub const VARIANTS: &'static [$ty] = &[$($ty::$variant),+];
+        }
+
+        // A variant missing from the list does not compile: the match is
+        // not exhaustive.
+        const _: fn($ty) = |v| match v {
+            $($ty::$variant)|+ => {}
+        };
+
         impl serde::Serialize for $ty {
             fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
                 s.serialize_str(self.as_str())
@@ -18,7 +30,7 @@ macro_rules! wire_name {
             fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<$ty, D::Error> {
                 let word = <String as serde::Deserialize>::deserialize(d)?;
                 $ty::parse(&word).ok_or_else(|| {
-                    let words = [$($ty::$variant.as_str()),+];
+                    let words: Vec<&str> = $ty::VARIANTS.iter().map(|v| v.as_str()).collect();
                     serde::de::Error::custom($crate::wire_name::expected(&words, &word))
                 })
             }
@@ -39,6 +51,27 @@ pub fn expected(words: &[&str], got: &str) -> String {
 #[cfg(test)]
 mod tests {
     use crate::message::Role;
+
+    /// Every variant of every enum named by a word reads back from it.
+    #[test]
+    fn every_word_reads_back() {
+        fn round_trip<T>(variants: &[T])
+        where
+            T: serde::Serialize + serde::de::DeserializeOwned + PartialEq + std::fmt::Debug,
+        {
+            for v in variants {
+                let word = serde_json::to_string(v).unwrap();
+                assert_eq!(&serde_json::from_str::<T>(&word).unwrap(), v, "{word}");
+            }
+        }
+        round_trip(Role::VARIANTS);
+        round_trip(crate::message::UserKind::VARIANTS);
+        round_trip(crate::tokens::Encoding::VARIANTS);
+        round_trip(crate::config::LayerOrder::VARIANTS);
+        round_trip(crate::exchange::Outcome::VARIANTS);
+        round_trip(crate::context::Phase::VARIANTS);
+        round_trip(crate::packer::ShapeKind::VARIANTS);
+    }
 
     #[test]
     fn a_word_reads_back_and_an_unknown_one_names_the_words() {

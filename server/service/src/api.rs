@@ -354,15 +354,8 @@ pub enum Format {
 }
 
 impl Format {
-    const ALL: [Format; 4] = [
-        Format::OpenAi,
-        Format::Anthropic,
-        Format::Gemini,
-        Format::Text,
-    ];
-
     pub fn parse(s: &str) -> Option<Format> {
-        Format::ALL.into_iter().find(|f| f.as_str() == s)
+        Format::VARIANTS.iter().copied().find(|f| f.as_str() == s)
     }
 
     pub fn as_str(self) -> &'static str {
@@ -777,4 +770,18 @@ pub enum CtxEvent {
         prompt_id: String,
         state: Box<StateEnvelope>,
     },
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Format;
+
+    #[test]
+    fn every_format_reads_back_from_its_word() {
+        for f in Format::VARIANTS {
+            let word = serde_json::to_string(f).unwrap();
+            assert_eq!(serde_json::from_str::<Format>(&word).unwrap(), *f, "{word}");
+            assert_eq!(Format::parse(f.as_str()), Some(*f));
+        }
+    }
 }

@@ -226,8 +226,9 @@ impl ShapeKind {
     }
 
     pub fn parse(s: &str) -> Option<ShapeKind> {
-        [ShapeKind::Layered, ShapeKind::Whole, ShapeKind::OneShot]
-            .into_iter()
+        ShapeKind::VARIANTS
+            .iter()
+            .copied()
             .find(|kind| kind.as_str() == s)
     }
 }
