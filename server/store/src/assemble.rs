@@ -60,10 +60,12 @@ impl Writer {
             .unwrap_or(0);
         let window = packer::view_len(&caps, budget, count, |older| {
             // Either encoding's count, whichever is larger: the other may
-            // not be counted yet, and the packer checks the loaded view
-            // exactly.
+            // not be counted yet (NULL, which SQLite's max() would return
+            // whatever the other count), and the packer checks the loaded
+            // view exactly.
             self.conn.query_row(
-                "SELECT COALESCE(SUM(MAX(full_o200k, full_cl100k)), 0) FROM exchanges
+                "SELECT COALESCE(SUM(MAX(COALESCE(full_o200k, 0), COALESCE(full_cl100k, 0))), 0)
+                 FROM exchanges
                  WHERE session_id = ?1 AND seq <= ?2",
                 params![session, older],
                 |r| r.get::<_, i64>(0).map(|n| n as u64),

@@ -6,6 +6,7 @@ mod common;
 
 use ctxproxy_core::config::DEFAULT_BUDGET;
 use ctxproxy_core::message::{Message, Role};
+use ctxproxy_core::packer;
 use ctxproxy_core::render;
 use ctxproxy_core::tokens::{self, Encoding};
 use ctxproxy_core::view::SessionView;
@@ -142,4 +143,42 @@ fn a_prompt_in_another_encoding_for_an_unknown_session_names_it() {
         matches!(&err, StoreError::UnknownSession(s) if s == "s-missing"),
         "{err:?}"
     );
+}
+
+/// A history far past the budget is not loaded whole to find that out:
+/// the view holds the packer's window, whichever encodings its exchanges
+/// are counted in yet (ingest leaves cl100k uncounted).
+#[test]
+fn a_history_past_the_budget_loads_only_the_window() {
+    let t = common::open();
+    let session = common::session(&t.store);
+    let words = "a long answer with many words in it ".repeat(60);
+    for i in 0..200 {
+        let x = vec![
+            common::msg(Role::User, &format!("question {i}")),
+            common::msg(Role::Assistant, &words),
+        ];
+        common::append(&t.store, &session, x).unwrap();
+    }
+    let (loaded, window) = common::write(&t.store, move |w| {
+        w.assemble(
+            &session,
+            Encoding::O200kBase,
+            DEFAULT_BUDGET,
+            None,
+            Keep::Preview,
+            |_, view, caps| {
+                Ok::<_, ()>(AssembledPrompt {
+                    value: (view.window.len() as u32, packer::window_len(caps)),
+                    total_tokens: 0,
+                    record: "{}".into(),
+                    headers: Vec::new(),
+                })
+            },
+        )
+    })
+    .unwrap()
+    .unwrap();
+    assert!(window < 200, "the window is {window} exchanges");
+    assert_eq!(loaded, window);
 }
