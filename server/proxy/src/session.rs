@@ -684,6 +684,22 @@ mod tests {
         assert_eq!(exact(&tool("ab", "c")), exact(&tool("ab", "c")));
     }
 
+    /// A main branch that has stored `messages`.
+    fn branch_of(messages: &[Message]) -> Branch {
+        let mut b = Branch {
+            session: "s".into(),
+            prints: Vec::new(),
+            system: None,
+            called: false,
+        };
+        b.push(messages);
+        b
+    }
+
+    fn exacts(messages: &[Message]) -> Vec<Fingerprint> {
+        messages.iter().map(exact).collect()
+    }
+
     #[test]
     fn a_branch_matches_an_echo_exactly_or_up_to_whitespace_and_stops_at_a_change() {
         let stored = [
@@ -691,14 +707,7 @@ mod tests {
             Message::new(Role::Assistant, "All  passed.\n"),
             Message::new(Role::User, "thanks"),
         ];
-        let mut b = Branch {
-            session: "s".into(),
-            prints: Vec::new(),
-            system: None,
-            called: false,
-        };
-        b.push(&stored);
-        let exacts = |ms: &[Message]| ms.iter().map(exact).collect::<Vec<_>>();
+        let mut b = branch_of(&stored);
         assert_eq!(b.matched(&stored, &exacts(&stored), false), 3);
         let mut respaced = stored.clone();
         respaced[1].content = "All passed.".into();
@@ -717,17 +726,7 @@ mod tests {
             Message::new(Role::User, "create hello.txt"),
             Message::new(Role::Assistant, "Created it."),
         ];
-        let branch = || {
-            let mut b = Branch {
-                session: "s".into(),
-                prints: Vec::new(),
-                system: None,
-                called: false,
-            };
-            b.push(&stored);
-            b
-        };
-        let exacts = |ms: &[Message]| ms.iter().map(exact).collect::<Vec<_>>();
+        let branch = || branch_of(&stored);
         let mut resumed = stored.to_vec();
         resumed[0].content = "folder: a.txt hello.txt".into();
         resumed.push(Message::new(Role::User, "what does it say?"));
@@ -746,13 +745,7 @@ mod tests {
             Message::new(Role::User, "one"),
             Message::new(Role::User, "two"),
         ];
-        let mut b = Branch {
-            session: "s".into(),
-            prints: Vec::new(),
-            system: None,
-            called: false,
-        };
-        b.push(&questions);
+        let mut b = branch_of(&questions);
         let asked = [
             Message::new(Role::User, "zero"),
             Message::new(Role::User, "two"),
@@ -763,13 +756,7 @@ mod tests {
 
     #[test]
     fn a_branch_numbers_exchanges_as_the_store_groups_them() {
-        let mut b = Branch {
-            session: "s".into(),
-            prints: Vec::new(),
-            system: None,
-            called: false,
-        };
-        b.push(&[
+        let b = branch_of(&[
             Message::new(Role::Assistant, "greeting"),
             Message::new(Role::User, "q1"),
             Message::new(Role::Assistant, "a1"),
