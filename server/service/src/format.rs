@@ -149,17 +149,25 @@ fn anthropic_messages(messages: &[PromptMessage]) -> Vec<Value> {
 }
 
 fn anthropic_tools(tools: &Value) -> Value {
-    Value::Array(
-        tools
-            .as_array()
-            .into_iter()
-            .flatten()
-            .map(|t| {
-                let f = &t["function"];
-                json!({"name": f["name"], "description": f["description"], "input_schema": f["parameters"]})
-            })
-            .collect(),
-    )
+    Value::Array(functions(
+        tools,
+        |name, description, parameters| json!({"name": name, "description": description, "input_schema": parameters}),
+    ))
+}
+
+/// Each Chat Completions tool (`{type, function: {name, description,
+/// parameters}}`) as `shape` writes its fields: the one reading of the
+/// assembled tools every other API's shape starts from.
+fn functions(tools: &Value, shape: impl Fn(&Value, &Value, &Value) -> Value) -> Vec<Value> {
+    tools
+        .as_array()
+        .into_iter()
+        .flatten()
+        .map(|t| {
+            let f = &t["function"];
+            shape(&f["name"], &f["description"], &f["parameters"])
+        })
+        .collect()
 }
 
 /// Gemini `contents`: roles `user` and `model`, alternating (consecutive
@@ -222,15 +230,10 @@ fn arguments_object(arguments: &str) -> Value {
 
 /// The tools as one Gemini tool of function declarations.
 fn gemini_tools(tools: &Value) -> Value {
-    let declarations: Vec<Value> = tools
-        .as_array()
-        .into_iter()
-        .flatten()
-        .map(|t| {
-            let f = &t["function"];
-            json!({"name": f["name"], "description": f["description"], "parametersJsonSchema": f["parameters"]})
-        })
-        .collect();
+    let declarations = functions(
+        tools,
+        |name, description, parameters| json!({"name": name, "description": description, "parametersJsonSchema": parameters}),
+    );
     match declarations.is_empty() {
         true => Value::Null,
         false => json!({"functionDeclarations": declarations}),
@@ -276,17 +279,10 @@ fn responses_items(m: &PromptMessage) -> Vec<Value> {
 /// Chat Completions tools (`{type, function: {name, description,
 /// parameters}}`) in the Responses API's flat shape.
 fn responses_tools(tools: &Value) -> Value {
-    Value::Array(
-        tools
-            .as_array()
-            .into_iter()
-            .flatten()
-            .map(|t| {
-                let f = &t["function"];
-                json!({"type": "function", "name": f["name"], "description": f["description"], "parameters": f["parameters"]})
-            })
-            .collect(),
-    )
+    Value::Array(functions(
+        tools,
+        |name, description, parameters| json!({"type": "function", "name": name, "description": description, "parameters": parameters}),
+    ))
 }
 
 fn text_prompt(messages: &[PromptMessage]) -> String {
