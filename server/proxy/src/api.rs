@@ -108,6 +108,15 @@ pub trait Api: Send + Sync + 'static {
     /// it stands: what lets the proxy keep an unchanged history's reading.
     fn read_message(m: &Value, field: &str) -> Result<Vec<Message>, BadRequest>;
 
+    /// Whether `next`, read from the item after the one `previous` ended
+    /// with, belongs to `previous`: an API that lists a turn's parts as
+    /// items of their own (a text, then each call) has them read as the one
+    /// message the other APIs send, so that a conversation is stored the
+    /// same whichever API carried it.
+    fn joins(_previous: &Message, _next: &Message) -> bool {
+        false
+    }
+
     /// Whether `upstream_body` reads this history message back (system
     /// messages, media, thinking blocks, cache breakpoints): kept whole, as
     /// the client sent it.
@@ -128,8 +137,7 @@ pub trait Api: Send + Sync + 'static {
 
     /// An assistant turn as the ctxproxy messages that are recorded: read
     /// the way the client's next request will carry it, so that it matches
-    /// (one message, or one per output item for an API whose history lists
-    /// a turn's items one by one).
+    /// (`joins` included).
     fn turn_messages(turn: &Value) -> Vec<Message>;
 
     /// The assistant message of a (non-streamed) reply, as a request carries it.
@@ -230,6 +238,29 @@ pub fn function_tool(name: &Value, description: &Value, parameters: &Value) -> V
         "type": "function",
         "function": {"name": name, "description": description, "parameters": parameters},
     })
+}
+
+/// Appends the messages one history item was read as, each joined to the
+/// message before it where the API says it belongs there (`Api::joins`):
+/// its calls become more calls of that message. Whether the message that
+/// was last before changed.
+pub fn push_read<A: Api>(messages: &mut Vec<Message>, read: Vec<Message>) -> bool {
+    let mut changed_last = false;
+    let before = messages.len();
+    for next in read {
+        let count = messages.len();
+        match messages
+            .last_mut()
+            .filter(|previous| A::joins(previous, &next))
+        {
+            Some(previous) => {
+                changed_last |= count == before;
+                previous.tool_calls.extend(next.tool_calls);
+            }
+            None => messages.push(next),
+        }
+    }
+    changed_last
 }
 
 /// The text a request field holds as `{field}: expected …`.

@@ -18,7 +18,7 @@ use serde::de::DeserializeSeed;
 use serde_json::value::RawValue;
 use serde_json::{Map, Value};
 
-use super::api::{expected, stream_flag, Api, BadRequest, ClientBody};
+use super::api::{expected, push_read, stream_flag, Api, BadRequest, ClientBody};
 use super::session::{exact, Fingerprint, Sent};
 
 /// How deeply a message read on its own may nest: far below the parser's
@@ -167,8 +167,12 @@ impl History {
     fn push<A: Api>(&mut self, m: Value, end: usize) -> Result<(), BadRequest> {
         let i = self.ends.len();
         let read = A::read_message(&m, &format!("{}[{i}]", A::HISTORY))?;
-        self.exacts.extend(read.iter().map(exact));
-        self.messages.extend(read);
+        let before = self.messages.len();
+        if push_read::<A>(&mut self.messages, read) {
+            self.exacts[before - 1] = exact(&self.messages[before - 1]);
+        }
+        self.exacts
+            .extend(self.messages[before..].iter().map(exact));
         self.ends.push((end, self.messages.len()));
         if A::keeps(&m) {
             self.kept.push((i, m));
@@ -327,7 +331,15 @@ pub fn read_resumed<A: Api>(
     let Some(open) = previous.open.filter(|&open| open < same) else {
         return Err(body);
     };
-    let keep = previous.ends.partition_point(|&(end, _)| end <= same);
+    let mut keep = previous.ends.partition_point(|&(end, _)| end <= same);
+    // A message read from several items (`Api::joins`) is kept whole or
+    // read again whole: back off over the items that started no message.
+    while keep > 0
+        && keep < previous.ends.len()
+        && previous.ends[keep].1 == previous.ends[keep - 1].1
+    {
+        keep -= 1;
+    }
     let read = keep.checked_sub(1).map_or(0, |last| previous.ends[last].1);
     previous.ends.truncate(keep);
     previous.messages.truncate(read);

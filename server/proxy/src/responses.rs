@@ -13,8 +13,8 @@ use ctxproxy_core::message::{Message, Role, ToolCall};
 use serde_json::{json, Value};
 
 use super::api::{
-    add_usage, expected, function_tool, is_context_tool, put_tools, Api, BadRequest, ClientBody,
-    ContextCall, ErrorKind,
+    add_usage, expected, function_tool, is_context_tool, push_read, put_tools, Api, BadRequest,
+    ClientBody, ContextCall, ErrorKind,
 };
 use super::openai::{content_text, OpenAi};
 use super::sse;
@@ -298,11 +298,14 @@ impl Api for Responses {
     }
 
     fn turn_messages(turn: &Value) -> Vec<Message> {
-        turn.as_array()
-            .into_iter()
-            .flatten()
-            .flat_map(|item| to_messages(item, "reply").unwrap_or_default())
-            .collect()
+        let mut messages = Vec::new();
+        for item in turn.as_array().into_iter().flatten() {
+            push_read::<Self>(
+                &mut messages,
+                to_messages(item, "reply").unwrap_or_default(),
+            );
+        }
+        messages
     }
 
     fn envelope_system(body: &Value) -> Result<Option<String>, BadRequest> {
@@ -315,6 +318,15 @@ impl Api for Responses {
 
     fn read_message(m: &Value, field: &str) -> Result<Vec<Message>, BadRequest> {
         to_messages(m, field)
+    }
+
+    /// A turn's calls follow its text (and each other) as items of their
+    /// own; Chat Completions sends them as one message.
+    fn joins(previous: &Message, next: &Message) -> bool {
+        previous.role == Role::Assistant
+            && next.role == Role::Assistant
+            && next.content.is_empty()
+            && !next.tool_calls.is_empty()
     }
 
     /// System messages and media (forwarded as sent), the items ctxproxy
@@ -687,10 +699,14 @@ mod tests {
         assert!(Responses::calls(&Responses::assistant_turn(&round2)).1);
         let spliced = Responses::splice(&[round1, round2]);
         insta::assert_snapshot!(pretty(&json!({"continuation": body, "client": spliced})));
+        let recorded = Responses::turn_messages(&Responses::assistant_turn(&spliced));
         assert_eq!(
-            Responses::turn_messages(&Responses::assistant_turn(&spliced)).len(),
-            2,
-            "the text and the call, one message each, as the next request lists them"
+            recorded
+                .iter()
+                .map(|m| (m.content.as_str(), m.tool_calls.len()))
+                .collect::<Vec<_>>(),
+            [("Now running.", 1)],
+            "the text and its call, one message, as Chat Completions sends them"
         );
     }
 

@@ -13,6 +13,7 @@ use super::api::Api;
 use super::history::{read_whole, Read};
 use super::history_cache::HistoryCache;
 use super::openai::OpenAi;
+use super::responses::Responses;
 use super::receive::receive;
 use ctxproxy_service::api::WireMessage;
 
@@ -323,6 +324,45 @@ fn anthropic_bodies_resume_with_their_system_thinking_and_breakpoints() {
     assert_eq!(
         paths,
         [Path::Whole, Path::Resumed, Path::Resumed, Path::Resumed]
+    );
+}
+
+/// A Responses turn: its text, a reasoning item and two calls, which read
+/// as one message (`Api::joins`), then the outputs.
+fn responses_turn(first_arguments: &str) -> Vec<Value> {
+    vec![
+        json!({"type": "message", "role": "assistant", "content": [{"type": "output_text", "text": "Reading both."}]}),
+        json!({"type": "reasoning", "id": "rs_1", "summary": [], "encrypted_content": "gAAA"}),
+        json!({"type": "function_call", "call_id": "c1", "name": "read_file", "arguments": first_arguments}),
+        json!({"type": "function_call", "call_id": "c2", "name": "read_file", "arguments": "{\"path\":\"b.rs\"}"}),
+        json!({"type": "function_call_output", "call_id": "c1", "output": "fn a() {}"}),
+        json!({"type": "function_call_output", "call_id": "c2", "output": "fn b() {}"}),
+    ]
+}
+
+#[test]
+fn a_message_read_from_several_items_resumes_whole_or_is_read_again() {
+    let body = |items: &[Value]| {
+        let mut input = vec![json!({"role": "user", "content": "x\n".repeat(40_000)})];
+        input.extend_from_slice(items);
+        format!("{{\"model\": \"gpt-5\", \"input\": {}}}", json!(input)).into_bytes()
+    };
+    let turn = responses_turn("{\"path\":\"a.rs\"}");
+    let edited = responses_turn("{\"path\":\"c.rs\"}");
+    let bodies = vec![
+        // The turn's first call, then the second joins the kept message.
+        (Some("r"), body(&turn[..3])),
+        (Some("r"), body(&turn)),
+        // The first call edited: the message it joined is read again.
+        (Some("r"), body(&edited)),
+    ];
+    let paths = read_in_turn::<Responses>(&bodies);
+    assert_eq!(paths, [Path::Whole, Path::Resumed, Path::Resumed]);
+    let read = whole::<Responses>(&bodies[2].1).unwrap();
+    let assistant = &read["messages"][1];
+    assert_eq!(
+        (&assistant["content"], assistant["toolCalls"].as_array().map(Vec::len)),
+        (&json!("Reading both."), Some(2)),
     );
 }
 
