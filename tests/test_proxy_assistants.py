@@ -8,7 +8,9 @@ opencode (`opencode run`, npm `opencode-ai`), Gemini CLI (`gemini -p`, npm
 Responses API). Each completes a short task: the scripted model asks for a
 file to be written, the assistant writes it, the model ends with a text.
 Claude Code, Qwen Code, Continue, opencode, Gemini CLI and Codex then resume
-the conversation for a second turn. Everything runs offline on loopback.
+the conversation for a second turn. Claude Code and Gemini CLI run with their
+default model and a named one; Continue and opencode over Chat Completions and
+over the Responses API. Everything runs offline on loopback.
 
 `.ci/run` installs them into tests/.tools (npm into a local prefix, Aider into
 its own venv). A test is skipped, naming what is missing, only when its tool
@@ -347,17 +349,22 @@ def test_qwen_code_run_by_ctxproxy_run_writes_a_file_then_continues(qwen_two_tur
 
 # --------------------------------------------------------------- Continue's `cn`
 
-def test_continue_cli_writes_a_file_then_resumes_through_the_proxy(tmp_path, store, upstream, proxy):
+# Continue sends the Responses API for a model named gpt-5*, Chat Completions for any other.
+@pytest.mark.parametrize("model, path, history", [
+    ("test-model", "/v1/chat/completions", "messages"),
+    ("gpt-5", "/v1/responses", "input"),
+], ids=["chat-completions", "responses"])
+def test_continue_cli_writes_a_file_then_resumes_through_the_proxy(tmp_path, store, upstream, proxy,
+                                                                   model, path, history):
     cn = node_tool("CTXPROXY_CN", "cn")
     work = tmp_path / "work"
     work.mkdir()
     target = work / "hello.txt"
     home = tmp_path / "home"
     env = offline_env(home, CONTINUE_GLOBAL_DIR=str(home / ".continue"), CONTINUE_CLI_ENABLE_TELEMETRY="0")
-    # One OpenAI-compatible model (Continue sends the Responses API for a model named gpt-5*).
     config = tmp_path / "config.yaml"
     config.write_text(f"name: ctxproxy-test\nversion: 0.0.1\nschema: v1\nmodels:\n"
-                      f"  - name: scripted\n    provider: openai\n    model: test-model\n"
+                      f"  - name: scripted\n    provider: openai\n    model: {model}\n"
                       f"    apiBase: {proxy.url}/v1\n    apiKey: {CN_KEY}\n    capabilities: [tool_use]\n")
     upstream.push(*two_turn_script("Write", {"filepath": str(target), "content": GREETING}))
     outs = []
@@ -372,11 +379,11 @@ def test_continue_cli_writes_a_file_then_resumes_through_the_proxy(tmp_path, sto
     calls = upstream.model_calls()
     assert len(calls) == 3 and len(upstream.requests) == 3
     for c in calls:
-        assert c.path == "/v1/chat/completions" and c.json["model"] == "test-model"
+        assert c.path == path and c.json["model"] == model
         assert c.json["stream"] is True
         assert c.headers["authorization"] == f"Bearer {CN_KEY}"
         assert {"Write", "context_retrieve", "context_search"} <= set(proxylib.tool_names(c.json))
-    resumed = json.dumps(calls[2].json["messages"])
+    resumed = json.dumps(calls[2].json[history])
     assert TASK in resumed and "call_write_hello" in resumed and SECOND in resumed
 
     # One session: the resumed turn continued it.
@@ -496,8 +503,22 @@ def gemini_text(p: subprocess.CompletedProcess) -> str:
     return json.loads(p.stdout)["response"]
 
 
-@pytest.mark.parametrize("internal_round", [False, True], ids=["plain", "context-search-round"])
-def test_gemini_cli_writes_a_file_then_resumes_through_the_proxy(tmp_path, store, upstream, internal_round):
+def routed(script: list) -> proxylib.Entry:
+    """Gemini CLI's answer: its router call (no model named: a JSON answer picks flash or pro)
+    gets the router's choice, every other call the script's next turn."""
+    def answer(rec: proxylib.Recorded) -> Turn:
+        if "responseJsonSchema" in rec.json.get("generationConfig", {}):
+            return Turn(text=json.dumps({"reasoning": "One file to write.", "model_choice": "flash"}))
+        return script.pop(0)
+    return answer
+
+
+# model None: Gemini CLI's default, which routes each turn with a call of its own first.
+@pytest.mark.parametrize("model, internal_round", [
+    ("test-model", False), ("test-model", True), (None, False),
+], ids=["plain", "context-search-round", "default-model"])
+def test_gemini_cli_writes_a_file_then_resumes_through_the_proxy(tmp_path, store, upstream, model,
+                                                                 internal_round):
     gemini = node_tool("CTXPROXY_GEMINI", "gemini")
     work = tmp_path / "work"
     work.mkdir()
@@ -510,11 +531,11 @@ def test_gemini_cli_writes_a_file_then_resumes_through_the_proxy(tmp_path, store
             # proxy answers that itself and Gemini CLI never sees it.
             script.insert(0, Turn(thinking="Look for earlier notes.",
                                   tool_calls=[ToolCall("ctx_search_1", "context_search", {"query": "hello"})]))
-        upstream.push(*script)
+        upstream.push(*([routed(script)] * 8 if model is None else script))
+        named = ["-m", model] if model else []
         outs = []
         for args in (["-p", TASK], ["--resume", "latest", "-p", SECOND]):
-            # -m: a named model, so no routing call picks one first.
-            p = subprocess.run([gemini, "-m", "test-model", *args, "--yolo", "-o", "json", "--skip-trust"],
+            p = subprocess.run([gemini, *named, *args, "--yolo", "-o", "json", "--skip-trust"],
                                cwd=work, env=env, capture_output=True, text=True, timeout=RUN_TIMEOUT,
                                stdin=subprocess.DEVNULL)
             assert p.returncode == 0, f"gemini exited {p.returncode}\n{p.stdout}\n{p.stderr}\nproxy:\n{proxy.stderr}"
@@ -523,25 +544,33 @@ def test_gemini_cli_writes_a_file_then_resumes_through_the_proxy(tmp_path, store
     assert outs == [DONE, ANSWER]
     assert target.read_text() == GREETING
 
-    calls = upstream.model_calls()
-    assert len(calls) == 3 + internal_round and len(upstream.requests) == len(calls), \
-        [r.path for r in upstream.requests]
+    requests = upstream.model_calls()
+    assert len(upstream.requests) == len(requests), [r.path for r in upstream.requests]
+    routers = [c for c in requests if c.path.endswith(":generateContent")]
+    assert len(routers) == (0 if model else 2), "one router call a turn, when no model is named"
+    calls = [c for c in requests if c not in routers]
+    assert len(calls) == 3 + internal_round, [r.path for r in requests]
     if internal_round:
         searched, answered = calls[1].json["contents"][-2:]
         assert searched["parts"][-1]["thoughtSignature"] == Turn().signature
         assert answered["parts"][0]["functionResponse"]["id"] == "ctx_search_1"
+    for c in routers:
+        assert c.headers["x-goog-api-key"] == GEMINI_KEY and "tools" not in c.json
     for c in calls:
-        assert c.path == "/v1beta/models/test-model:streamGenerateContent" and c.query == "alt=sse"
-        assert c.headers["x-goog-api-key"] == GEMINI_KEY
+        assert re.fullmatch(r"/v1beta/models/%s:streamGenerateContent" % (model or "gemini-[0-9.]+-[a-z-]+"), c.path)
+        assert c.query == "alt=sse" and c.headers["x-goog-api-key"] == GEMINI_KEY
         names = [d["name"] for t in c.json["tools"] for d in t.get("functionDeclarations", [])]
         assert {"write_file", "context_retrieve", "context_search"} <= set(names)
     resumed = json.dumps(calls[-1].json["contents"])
     assert TASK in resumed and "call_write_hello" in resumed and SECOND in resumed
     assert "ctx_search_1" not in resumed, "the client's history holds no context call"
 
-    # One session: the resumed turn continued it.
-    [(session, exchanges, prompts)] = session_rows(store)
-    assert (exchanges, prompts) == (2, 3)
+    # One session: the resumed turn continued it. Each router call is a one-shot conversation of
+    # its own.
+    rows = session_rows(store)
+    assert sorted(prompts for _, _, prompts in rows) == [1] * len(routers) + [3], proxylib.sessions(store)
+    [(session, exchanges, _)] = [row for row in rows if row[2] == 3]
+    assert exchanges == 2
     assert SECOND in proxylib.cli("show-prompt", session, "p3", store=store).stdout
     assert proxylib.files_containing(store.parent, GEMINI_KEY.encode()) == []
 
