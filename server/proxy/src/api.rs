@@ -4,6 +4,8 @@
 //! shapes out; no HTTP).
 
 use ctxproxy_core::message::Message;
+use ctxproxy_model_apis::Shape;
+pub use ctxproxy_model_apis::{expected, push_read, BadRequest};
 use serde_json::{Map, Value};
 
 use super::sse;
@@ -24,22 +26,6 @@ pub fn is_context_tool(name: &str) -> bool {
 pub struct ClientBody<'a> {
     pub envelope: &'a Value,
     pub kept: &'a [(usize, Value)],
-}
-
-/// A request body the proxy cannot read: the field and why.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct BadRequest {
-    pub param: String,
-    pub message: String,
-}
-
-impl BadRequest {
-    pub fn new(param: impl Into<String>, message: impl Into<String>) -> BadRequest {
-        BadRequest {
-            param: param.into(),
-            message: message.into(),
-        }
-    }
 }
 
 /// A context-tool call the model made.
@@ -65,7 +51,7 @@ pub enum ErrorKind {
 }
 
 /// One model API's shapes.
-pub trait Api: Send + Sync + 'static {
+pub trait Api: Shape + Send + Sync + 'static {
     /// The shape `ctx/assemble` formats the prompt in.
     const FORMAT: Format;
 
@@ -103,20 +89,6 @@ pub trait Api: Send + Sync + 'static {
     /// system messages. Errors name the field.
     fn envelope_system(body: &Value) -> Result<Option<String>, BadRequest>;
 
-    /// One item of a request's history (at `field`) as ctxproxy
-    /// messages; errors name the field. A message reads the same wherever
-    /// it stands: what lets the proxy keep an unchanged history's reading.
-    fn read_message(m: &Value, field: &str) -> Result<Vec<Message>, BadRequest>;
-
-    /// Whether `next`, read from the item after the one `previous` ended
-    /// with, belongs to `previous`: an API that lists a turn's parts as
-    /// items of their own (a text, then each call) has them read as the one
-    /// message the other APIs send, so that a conversation is stored the
-    /// same whichever API carried it.
-    fn joins(_previous: &Message, _next: &Message) -> bool {
-        false
-    }
-
     /// Whether `upstream_body` reads this history message back (system
     /// messages, media, thinking blocks, cache breakpoints): kept whole, as
     /// the client sent it.
@@ -137,7 +109,7 @@ pub trait Api: Send + Sync + 'static {
 
     /// An assistant turn as the ctxproxy messages that are recorded: read
     /// the way the client's next request will carry it, so that it matches
-    /// (`joins` included).
+    /// (`Shape::joins` included).
     fn turn_messages(turn: &Value) -> Vec<Message>;
 
     /// The assistant message of a (non-streamed) reply, as a request carries it.
@@ -238,42 +210,6 @@ pub fn function_tool(name: &Value, description: &Value, parameters: &Value) -> V
         "type": "function",
         "function": {"name": name, "description": description, "parameters": parameters},
     })
-}
-
-/// Appends the messages one history item was read as, each joined to the
-/// message before it where the API says it belongs there (`Api::joins`):
-/// its calls become more calls of that message. Whether the message that
-/// was last before changed.
-pub fn push_read<A: Api>(messages: &mut Vec<Message>, read: Vec<Message>) -> bool {
-    let mut changed_last = false;
-    let before = messages.len();
-    for next in read {
-        let count = messages.len();
-        match messages
-            .last_mut()
-            .filter(|previous| A::joins(previous, &next))
-        {
-            Some(previous) => {
-                changed_last |= count == before;
-                previous.tool_calls.extend(next.tool_calls);
-            }
-            None => messages.push(next),
-        }
-    }
-    changed_last
-}
-
-/// The text a request field holds as `{field}: expected …`.
-pub fn expected(field: &str, what: &str, got: &Value) -> BadRequest {
-    let kind = match got {
-        Value::Null => "null",
-        Value::Bool(_) => "a boolean",
-        Value::Number(_) => "a number",
-        Value::String(_) => "a string",
-        Value::Array(_) => "an array",
-        Value::Object(_) => "an object",
-    };
-    BadRequest::new(field, format!("{field}: expected {what}, got {kind}"))
 }
 
 /// `stream`, when present, is a boolean.

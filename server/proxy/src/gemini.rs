@@ -8,14 +8,15 @@ use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::OnceLock;
 
-use ctxproxy_core::message::{Message, Role, ToolCall};
+use ctxproxy_core::message::Message;
 use serde_json::{json, Value};
 
 use super::api::{
-    add_usage, expected, function_tool, is_context_tool, Api, BadRequest, ClientBody, ContextCall,
-    ErrorKind,
+    add_usage, function_tool, is_context_tool, Api, BadRequest, ClientBody, ContextCall, ErrorKind,
 };
 use super::sse;
+pub use ctxproxy_model_apis::gemini::Gemini;
+use ctxproxy_model_apis::gemini::{call_id, part_text, parts_of, to_messages, Ordinals};
 use ctxproxy_service::api::FormattedPrompt;
 use ctxproxy_service::format::Format;
 
@@ -23,172 +24,8 @@ mod stream;
 
 pub use stream::ChunkSplicer;
 
-pub struct Gemini;
-
 /// The methods the proxy reads; any other (`countTokens`, …) is forwarded.
 pub const METHODS: [&str; 2] = [":generateContent", ":streamGenerateContent"];
-
-/// The index a history field names (`contents[3]` is 3); 0 for a reply.
-fn index_of(field: &str) -> usize {
-    field
-        .strip_suffix(']')
-        .and_then(|f| f.rsplit_once('['))
-        .and_then(|(_, i)| i.parse().ok())
-        .unwrap_or(0)
-}
-
-/// A call's id: its own, else one from its place (the `nth` call of `name`
-/// in the content at `index`), which the response in the next content
-/// names the same way: the API pairs calls and responses by name and order.
-fn call_id(own: &Value, name: &str, index: usize, nth: usize) -> String {
-    match own.as_str().filter(|id| !id.is_empty()) {
-        Some(id) => id.to_string(),
-        None => format!("{name}_{index}_{nth}"),
-    }
-}
-
-/// Counts the parts of one name seen so far: for `call_id`'s `nth`.
-#[derive(Default)]
-struct Ordinals<'a>(HashMap<&'a str, usize>);
-
-impl<'a> Ordinals<'a> {
-    fn next(&mut self, name: &'a str) -> usize {
-        let n = self.0.entry(name).or_default();
-        *n += 1;
-        *n - 1
-    }
-}
-
-fn parts_of<'a>(m: &'a Value, field: &str) -> Result<&'a [Value], BadRequest> {
-    let parts = m.get("parts").unwrap_or(&Value::Null);
-    let parts = parts
-        .as_array()
-        .ok_or_else(|| expected(&format!("{field}.parts"), "an array of parts", parts))?;
-    for (i, p) in parts.iter().enumerate() {
-        if !p.is_object() {
-            return Err(expected(&format!("{field}.parts[{i}]"), "an object", p));
-        }
-    }
-    Ok(parts)
-}
-
-/// A string field of a part, checked.
-fn text_at<'a>(v: &'a Value, key: &str, at: &str) -> Result<&'a str, BadRequest> {
-    let got = v.get(key).unwrap_or(&Value::Null);
-    got.as_str()
-        .ok_or_else(|| expected(&format!("{at}.{key}"), "a string", got))
-}
-
-/// The kind of part ctxproxy keeps no text of (`inlineData`, `fileData`,
-/// …); `None` for a part that holds nothing but a thought signature.
-fn part_kind(p: &Value) -> Option<&str> {
-    p.as_object()?
-        .keys()
-        .map(String::as_str)
-        .find(|k| !matches!(*k, "thoughtSignature" | "thought"))
-}
-
-/// A part's text as ctxproxy reads it: text as it is, a thought not at
-/// all (the API does not want it back), anything else named in brackets.
-fn part_text(p: &Value, at: &str) -> Result<Option<String>, BadRequest> {
-    if p["thought"] == true {
-        return Ok(None);
-    }
-    if p.get("text").is_some() {
-        return text_at(p, "text", at).map(|t| Some(t.to_string()));
-    }
-    Ok(part_kind(p).map(|kind| format!("[{kind}]")))
-}
-
-/// A response's text: its `output` when that is text, else the response
-/// as JSON (an `error`, structured output).
-fn response_text(response: &Value) -> String {
-    match &response["output"] {
-        Value::String(s) => s.clone(),
-        _ if response.is_null() => String::new(),
-        _ => response.to_string(),
-    }
-}
-
-/// One content of `contents` as ctxproxy messages: a user content with
-/// `functionResponse` parts becomes one tool message per response (a
-/// response repeated in the content read once; its other text joins the
-/// last one), a model content's `functionCall` parts become tool calls.
-pub fn to_messages(m: &Value, field: &str) -> Result<Vec<Message>, BadRequest> {
-    let parts = parts_of(m, field)?;
-    let index = index_of(field);
-    let mut texts = Vec::new();
-    let mut ordinals = Ordinals::default();
-    match m.get("role").and_then(Value::as_str) {
-        Some("model") => {
-            let mut message = Message::new(Role::Assistant, "");
-            for (i, p) in parts.iter().enumerate() {
-                let at = format!("{field}.parts[{i}]");
-                if let Some(call) = p.get("functionCall") {
-                    let at = format!("{at}.functionCall");
-                    let name = text_at(call, "name", &at)?;
-                    message.tool_calls.push(ToolCall {
-                        id: call_id(&call["id"], name, index, ordinals.next(name)),
-                        name: name.to_string(),
-                        arguments: match &call["args"] {
-                            Value::Null => "{}".to_string(),
-                            args => args.to_string(),
-                        },
-                    });
-                } else if let Some(text) = part_text(p, &at)? {
-                    texts.push(text);
-                }
-            }
-            message.content = texts.concat();
-            Ok(vec![message])
-        }
-        None | Some("user") => {
-            let mut results: Vec<Message> = Vec::new();
-            for (i, p) in parts.iter().enumerate() {
-                let at = format!("{field}.parts[{i}]");
-                let Some(response) = p.get("functionResponse") else {
-                    texts.extend(part_text(p, &at)?);
-                    continue;
-                };
-                let at = format!("{at}.functionResponse");
-                let name = text_at(response, "name", &at)?;
-                let id = call_id(
-                    &response["id"],
-                    name,
-                    index.saturating_sub(1),
-                    ordinals.next(name),
-                );
-                let repeated = results.iter().any(|r| {
-                    r.tool_call_id.as_deref() == Some(id.as_str())
-                        && r.name.as_deref() == Some(name)
-                });
-                if repeated {
-                    continue;
-                }
-                results.push(Message {
-                    tool_call_id: Some(id),
-                    name: Some(name.to_string()),
-                    ..Message::new(Role::Tool, response_text(&response["response"]))
-                });
-            }
-            let text = texts.join("\n");
-            match results.last_mut() {
-                None => Ok(vec![Message::new(Role::User, text)]),
-                Some(last) => {
-                    if !text.is_empty() {
-                        last.content.push('\n');
-                        last.content.push_str(&text);
-                    }
-                    Ok(results)
-                }
-            }
-        }
-        Some(other) => Err(BadRequest::new(
-            format!("{field}.role"),
-            format!("{field}.role: expected user or model, got {other:?}"),
-        )),
-    }
-}
 
 fn is_media(p: &Value) -> bool {
     p.get("inlineData").is_some() || p.get("fileData").is_some()
@@ -374,10 +211,6 @@ impl Api for Gemini {
                 Ok(Some(texts.join("\n")))
             }
         }
-    }
-
-    fn read_message(m: &Value, field: &str) -> Result<Vec<Message>, BadRequest> {
-        to_messages(m, field)
     }
 
     fn keeps(m: &Value) -> bool {

@@ -166,7 +166,7 @@ impl History {
     /// `end`.
     fn push<A: Api>(&mut self, m: Value, end: usize) -> Result<(), BadRequest> {
         let i = self.ends.len();
-        let read = A::read_message(&m, &format!("{}[{i}]", A::HISTORY))?;
+        let read = A::read(&m, &format!("{}[{i}]", A::HISTORY))?;
         let before = self.messages.len();
         if push_read::<A>(&mut self.messages, read) {
             self.exacts[before - 1] = exact(&self.messages[before - 1]);
@@ -332,7 +332,7 @@ pub fn read_resumed<A: Api>(
         return Err(body);
     };
     let mut keep = previous.ends.partition_point(|&(end, _)| end <= same);
-    // A message read from several items (`Api::joins`) is kept whole or
+    // A message read from several items (`Shape::joins`) is kept whole or
     // read again whole: back off over the items that started no message.
     while keep > 0
         && keep < previous.ends.len()

@@ -2,16 +2,18 @@
 //! prompt back into a request, replies and stream chunks spliced over the
 //! internal context-tool rounds.
 
-use ctxproxy_core::message::{Message, Role, ToolCall};
+use ctxproxy_core::message::Message;
 use std::collections::HashMap;
 
 use serde_json::{json, Value};
 
 use super::api::{
-    add_usage, expected, function_tool, is_context_tool, put_tools, Api, BadRequest, ClientBody,
-    ContextCall, ErrorKind,
+    add_usage, function_tool, is_context_tool, put_tools, Api, BadRequest, ClientBody, ContextCall,
+    ErrorKind,
 };
 use super::sse;
+pub use ctxproxy_model_apis::openai::OpenAi;
+use ctxproxy_model_apis::openai::{content_text, to_message};
 use ctxproxy_service::api::FormattedPrompt;
 use ctxproxy_service::format::Format;
 
@@ -19,8 +21,6 @@ mod stream;
 
 pub use stream::ChunkSplicer;
 use stream::DONE;
-
-pub struct OpenAi;
 
 /// Roles that state the system prompt when they lead the history.
 fn is_system_role(role: &str) -> bool {
@@ -49,118 +49,6 @@ fn media_by_text(kept: &[(usize, Value)]) -> HashMap<String, Value> {
         }
     }
     out
-}
-
-/// The text of a `content` (or a Responses call output's `output`): a
-/// string, null, or parts, whose text is `text`, or `input_text` /
-/// `output_text` as the Responses API names it. Parts that are not text
-/// (images, audio, files) are named in brackets: ctxproxy keeps text.
-pub(super) fn content_text(content: &Value, field: &str) -> Result<String, BadRequest> {
-    match content {
-        Value::Null => Ok(String::new()),
-        Value::String(s) => Ok(s.clone()),
-        Value::Array(parts) => {
-            let mut texts = Vec::with_capacity(parts.len());
-            for (i, part) in parts.iter().enumerate() {
-                let at = format!("{field}[{i}]");
-                let kind = part.get("type").and_then(Value::as_str).ok_or_else(|| {
-                    expected(
-                        &format!("{at}.type"),
-                        "a string",
-                        part.get("type").unwrap_or(&Value::Null),
-                    )
-                })?;
-                texts.push(match kind {
-                    "text" | "input_text" | "output_text" => part
-                        .get("text")
-                        .and_then(Value::as_str)
-                        .ok_or_else(|| {
-                            expected(
-                                &format!("{at}.text"),
-                                "a string",
-                                part.get("text").unwrap_or(&Value::Null),
-                            )
-                        })?
-                        .to_string(),
-                    "refusal" => part["refusal"].as_str().unwrap_or_default().to_string(),
-                    other => format!("[{other}]"),
-                });
-            }
-            Ok(texts.join("\n"))
-        }
-        other => Err(expected(
-            field,
-            "a string, null or an array of parts",
-            other,
-        )),
-    }
-}
-
-/// One request message as a ctxproxy message.
-pub fn to_message(m: &Value, field: &str) -> Result<Message, BadRequest> {
-    let role_value = m.get("role").unwrap_or(&Value::Null);
-    let role = role_value
-        .as_str()
-        .ok_or_else(|| expected(&format!("{field}.role"), "a string", role_value))?;
-    let content = content_text(
-        m.get("content").unwrap_or(&Value::Null),
-        &format!("{field}.content"),
-    )?;
-    let mut message = match role {
-        "user" => Message::new(Role::User, content),
-        "system" | "developer" => Message::new(Role::System, content),
-        "assistant" => {
-            let mut message = Message::new(Role::Assistant, content);
-            if let Some(calls) = m.get("tool_calls").filter(|c| !c.is_null()) {
-                let calls = calls
-                    .as_array()
-                    .ok_or_else(|| expected(&format!("{field}.tool_calls"), "an array", calls))?;
-                for (i, c) in calls.iter().enumerate() {
-                    let at = format!("{field}.tool_calls[{i}]");
-                    let text = |key: &str, v: &Value| {
-                        v.as_str()
-                            .map(str::to_string)
-                            .ok_or_else(|| expected(&format!("{at}.{key}"), "a string", v))
-                    };
-                    message.tool_calls.push(ToolCall {
-                        id: text("id", &c["id"])?,
-                        name: text("function.name", &c["function"]["name"])?,
-                        arguments: match &c["function"]["arguments"] {
-                            Value::Null => "{}".to_string(),
-                            v => text("function.arguments", v)?,
-                        },
-                    });
-                }
-            }
-            message
-        }
-        "tool" => {
-            let id = m.get("tool_call_id").unwrap_or(&Value::Null);
-            let id = id
-                .as_str()
-                .ok_or_else(|| expected(&format!("{field}.tool_call_id"), "a string", id))?;
-            Message {
-                tool_call_id: Some(id.to_string()),
-                ..Message::new(Role::Tool, content)
-            }
-        }
-        "function" => Message {
-            name: m["name"].as_str().map(str::to_string),
-            ..Message::new(Role::Tool, content)
-        },
-        other => {
-            return Err(BadRequest::new(
-                format!("{field}.role"),
-                format!(
-                "{field}.role: expected system, developer, user, assistant or tool, got {other:?}"
-            ),
-            ))
-        }
-    };
-    if let Some(name) = m.get("name").and_then(Value::as_str) {
-        message.name = Some(name.to_string());
-    }
-    Ok(message)
 }
 
 /// The kept messages that lead the client's history and state the system
@@ -199,10 +87,6 @@ impl Api for OpenAi {
 
     fn envelope_system(_body: &Value) -> Result<Option<String>, BadRequest> {
         Ok(None)
-    }
-
-    fn read_message(m: &Value, field: &str) -> Result<Vec<Message>, BadRequest> {
-        to_message(m, field).map(|m| vec![m])
     }
 
     fn keeps(m: &Value) -> bool {

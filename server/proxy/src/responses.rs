@@ -9,23 +9,24 @@
 
 use std::collections::HashMap;
 
-use ctxproxy_core::message::{Message, Role, ToolCall};
+use ctxproxy_core::message::Message;
 use serde_json::{json, Value};
 
 use super::api::{
     add_usage, expected, function_tool, is_context_tool, push_read, put_tools, Api, BadRequest,
     ClientBody, ContextCall, ErrorKind,
 };
-use super::openai::{content_text, OpenAi};
+use super::openai::OpenAi;
 use super::sse;
+use ctxproxy_model_apis::openai::content_text;
+use ctxproxy_model_apis::responses::to_messages;
+pub use ctxproxy_model_apis::responses::Responses;
 use ctxproxy_service::api::FormattedPrompt;
 use ctxproxy_service::format::Format;
 
 mod stream;
 
 pub use stream::ResponseSplicer;
-
-pub struct Responses;
 
 /// Output items that are calls the client runs: a reply with one is the
 /// client's to answer. Hosted tools' calls (`web_search_call`, ...) are
@@ -93,77 +94,6 @@ fn has_media(item: &Value) -> bool {
                 .iter()
                 .all(|p| matches!(p["type"].as_str(), Some("input_text" | "output_text")))
         })
-}
-
-/// A string at `item[key]`, or the error naming `{field}.{key}`.
-fn text_field(item: &Value, key: &str, field: &str) -> Result<String, BadRequest> {
-    let v = item.get(key).unwrap_or(&Value::Null);
-    v.as_str()
-        .map(str::to_string)
-        .ok_or_else(|| expected(&format!("{field}.{key}"), "a string", v))
-}
-
-/// One `input` item as ctxproxy messages: none for an item ctxproxy does
-/// not read (`is_read`), else one.
-pub fn to_messages(item: &Value, field: &str) -> Result<Vec<Message>, BadRequest> {
-    if !item.is_object() {
-        return Err(expected(field, "an object", item));
-    }
-    let kind = match item.get("type") {
-        None | Some(Value::Null) => "message",
-        Some(Value::String(kind)) => kind.as_str(),
-        Some(other) => return Err(expected(&format!("{field}.type"), "a string", other)),
-    };
-    let message = match kind {
-        "message" => {
-            let role_value = item.get("role").unwrap_or(&Value::Null);
-            let role = match role_value.as_str() {
-                Some("user") => Role::User,
-                Some("assistant") => Role::Assistant,
-                Some("system" | "developer") => Role::System,
-                Some(other) => {
-                    return Err(BadRequest::new(
-                        format!("{field}.role"),
-                        format!(
-                            "{field}.role: expected user, assistant, system or developer, got {other:?}"
-                        ),
-                    ))
-                }
-                None => return Err(expected(&format!("{field}.role"), "a string", role_value)),
-            };
-            let content = item.get("content").unwrap_or(&Value::Null);
-            Message::new(role, content_text(content, &format!("{field}.content"))?)
-        }
-        "function_call" | "custom_tool_call" => {
-            let arguments = match kind {
-                "function_call" => match item.get("arguments") {
-                    None | Some(Value::Null) => "{}".to_string(),
-                    Some(_) => text_field(item, "arguments", field)?,
-                },
-                // A custom tool's input is free text (Codex's `apply_patch`: the patch).
-                _ => text_field(item, "input", field)?,
-            };
-            let mut message = Message::new(Role::Assistant, "");
-            message.tool_calls.push(ToolCall {
-                id: text_field(item, "call_id", field)?,
-                name: text_field(item, "name", field)?,
-                arguments,
-            });
-            message
-        }
-        "function_call_output" | "custom_tool_call_output" => Message {
-            tool_call_id: Some(text_field(item, "call_id", field)?),
-            ..Message::new(
-                Role::Tool,
-                content_text(
-                    item.get("output").unwrap_or(&Value::Null),
-                    &format!("{field}.output"),
-                )?,
-            )
-        },
-        _ => return Ok(Vec::new()),
-    };
-    Ok(vec![message])
 }
 
 /// The kept items that lead the client's history and state the system
@@ -316,19 +246,6 @@ impl Api for Responses {
         }
     }
 
-    fn read_message(m: &Value, field: &str) -> Result<Vec<Message>, BadRequest> {
-        to_messages(m, field)
-    }
-
-    /// A turn's calls follow its text (and each other) as items of their
-    /// own; Chat Completions sends them as one message.
-    fn joins(previous: &Message, next: &Message) -> bool {
-        previous.role == Role::Assistant
-            && next.role == Role::Assistant
-            && next.content.is_empty()
-            && !next.tool_calls.is_empty()
-    }
-
     /// System messages and media (forwarded as sent), the items ctxproxy
     /// does not read, and the calls they may precede.
     fn keeps(m: &Value) -> bool {
@@ -461,6 +378,7 @@ impl Api for Responses {
 mod tests {
     use super::*;
     use crate::api::Splicer;
+    use ctxproxy_core::message::Role;
     use ctxproxy_core::packer::PromptMessage;
     use ctxproxy_core::render::Block;
 

@@ -13,8 +13,8 @@ use super::api::Api;
 use super::history::{read_whole, Read};
 use super::history_cache::HistoryCache;
 use super::openai::OpenAi;
-use super::responses::Responses;
 use super::receive::receive;
+use super::responses::Responses;
 use ctxproxy_service::api::WireMessage;
 
 /// Everything a read gives the proxy, as JSON.
@@ -361,7 +361,10 @@ fn a_message_read_from_several_items_resumes_whole_or_is_read_again() {
     let read = whole::<Responses>(&bodies[2].1).unwrap();
     let assistant = &read["messages"][1];
     assert_eq!(
-        (&assistant["content"], assistant["toolCalls"].as_array().map(Vec::len)),
+        (
+            &assistant["content"],
+            assistant["toolCalls"].as_array().map(Vec::len)
+        ),
         (&json!("Reading both."), Some(2)),
     );
 }

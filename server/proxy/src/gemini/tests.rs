@@ -4,6 +4,7 @@
 
 use super::*;
 use crate::api::Splicer;
+use ctxproxy_core::message::Role;
 use ctxproxy_core::packer::PromptMessage;
 use ctxproxy_core::render::{tool_definitions, Block};
 use serde_json::json;
