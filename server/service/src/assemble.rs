@@ -168,8 +168,8 @@ pub fn run(
             .iter()
             .map(|t| Trim {
                 id: t.id.clone(),
-                from: t.from.as_str().to_string(),
-                to: t.to.as_str().to_string(),
+                from: t.from,
+                to: t.to,
                 reason: t.reason.clone(),
             })
             .collect(),
@@ -195,14 +195,14 @@ pub fn run(
             .layers
             .iter()
             .map(|l| LayerReport {
-                layer: l.layer.as_str().to_string(),
+                layer: l.layer,
                 tokens: l.tokens,
                 items: l
                     .items
                     .iter()
                     .map(|i| LayerItem {
                         id: i.id.clone(),
-                        format: i.format.as_str().to_string(),
+                        format: i.format,
                         tokens: i.tokens,
                     })
                     .collect(),

@@ -158,7 +158,7 @@ async fn a_call_tree_down_to_the_one_shot_prompt() {
         .expect("list")
         .sessions
         .into_iter()
-        .map(|s| (s.title, s.depth, s.parent.map(|p| (p.kind, p.at_exchange))))
+        .map(|s| (s.title, s.depth, s.parent.map(|p| (p.kind.as_str(), p.at_exchange))))
         .collect::<std::collections::BTreeSet<_>>();
     let stable = |text: String| {
         text.replace(&root, "s-ROOT")

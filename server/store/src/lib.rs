@@ -35,6 +35,7 @@ use tokio::sync::oneshot;
 pub use append::{AppendOutcome, BlobOutcome, Event};
 pub use assemble::{AssembledPrompt, Keep};
 pub use error::StoreError;
+pub use exchange_row::TextSource;
 pub use path::{Lineage, PathSegment};
 pub use read::{
     BlobText, ExchangeListing, MessageItem, ParentKind, ParentLink, PromptRecord, Reader,
