@@ -18,7 +18,7 @@ use ctxproxy_store::{AssembledPrompt, PromptRecord, StoreError};
 
 use crate::api::{
     AssembleParams, AssembleResult, LayerItem, LayerReport, PromptTokens, RecallShown,
-    SupersededRange, Trim,
+    StateEnvelope, SupersededRange, Trim,
 };
 use crate::error::ServiceError;
 use crate::format::{self, Format};
@@ -94,9 +94,22 @@ impl Request {
     }
 }
 
-/// Packs and formats one prompt; runs on the store's writer thread.
-/// `whole_so_far`: whether the session's newest prompt record has the
-/// whole shape, or it has none; what decides whether this prompt may be
+/// A prompt as the packer made it, with what its wire result needs besides
+/// the request: core data and the state envelope (which reads the view),
+/// nothing formatted for an API.
+struct Packed {
+    pub id: PromptId,
+    pub session_id: String,
+    pub prompt: PackedPrompt,
+    /// The context tools the prompt offers (`packer::offered_tools`).
+    pub tools: &'static [&'static str],
+    pub prefix_reused: u32,
+    pub state: StateEnvelope,
+}
+
+/// Packs, formats and records one prompt; runs on the store's writer
+/// thread. `whole_so_far`: whether the session's newest prompt record has
+/// the whole shape, or it has none; what decides whether this prompt may be
 /// whole when `last` does not hold the previous prompt (the first prompt
 /// after a restart, a preview).
 pub fn run(
@@ -107,6 +120,34 @@ pub fn run(
     last: &LastPrompts,
     whole_so_far: bool,
 ) -> Result<AssembledPrompt<AssembleResult>, ServiceError> {
+    let mut previous = last.0.lock().expect("last prompts lock");
+    let packed = pack(id, view, req, caps, previous.get(&view.session_id), whole_so_far)?;
+    let result = to_wire(&packed, req);
+    // Recorded as a JSON object (keys sorted), as it goes on the wire.
+    let record = serde_json::to_value(&result)
+        .expect("an assemble result serialises")
+        .to_string();
+    let total_tokens = packed.prompt.total;
+    let headers = packed.prompt.header_lines_shown();
+    previous.insert(packed.session_id, packed.prompt);
+    Ok(AssembledPrompt {
+        value: result,
+        total_tokens,
+        record,
+        headers,
+    })
+}
+
+/// Packs one prompt against the session's previous one (`earlier`, for
+/// prefix reuse and whether it may be whole).
+fn pack(
+    id: PromptId,
+    view: &SessionView,
+    req: &Request,
+    caps: &LayerCaps,
+    earlier: Option<&PackedPrompt>,
+    whole_so_far: bool,
+) -> Result<Packed, ServiceError> {
     let enc = req.encoding;
     let system = req.system.as_ref().map(|s| Counted {
         tokens: tokens::count(enc, s),
@@ -123,8 +164,6 @@ pub fn run(
     let input_tokens = input
         .as_ref()
         .map_or(0, |k| render::message_tokens(k, Level::Full, enc));
-    let mut previous = last.0.lock().expect("last prompts lock");
-    let earlier = previous.get(&view.session_id);
     let pack_request = PackRequest {
         budget: req.budget,
         encoding: enc,
@@ -137,33 +176,57 @@ pub fn run(
         calls: req.calls.clone(),
         whole_allowed: req.whole_history && packer::whole_allowed(earlier, whole_so_far),
     };
-    let packed = packer::pack(view, &pack_request, caps).map_err(|e| match e {
+    let prompt = packer::pack(view, &pack_request, caps).map_err(|e| match e {
         PackError::BudgetTooSmall { .. } => ServiceError::BudgetTooSmall(e.to_string()),
     })?;
-    let tool_names = packer::offered_tools(packed.tools_tokens);
-    let tools = match tool_names {
+    let tools = packer::offered_tools(prompt.tools_tokens);
+    let state = state::envelope(
+        view,
+        &state::Prompt {
+            iteration: id.0,
+            max_depth: req.calls.max_depth,
+            tools,
+            budget: req.budget,
+            used: prompt.total,
+            cap: caps.current_context_max,
+            encoding: enc,
+        },
+    );
+    Ok(Packed {
+        id,
+        session_id: view.session_id.clone(),
+        prefix_reused: earlier.map_or(0, |prev| packer::shared_prefix_tokens(prev, &prompt)),
+        prompt,
+        tools,
+        state,
+    })
+}
+
+/// The wire result of a packed prompt, formatted for `req.format`.
+fn to_wire(packed: &Packed, req: &Request) -> AssembleResult {
+    let prompt = &packed.prompt;
+    let tools = match packed.tools {
         [] => serde_json::Value::Array(Vec::new()),
         _ => render::tool_definitions(),
     };
-    let prefix_reused = earlier.map_or(0, |prev| packer::shared_prefix_tokens(prev, &packed));
-    let result = AssembleResult {
-        prompt_id: id.to_string(),
-        session_id: view.session_id.clone(),
+    AssembleResult {
+        prompt_id: packed.id.to_string(),
+        session_id: packed.session_id.clone(),
         budget: req.budget,
-        encoding: enc,
+        encoding: req.encoding,
         format: req.format,
         order: req.order,
         tokens: PromptTokens {
-            total: packed.total + req.client_tools_tokens,
-            layers: packed
+            total: prompt.total + req.client_tools_tokens,
+            layers: prompt
                 .layers
                 .iter()
                 .map(|l| (l.layer.as_str().to_string(), l.tokens))
                 .collect(),
         },
-        prefix_reused,
+        prefix_reused: packed.prefix_reused,
         client_tools_tokens: req.client_tools_tokens,
-        trimmed: packed
+        trimmed: prompt
             .trimmed
             .iter()
             .map(|t| Trim {
@@ -173,7 +236,7 @@ pub fn run(
                 reason: t.reason.clone(),
             })
             .collect(),
-        superseded: packed
+        superseded: prompt
             .superseded
             .iter()
             .map(|s| SupersededRange {
@@ -181,7 +244,7 @@ pub fn run(
                 by: s.by.to_string(),
             })
             .collect(),
-        recall: packed
+        recall: prompt
             .recall
             .iter()
             .map(|hit| RecallShown {
@@ -191,7 +254,7 @@ pub fn run(
                 text: hit.passage.text.clone(),
             })
             .collect(),
-        layers: packed
+        layers: prompt
             .layers
             .iter()
             .map(|l| LayerReport {
@@ -208,35 +271,11 @@ pub fn run(
                     .collect(),
             })
             .collect(),
-        shape: packed.shape.kind(),
-        reason: packed.shape.reason(packed.total),
-        state: Some(state::envelope(
-            view,
-            &state::Prompt {
-                iteration: id.0,
-                max_depth: req.calls.max_depth,
-                tools: tool_names,
-                budget: req.budget,
-                used: packed.total,
-                cap: caps.current_context_max,
-                encoding: enc,
-            },
-        )),
-        prompt: format::prompt_fields(&packed.messages, &tools, req.format),
-    };
-    // Recorded as a JSON object (keys sorted), as it goes on the wire.
-    let record = serde_json::to_value(&result)
-        .expect("an assemble result serialises")
-        .to_string();
-    let total_tokens = packed.total;
-    let headers = packed.header_lines_shown();
-    previous.insert(view.session_id.clone(), packed);
-    Ok(AssembledPrompt {
-        value: result,
-        total_tokens,
-        record,
-        headers,
-    })
+        shape: prompt.shape.kind(),
+        reason: prompt.shape.reason(prompt.total),
+        state: Some(packed.state.clone()),
+        prompt: format::prompt_fields(&prompt.messages, &tools, req.format),
+    }
 }
 
 /// The tool definitions never change: counted once per encoding, and only
