@@ -85,7 +85,10 @@ fn render_retrieve(result: &RetrieveResult) -> String {
                 format!("## {}: error {}: {}", f.id, f.error.code, f.error.message)
             }
             RetrievedItem::Found(item) => {
-                let mut notes = vec![item.format.as_str().to_string(), format!("{} tokens", item.tokens)];
+                let mut notes = vec![
+                    item.format.as_str().to_string(),
+                    format!("{} tokens", item.tokens),
+                ];
                 if item.truncated {
                     notes.push("truncated".into());
                 }

@@ -376,7 +376,10 @@ pub fn explain_text(v: &AssembleResult) -> String {
         for t in &v.trimmed {
             out.push_str(&format!(
                 "  {} {} -> {}: {}\n",
-                t.id, t.from.as_str(), t.to.as_str(), t.reason
+                t.id,
+                t.from.as_str(),
+                t.to.as_str(),
+                t.reason
             ));
         }
     }
@@ -417,7 +420,9 @@ pub fn path_text(path: &PathResult) -> String {
         if let Some(p) = &s.parent {
             out.push_str(&format!(
                 ", {} of {} at x{}",
-                p.kind.as_str(), p.session_id, p.at_exchange
+                p.kind.as_str(),
+                p.session_id,
+                p.at_exchange
             ));
         }
         out.push('\n');

@@ -16,11 +16,11 @@ use rusqlite::{params, OptionalExtension};
 
 use crate::cached::{execute_cached, query_row_cached};
 use crate::error::StoreError;
+use crate::exchange_row::TextSource;
 use crate::read;
 use crate::time::now_rfc3339;
 use crate::writer::Writer;
 use crate::Result;
-use crate::exchange_row::TextSource;
 use crate::{blobs, exchange_row, fulltext};
 
 mod early_headers;

@@ -88,7 +88,10 @@ impl TextSource {
     }
 
     pub fn parse(s: &str) -> Option<TextSource> {
-        TextSource::VARIANTS.iter().copied().find(|t| t.as_str() == s)
+        TextSource::VARIANTS
+            .iter()
+            .copied()
+            .find(|t| t.as_str() == s)
     }
 }
 

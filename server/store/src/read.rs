@@ -66,7 +66,10 @@ impl ParentKind {
     }
 
     pub fn parse(s: &str) -> Option<ParentKind> {
-        ParentKind::VARIANTS.iter().copied().find(|k| k.as_str() == s)
+        ParentKind::VARIANTS
+            .iter()
+            .copied()
+            .find(|k| k.as_str() == s)
     }
 }
 

@@ -51,7 +51,10 @@ impl Writer {
         for (at, (_, stored, source)) in rows.iter().enumerate().take(rows.len().saturating_sub(1))
         {
             let seq = at as u32 + 1;
-            if at >= summary::HEADER_PEERS as usize || source == TextSource::Model.as_str() || shown.contains(&seq) {
+            if at >= summary::HEADER_PEERS as usize
+                || source == TextSource::Model.as_str()
+                || shown.contains(&seq)
+            {
                 continue;
             }
             let facts = ExchangeFacts::of(&read::load_messages(&self.conn, session, seq)?);
