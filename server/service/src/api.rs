@@ -1,8 +1,8 @@
 //! The service's API: params and results of every `ctx/` method as plain
 //! data, and their conversion to and from the core's. The same types are
-//! what the LSP carries as JSON and the prompt record the store keeps
-//! (`AssembleResult`), hence serde; reading params from JSON is
-//! `from_json`'s, JSON-RPC around them the LSP crate's.
+//! what the LSP carries as JSON, hence serde (prompt records made before
+//! records had a version are `AssembleResult`'s JSON too); reading params
+//! from JSON is `from_json`'s, JSON-RPC around them the LSP crate's.
 
 use ctxproxy_core::config::LayerOrder;
 use ctxproxy_core::context::Phase;
@@ -300,7 +300,9 @@ pub struct BlobRef {
     pub duplicate_of: Option<String>,
 }
 
-/// `ctx/assemble`'s result, and what is recorded for `ctx/explain`.
+/// `ctx/assemble`'s result, and what `ctx/explain` shows: both made from
+/// the prompt's record by `assemble::to_wire`. A record made before
+/// records had a version is this type's JSON, read with its defaults.
 #[derive(Debug, Serialize, Deserialize, Clone, PartialEq)]
 #[serde(rename_all = "camelCase")]
 pub struct AssembleResult {
@@ -551,7 +553,10 @@ impl RetrieveFormat {
     }
 
     pub fn parse(s: &str) -> Option<RetrieveFormat> {
-        RetrieveFormat::VARIANTS.iter().copied().find(|f| f.as_str() == s)
+        RetrieveFormat::VARIANTS
+            .iter()
+            .copied()
+            .find(|f| f.as_str() == s)
     }
 }
 
@@ -595,7 +600,10 @@ impl TextEncoding {
     }
 
     pub fn parse(s: &str) -> Option<TextEncoding> {
-        TextEncoding::VARIANTS.iter().copied().find(|e| e.as_str() == s)
+        TextEncoding::VARIANTS
+            .iter()
+            .copied()
+            .find(|e| e.as_str() == s)
     }
 }
 

@@ -67,6 +67,27 @@ async fn open_append_assemble_retrieve() {
         "the per-layer totals are the layers' tokens"
     );
 
+    // Explain shows what assemble answered, in every format: both are the
+    // one conversion of the same record.
+    for format in ["openai", "anthropic", "responses", "gemini", "text"] {
+        let sent = service
+            .assemble(params(json!({
+                "sessionId": session,
+                "input": {"role": "user", "content": "And handler_7?"},
+                "format": format,
+                "budget": 2000,
+            })))
+            .await
+            .expect("assemble");
+        let explained = service
+            .explain(params(
+                json!({"sessionId": session, "promptId": sent.prompt_id}),
+            ))
+            .await
+            .expect("explain");
+        assert_eq!(to_wire(&explained.prompt), to_wire(&sent), "{format}");
+    }
+
     let blob = appended.blobs[0].id.clone();
     let retrieved = service
         .retrieve(params(json!({
@@ -158,7 +179,13 @@ async fn a_call_tree_down_to_the_one_shot_prompt() {
         .expect("list")
         .sessions
         .into_iter()
-        .map(|s| (s.title, s.depth, s.parent.map(|p| (p.kind.as_str(), p.at_exchange))))
+        .map(|s| {
+            (
+                s.title,
+                s.depth,
+                s.parent.map(|p| (p.kind.as_str(), p.at_exchange)),
+            )
+        })
         .collect::<std::collections::BTreeSet<_>>();
     let stable = |text: String| {
         text.replace(&root, "s-ROOT")

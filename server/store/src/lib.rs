@@ -17,6 +17,7 @@ mod fulltext;
 mod housekeeping;
 pub mod maintenance;
 mod path;
+pub mod prompt_record;
 mod read;
 mod recall;
 mod schema;
