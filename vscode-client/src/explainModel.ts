@@ -4,6 +4,9 @@
 // No vscode import.
 import { LAYER_NAMES, Trim } from "./protocol";
 
+/** A trim as read: its fields as text, whatever the server sent. */
+export type TrimView = { [K in keyof Trim]: string };
+
 export interface LayerItemView {
   id: string;
   format: string;
@@ -36,7 +39,7 @@ export interface PromptView {
   prefixReused?: number;
   createdAt?: string;
   layers: LayerView[];
-  trimmed: Trim[];
+  trimmed: TrimView[];
   messages: MessageView[];
   toolNames: string[];
 }
@@ -125,7 +128,7 @@ function readItem(item: unknown): LayerItemView {
   return { id: str(item.id), format: str(item.format), tokens: num(item.tokens) ?? 0 };
 }
 
-function readTrim(trim: unknown): Trim {
+function readTrim(trim: unknown): TrimView {
   const value = isObject(trim) ? trim : {};
   return { id: str(value.id), from: str(value.from), to: str(value.to), reason: str(value.reason) };
 }

@@ -90,10 +90,20 @@ export const LAYER_NAMES = [
 ] as const;
 export type LayerName = (typeof LAYER_NAMES)[number];
 
+/** How a layer item is shown: an exchange's level, or another form. */
+export type ItemFormat =
+  | "full"
+  | "digests"
+  | "summary"
+  | "header"
+  | "reference"
+  | "text"
+  | "dropped";
+
 export interface Trim {
   id: string;
-  from: string;
-  to: string;
+  from: ItemFormat;
+  to: ItemFormat;
   reason: string;
 }
 export interface PromptTokens {
@@ -102,7 +112,7 @@ export interface PromptTokens {
 }
 export interface LayerItem {
   id: string;
-  format: string;
+  format: ItemFormat;
   tokens: number;
 }
 export interface LayerReport {
@@ -208,7 +218,8 @@ export interface RetrieveParams {
 export interface Retrieved {
   id: string;
   kind: "exchange" | "message" | "blob";
-  format: string;
+  /** The level asked for of an exchange; "full" for a message or a blob. */
+  format: RetrieveFormat;
   tokens: number;
   truncated: boolean;
   text: string;
@@ -398,7 +409,7 @@ export interface SummaryUpdatedEvent {
   kind: "summaryUpdated";
   sessionId: string;
   exchangeId: string;
-  source: string;
+  source: "extractive" | "model";
 }
 export interface ContextAssembledEvent {
   kind: "contextAssembled";

@@ -29,3 +29,8 @@ pub mod text;
 pub mod tokens;
 pub mod view;
 pub mod wire_name;
+
+// For `wire_name!`: a crate that names its enums by a word needs no serde
+// of its own.
+#[doc(hidden)]
+pub use serde;

@@ -5,33 +5,35 @@
 
 /// Implements `Serialize` and `Deserialize` for `$ty` through its
 /// `as_str` and `parse`, and `$ty::VARIANTS`: the variants listed, every
-/// one of the type's, whose words the error names.
+/// one of the type's, whose words the error names. A variant that holds
+/// another word's enum is listed once per value it may hold
+/// (`Level(Level::Full)`), so the list is still every word.
 #[macro_export]
 macro_rules! wire_name {
-    ($ty:ident: $($variant:ident),+ $(,)?) => {
+    ($ty:ident: $($variant:ident $(($inner:path))?),+ $(,)?) => {
         impl $ty {
             /// Every variant, in the order the wire lists them.
-            pub const VARIANTS: &'static [$ty] = &[$($ty::$variant),+];
+            pub const VARIANTS: &'static [$ty] = &[$($ty::$variant $(($inner))?),+];
         }
 
         // A variant missing from the list does not compile: the match is
         // not exhaustive.
         const _: fn($ty) = |v| match v {
-            $($ty::$variant)|+ => {}
+            $($ty::$variant $(($inner))?)|+ => {}
         };
 
-        impl serde::Serialize for $ty {
-            fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        impl $crate::serde::Serialize for $ty {
+            fn serialize<S: $crate::serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
                 s.serialize_str(self.as_str())
             }
         }
 
-        impl<'de> serde::Deserialize<'de> for $ty {
-            fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<$ty, D::Error> {
-                let word = <String as serde::Deserialize>::deserialize(d)?;
+        impl<'de> $crate::serde::Deserialize<'de> for $ty {
+            fn deserialize<D: $crate::serde::Deserializer<'de>>(d: D) -> Result<$ty, D::Error> {
+                let word = <String as $crate::serde::Deserialize>::deserialize(d)?;
                 $ty::parse(&word).ok_or_else(|| {
                     let words: Vec<&str> = $ty::VARIANTS.iter().map(|v| v.as_str()).collect();
-                    serde::de::Error::custom($crate::wire_name::expected(&words, &word))
+                    $crate::serde::de::Error::custom($crate::wire_name::expected(&words, &word))
                 })
             }
         }
@@ -71,6 +73,8 @@ mod tests {
         round_trip(crate::exchange::Outcome::VARIANTS);
         round_trip(crate::context::Phase::VARIANTS);
         round_trip(crate::packer::ShapeKind::VARIANTS);
+        round_trip(crate::packer::Layer::VARIANTS);
+        round_trip(crate::packer::ItemForm::VARIANTS);
     }
 
     #[test]

@@ -7,7 +7,7 @@ use serde::Deserialize;
 
 use super::api::ContextCall;
 use ctxproxy_service::api::{
-    RetrieveParams, RetrieveResult, RetrievedItem, SearchParams, SearchResult,
+    RetrieveFormat, RetrieveParams, RetrieveResult, RetrievedItem, SearchParams, SearchResult,
 };
 use ctxproxy_service::service::Service;
 
@@ -16,7 +16,7 @@ use ctxproxy_service::service::Service;
 #[serde(rename_all = "camelCase")]
 struct RetrieveArgs {
     ids: Vec<String>,
-    format: Option<String>,
+    format: Option<RetrieveFormat>,
     lines: Option<[u32; 2]>,
     grep: Option<String>,
     max_tokens: Option<u32>,
@@ -85,7 +85,10 @@ fn render_retrieve(result: &RetrieveResult) -> String {
                 format!("## {}: error {}: {}", f.id, f.error.code, f.error.message)
             }
             RetrievedItem::Found(item) => {
-                let mut notes = vec![item.format.clone(), format!("{} tokens", item.tokens)];
+                let mut notes = vec![
+                    item.format.as_str().to_string(),
+                    format!("{} tokens", item.tokens),
+                ];
                 if item.truncated {
                     notes.push("truncated".into());
                 }

@@ -1,17 +1,18 @@
 //! The service's API: params and results of every `ctx/` method as plain
 //! data, and their conversion to and from the core's. The same types are
-//! what the LSP carries as JSON and the prompt record the store keeps
-//! (`AssembleResult`), hence serde; reading params from JSON is
-//! `from_json`'s, JSON-RPC around them the LSP crate's.
+//! what the LSP carries as JSON, hence serde (prompt records made before
+//! records had a version are `AssembleResult`'s JSON too); reading params
+//! from JSON is `from_json`'s, JSON-RPC around them the LSP crate's.
 
 use ctxproxy_core::config::LayerOrder;
 use ctxproxy_core::context::Phase;
 use ctxproxy_core::exchange::Outcome;
 use ctxproxy_core::message::{Message, Role, ToolCall, UserKind};
 use ctxproxy_core::message_json;
-use ctxproxy_core::packer::ShapeKind;
+use ctxproxy_core::packer::{ItemForm, Layer, ShapeKind};
 use ctxproxy_core::supersede::ExchangeRange;
 use ctxproxy_core::tokens::Encoding;
+use ctxproxy_store::{ParentKind, TextSource};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
@@ -164,7 +165,7 @@ pub struct AssembleParams {
 pub struct RetrieveParams {
     pub session_id: String,
     pub ids: Vec<String>,
-    pub format: Option<String>,
+    pub format: Option<RetrieveFormat>,
     pub lines: Option<[u32; 2]>,
     pub grep: Option<String>,
     pub max_tokens: Option<u32>,
@@ -299,7 +300,9 @@ pub struct BlobRef {
     pub duplicate_of: Option<String>,
 }
 
-/// `ctx/assemble`'s result, and what is recorded for `ctx/explain`.
+/// `ctx/assemble`'s result, and what `ctx/explain` shows: both made from
+/// the prompt's record by `assemble::to_wire`. A record made before
+/// records had a version is this type's JSON, read with its defaults.
 #[derive(Debug, Serialize, Deserialize, Clone, PartialEq)]
 #[serde(rename_all = "camelCase")]
 pub struct AssembleResult {
@@ -449,8 +452,8 @@ pub struct PromptTokens {
 #[serde(rename_all = "camelCase")]
 pub struct Trim {
     pub id: String,
-    pub from: String,
-    pub to: String,
+    pub from: ItemForm,
+    pub to: ItemForm,
     pub reason: String,
 }
 
@@ -477,7 +480,7 @@ pub struct RecallShown {
 #[derive(Debug, Serialize, Deserialize, Clone, PartialEq)]
 #[serde(rename_all = "camelCase")]
 pub struct LayerReport {
-    pub layer: String,
+    pub layer: Layer,
     pub tokens: u32,
     pub items: Vec<LayerItem>,
 }
@@ -486,7 +489,7 @@ pub struct LayerReport {
 #[serde(rename_all = "camelCase")]
 pub struct LayerItem {
     pub id: String,
-    pub format: String,
+    pub format: ItemForm,
     pub tokens: u32,
 }
 
@@ -518,18 +521,93 @@ pub enum RetrievedItem {
 #[serde(rename_all = "camelCase")]
 pub struct Retrieved {
     pub id: String,
-    /// `exchange`, `message` or `blob`.
-    pub kind: String,
-    pub format: String,
+    pub kind: ItemKind,
+    /// The level asked for of an exchange; `full` for a message or a blob.
+    pub format: RetrieveFormat,
     pub tokens: u32,
     pub truncated: bool,
     pub text: String,
     /// `base64` when `text` holds bytes that are not UTF-8.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub encoding: Option<String>,
+    pub encoding: Option<TextEncoding>,
     #[serde(flatten)]
     pub details: ItemDetails,
 }
+
+/// How much of an exchange `ctx/retrieve` returns: its header, its
+/// summary, or every message (tool results as their original output).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RetrieveFormat {
+    Header,
+    Summary,
+    Full,
+}
+
+impl RetrieveFormat {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            RetrieveFormat::Header => "header",
+            RetrieveFormat::Summary => "summary",
+            RetrieveFormat::Full => "full",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<RetrieveFormat> {
+        RetrieveFormat::VARIANTS
+            .iter()
+            .copied()
+            .find(|f| f.as_str() == s)
+    }
+}
+
+ctxproxy_core::wire_name!(RetrieveFormat: Header, Summary, Full);
+
+/// What a retrieved id names.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ItemKind {
+    Exchange,
+    Message,
+    Blob,
+}
+
+impl ItemKind {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ItemKind::Exchange => "exchange",
+            ItemKind::Message => "message",
+            ItemKind::Blob => "blob",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<ItemKind> {
+        ItemKind::VARIANTS.iter().copied().find(|k| k.as_str() == s)
+    }
+}
+
+ctxproxy_core::wire_name!(ItemKind: Exchange, Message, Blob);
+
+/// How a retrieved item's `text` holds bytes that are not UTF-8.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum TextEncoding {
+    Base64,
+}
+
+impl TextEncoding {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            TextEncoding::Base64 => "base64",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<TextEncoding> {
+        TextEncoding::VARIANTS
+            .iter()
+            .copied()
+            .find(|e| e.as_str() == s)
+    }
+}
+
+ctxproxy_core::wire_name!(TextEncoding: Base64);
 
 /// What is known about a retrieved item besides its text, by kind.
 #[derive(Debug, Serialize, Deserialize, Clone, PartialEq)]
@@ -642,8 +720,7 @@ pub struct ParentInfo {
     pub session_id: String,
     /// A fork's last shared exchange; a child's call point.
     pub at_exchange: u32,
-    /// `fork` or `child`.
-    pub kind: String,
+    pub kind: ParentKind,
 }
 
 #[derive(Debug, Serialize, Deserialize, Clone, PartialEq)]
@@ -695,7 +772,7 @@ pub struct PathParent {
     pub at_exchange: u32,
     /// `fork` (shares the parent's exchanges up to `atExchange`) or `child`
     /// (a fresh session the parent called after `atExchange`).
-    pub kind: String,
+    pub kind: ParentKind,
 }
 
 #[derive(Debug, Serialize, Deserialize, Clone, PartialEq)]
@@ -748,7 +825,7 @@ pub enum CtxEvent {
     SummaryUpdated {
         session_id: String,
         exchange_id: String,
-        source: String,
+        source: TextSource,
     },
     ContextAssembled {
         session_id: String,
@@ -774,7 +851,7 @@ pub enum CtxEvent {
 
 #[cfg(test)]
 mod tests {
-    use super::Format;
+    use super::{Format, RetrieveParams};
 
     #[test]
     fn every_format_reads_back_from_its_word() {
@@ -783,5 +860,19 @@ mod tests {
             assert_eq!(serde_json::from_str::<Format>(&word).unwrap(), *f, "{word}");
             assert_eq!(Format::parse(f.as_str()), Some(*f));
         }
+    }
+    /// A word a client sends that the field does not know is refused,
+    /// naming the field and the words it takes.
+    #[test]
+    fn an_unknown_word_names_the_field_and_the_words() {
+        let e = crate::from_json::parse::<RetrieveParams>(
+            serde_json::json!({"sessionId": "s", "ids": ["x1"], "format": "digest"}),
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(
+            e.contains(r#"format: expected header, summary or full, got "digest""#),
+            "{e}"
+        );
     }
 }

@@ -1,6 +1,7 @@
 //! `ctx/assemble`: turns request params into a packer request, runs the
-//! packer on the writer's view, formats the prompt for the chosen API and
-//! builds the record `ctx/explain` returns.
+//! packer on the writer's view and makes the prompt's record there; the
+//! record becomes the wire result, formatted for the chosen API, after the
+//! writer's job returns (`to_wire`, which `ctx/explain` reads it with too).
 
 use std::collections::HashMap;
 use std::path::Path;
@@ -14,11 +15,12 @@ use ctxproxy_core::packer::{self, PackError, PackRequest, PackedPrompt, ShapeKin
 use ctxproxy_core::render;
 use ctxproxy_core::tokens::{self, Encoding};
 use ctxproxy_core::view::SessionView;
+use ctxproxy_store::prompt_record::{PackedRecord, RecordRequest, Recorded};
 use ctxproxy_store::{AssembledPrompt, PromptRecord, StoreError};
 
 use crate::api::{
     AssembleParams, AssembleResult, LayerItem, LayerReport, PromptTokens, RecallShown,
-    SupersededRange, Trim,
+    StateEnvelope, SupersededRange, Trim,
 };
 use crate::error::ServiceError;
 use crate::format::{self, Format};
@@ -94,7 +96,20 @@ impl Request {
     }
 }
 
-/// Packs and formats one prompt; runs on the store's writer thread.
+/// A prompt as the packer made it, with what its record needs besides
+/// the request: prefix reuse and the state envelope (which reads the view).
+struct Packed {
+    prompt: PackedPrompt,
+    prefix_reused: u32,
+    state: StateEnvelope,
+}
+
+/// The record of a prompt as the service keeps it: formatted for the API
+/// asked for only when read (`to_wire`).
+pub type Record = PackedRecord<Format, StateEnvelope>;
+
+/// Packs one prompt and makes its record; runs on the store's writer
+/// thread, and only packs: formatting waits until the job has returned.
 /// `whole_so_far`: whether the session's newest prompt record has the
 /// whole shape, or it has none; what decides whether this prompt may be
 /// whole when `last` does not hold the previous prompt (the first prompt
@@ -106,7 +121,45 @@ pub fn run(
     caps: &LayerCaps,
     last: &LastPrompts,
     whole_so_far: bool,
-) -> Result<AssembledPrompt<AssembleResult>, ServiceError> {
+) -> Result<AssembledPrompt<Format, StateEnvelope>, ServiceError> {
+    let mut previous = last.0.lock().expect("last prompts lock");
+    let packed = pack(
+        id,
+        view,
+        req,
+        caps,
+        previous.get(&view.session_id),
+        whole_so_far,
+    )?;
+    let record = PackedRecord::new(
+        &packed.prompt,
+        RecordRequest {
+            prompt_id: id.to_string(),
+            session_id: view.session_id.clone(),
+            budget: req.budget,
+            encoding: req.encoding,
+            format: req.format,
+            order: req.order,
+            prefix_reused: packed.prefix_reused,
+            client_tools_tokens: req.client_tools_tokens,
+            state: packed.state,
+        },
+    );
+    let headers = packed.prompt.header_lines_shown();
+    previous.insert(view.session_id.clone(), packed.prompt);
+    Ok(AssembledPrompt { record, headers })
+}
+
+/// Packs one prompt against the session's previous one (`earlier`, for
+/// prefix reuse and whether it may be whole).
+fn pack(
+    id: PromptId,
+    view: &SessionView,
+    req: &Request,
+    caps: &LayerCaps,
+    earlier: Option<&PackedPrompt>,
+    whole_so_far: bool,
+) -> Result<Packed, ServiceError> {
     let enc = req.encoding;
     let system = req.system.as_ref().map(|s| Counted {
         tokens: tokens::count(enc, s),
@@ -123,8 +176,6 @@ pub fn run(
     let input_tokens = input
         .as_ref()
         .map_or(0, |k| render::message_tokens(k, Level::Full, enc));
-    let mut previous = last.0.lock().expect("last prompts lock");
-    let earlier = previous.get(&view.session_id);
     let pack_request = PackRequest {
         budget: req.budget,
         encoding: enc,
@@ -137,106 +188,103 @@ pub fn run(
         calls: req.calls.clone(),
         whole_allowed: req.whole_history && packer::whole_allowed(earlier, whole_so_far),
     };
-    let packed = packer::pack(view, &pack_request, caps).map_err(|e| match e {
+    let prompt = packer::pack(view, &pack_request, caps).map_err(|e| match e {
         PackError::BudgetTooSmall { .. } => ServiceError::BudgetTooSmall(e.to_string()),
     })?;
-    let tool_names = packer::offered_tools(packed.tools_tokens);
-    let tools = match tool_names {
+    let state = state::envelope(
+        view,
+        &state::Prompt {
+            iteration: id.0,
+            max_depth: req.calls.max_depth,
+            tools: packer::offered_tools(prompt.tools_tokens),
+            budget: req.budget,
+            used: prompt.total,
+            cap: caps.current_context_max,
+            encoding: enc,
+        },
+    );
+    Ok(Packed {
+        prefix_reused: earlier.map_or(0, |prev| packer::shared_prefix_tokens(prev, &prompt)),
+        prompt,
+        state,
+    })
+}
+
+/// The wire result of a prompt record, formatted for the API it was asked
+/// for: what `ctx/assemble` answers and `ctx/explain` shows, computed here
+/// only.
+pub fn to_wire(record: &Record) -> AssembleResult {
+    let tools = match record.tools.as_slice() {
         [] => serde_json::Value::Array(Vec::new()),
         _ => render::tool_definitions(),
     };
-    let prefix_reused = earlier.map_or(0, |prev| packer::shared_prefix_tokens(prev, &packed));
-    let result = AssembleResult {
-        prompt_id: id.to_string(),
-        session_id: view.session_id.clone(),
-        budget: req.budget,
-        encoding: enc,
-        format: req.format,
-        order: req.order,
+    AssembleResult {
+        prompt_id: record.prompt_id.clone(),
+        session_id: record.session_id.clone(),
+        budget: record.budget,
+        encoding: record.encoding,
+        format: record.format,
+        order: record.order,
         tokens: PromptTokens {
-            total: packed.total + req.client_tools_tokens,
-            layers: packed
+            total: record.total + record.client_tools_tokens,
+            layers: record
                 .layers
                 .iter()
                 .map(|l| (l.layer.as_str().to_string(), l.tokens))
                 .collect(),
         },
-        prefix_reused,
-        client_tools_tokens: req.client_tools_tokens,
-        trimmed: packed
+        prefix_reused: record.prefix_reused,
+        client_tools_tokens: record.client_tools_tokens,
+        trimmed: record
             .trimmed
             .iter()
             .map(|t| Trim {
                 id: t.id.clone(),
-                from: t.from.as_str().to_string(),
-                to: t.to.as_str().to_string(),
+                from: t.from,
+                to: t.to,
                 reason: t.reason.clone(),
             })
             .collect(),
-        superseded: packed
+        superseded: record
             .superseded
             .iter()
             .map(|s| SupersededRange {
-                ids: s.ids.to_string(),
-                by: s.by.to_string(),
+                ids: s.ids.clone(),
+                by: s.by.clone(),
             })
             .collect(),
-        recall: packed
+        recall: record
             .recall
             .iter()
             .map(|hit| RecallShown {
-                id: hit.exchange.to_string(),
+                id: hit.exchange.clone(),
                 words: hit.words.clone(),
-                tokens: hit.passage.tokens,
-                text: hit.passage.text.clone(),
+                tokens: hit.tokens,
+                text: hit.text.clone(),
             })
             .collect(),
-        layers: packed
+        layers: record
             .layers
             .iter()
             .map(|l| LayerReport {
-                layer: l.layer.as_str().to_string(),
+                layer: l.layer,
                 tokens: l.tokens,
                 items: l
                     .items
                     .iter()
                     .map(|i| LayerItem {
                         id: i.id.clone(),
-                        format: i.format.as_str().to_string(),
+                        format: i.format,
                         tokens: i.tokens,
                     })
                     .collect(),
             })
             .collect(),
-        shape: packed.shape.kind(),
-        reason: packed.shape.reason(packed.total),
-        state: Some(state::envelope(
-            view,
-            &state::Prompt {
-                iteration: id.0,
-                max_depth: req.calls.max_depth,
-                tools: tool_names,
-                budget: req.budget,
-                used: packed.total,
-                cap: caps.current_context_max,
-                encoding: enc,
-            },
-        )),
-        prompt: format::prompt_fields(&packed.messages, &tools, req.format),
-    };
-    // Recorded as a JSON object (keys sorted), as it goes on the wire.
-    let record = serde_json::to_value(&result)
-        .expect("an assemble result serialises")
-        .to_string();
-    let total_tokens = packed.total;
-    let headers = packed.header_lines_shown();
-    previous.insert(view.session_id.clone(), packed);
-    Ok(AssembledPrompt {
-        value: result,
-        total_tokens,
-        record,
-        headers,
-    })
+        shape: record.shape,
+        reason: record.reason.clone(),
+        state: Some(record.state.clone()),
+        prompt: format::prompt_fields(&record.prompt_messages(), &tools, record.format),
+    }
 }
 
 /// The tool definitions never change: counted once per encoding, and only
@@ -250,18 +298,26 @@ fn tools_tokens(encoding: Encoding) -> u32 {
     *COUNTS[e].get_or_init(|| render::tools_tokens(encoding))
 }
 
-/// Reads back a prompt record (`ctx/explain`, `show-prompt`); one that
-/// does not parse is damage, named with the store's path.
+/// Reads back a prompt record (`ctx/explain`, `show-prompt`) as its wire
+/// result; one that does not parse is damage, named with the store's path.
+/// A record from before records had a version is the wire result itself,
+/// read with the defaults `AssembleResult` keeps for the oldest ones.
 pub fn read_record(record: &PromptRecord, db_path: &Path) -> Result<AssembleResult, StoreError> {
-    serde_json::from_str(&record.record).map_err(|e| {
+    let unreadable = |e: &dyn std::fmt::Display| {
         StoreError::Unreadable(format!("prompt record {} unreadable: {e}", record.id))
             .at_store(db_path)
-    })
+    };
+    match Recorded::<Format, StateEnvelope>::parse(&record.record) {
+        Ok(Recorded::Packed(packed)) => Ok(to_wire(&packed)),
+        Ok(Recorded::Unversioned(json)) => serde_json::from_str(&json).map_err(|e| unreadable(&e)),
+        Err(e) => Err(unreadable(&e)),
+    }
 }
 
-/// Passes a packer refusal through as its own error.
+/// Passes a packer refusal through as its own error, and formats what was
+/// packed, off the writer thread.
 pub fn flatten(
-    r: Result<Result<AssembleResult, ServiceError>, StoreError>,
+    r: Result<Result<Record, ServiceError>, StoreError>,
 ) -> Result<AssembleResult, ServiceError> {
-    r.map_err(ServiceError::from)?
+    Ok(to_wire(&r.map_err(ServiceError::from)??))
 }

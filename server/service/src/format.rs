@@ -114,13 +114,13 @@ pub fn explain_text(v: &AssembleResult) -> String {
         let items: Vec<String> = layer
             .items
             .iter()
-            .map(|i| format!("{}:{}({})", i.id, i.format, i.tokens))
+            .map(|i| format!("{}:{}({})", i.id, i.format.as_str(), i.tokens))
             .collect();
         // The tokens are not padded: `show-prompt` has always printed them so
         // (a JSON number ignored the `>6` this once had).
         out.push_str(&format!(
             "{:<16} {}  {}\n",
-            layer.layer,
+            layer.layer.as_str(),
             layer.tokens,
             items.join(" ")
         ));
@@ -130,7 +130,10 @@ pub fn explain_text(v: &AssembleResult) -> String {
         for t in &v.trimmed {
             out.push_str(&format!(
                 "  {} {} -> {}: {}\n",
-                t.id, t.from, t.to, t.reason
+                t.id,
+                t.from.as_str(),
+                t.to.as_str(),
+                t.reason
             ));
         }
     }
@@ -171,7 +174,9 @@ pub fn path_text(path: &PathResult) -> String {
         if let Some(p) = &s.parent {
             out.push_str(&format!(
                 ", {} of {} at x{}",
-                p.kind, p.session_id, p.at_exchange
+                p.kind.as_str(),
+                p.session_id,
+                p.at_exchange
             ));
         }
         out.push('\n');

@@ -10,7 +10,8 @@ use ctxproxy_core::slice;
 use ctxproxy_core::tokens::Encoding;
 
 use crate::api::{
-    BlobDetails, ExchangeDetails, ItemDetails, MessageDetails, RetrieveParams, WireMessage,
+    BlobDetails, ExchangeDetails, ItemDetails, ItemKind, MessageDetails, RetrieveFormat,
+    RetrieveParams, WireMessage,
 };
 use crate::error::ServiceError;
 
@@ -58,22 +59,22 @@ pub(crate) fn retrieve_one(
     r: &ctxproxy_store::Reader,
     session: &str,
     raw: &str,
-    format: Option<&str>,
-) -> Result<(&'static str, String, Body, ItemDetails), ServiceError> {
+    format: Option<RetrieveFormat>,
+) -> Result<(ItemKind, RetrieveFormat, Body, ItemDetails), ServiceError> {
     // One sentence per failed item: the model reads it.
     let id = ItemId::parse(raw).map_err(|e| ServiceError::UnknownId(e.to_string()))?;
     match id {
         ItemId::Exchange(x) => {
             let e = r.exchange(session, x)?;
-            let fmt = format.unwrap_or("full");
+            let fmt = format.unwrap_or(RetrieveFormat::Full);
             let text = match fmt {
-                "header" => e.header.clone(),
-                "summary" => e.summary.clone(),
-                _ => r.exchange_full_text(session, x)?,
+                RetrieveFormat::Header => e.header.clone(),
+                RetrieveFormat::Summary => e.summary.clone(),
+                RetrieveFormat::Full => r.exchange_full_text(session, x)?,
             };
             Ok((
-                "exchange",
-                fmt.to_string(),
+                ItemKind::Exchange,
+                fmt,
                 Body::Text(text),
                 ItemDetails::Exchange(ExchangeDetails {
                     at: e.at,
@@ -96,13 +97,13 @@ pub(crate) fn retrieve_one(
                 blob_id: item.blob.map(|b| b.short_id()),
             });
             let body = Body::of(item.message.content, item.message.raw);
-            Ok(("message", "full".into(), body, details))
+            Ok((ItemKind::Message, RetrieveFormat::Full, body, details))
         }
         ItemId::Blob(hex) => {
             let b = r.session_blob(session, &hex)?;
             Ok((
-                "blob",
-                "full".into(),
+                ItemKind::Blob,
+                RetrieveFormat::Full,
                 Body::of(b.text, b.raw),
                 ItemDetails::Blob(BlobDetails {
                     blob_id: b.hash.short_id(),

@@ -441,15 +441,6 @@ impl Service {
     }
 
     pub async fn retrieve(&self, p: RetrieveParams) -> Reply<RetrieveResult> {
-        let format = match p.format.as_deref() {
-            None => None,
-            Some(f @ ("header" | "summary" | "full")) => Some(f.to_string()),
-            Some(other) => {
-                return Err(ServiceError::InvalidParams(format!(
-                    "format: expected header, summary or full, got {other:?}"
-                )))
-            }
-        };
         if let Some([first, last]) = p.lines {
             if first == 0 || last < first {
                 return Err(ServiceError::InvalidParams(format!(
@@ -474,7 +465,7 @@ impl Service {
                 Ok(p.ids
                     .iter()
                     .map(|raw| {
-                        let item = retrieve_one(r, &session, raw, format.as_deref()).and_then(
+                        let item = retrieve_one(r, &session, raw, p.format).and_then(
                             |(kind, fmt, body, details)| {
                                 let (cut, encoded) = match body {
                                     Body::Text(text) => {
@@ -491,17 +482,17 @@ impl Service {
                                     }
                                     Body::Bytes(bytes) => {
                                         let cut = bytes_as_base64(raw, &bytes, &p, encoding)?;
-                                        (cut, Some("base64"))
+                                        (cut, Some(TextEncoding::Base64))
                                     }
                                 };
                                 Ok(RetrievedItem::Found(Box::new(Retrieved {
                                     id: raw.trim().to_string(),
-                                    kind: kind.to_string(),
+                                    kind,
                                     format: fmt,
                                     tokens: tokens::count(encoding, &cut.text),
                                     truncated: cut.truncated,
                                     text: cut.text,
-                                    encoding: encoded.map(str::to_string),
+                                    encoding: encoded,
                                     details,
                                 })))
                             },
@@ -607,7 +598,7 @@ impl Service {
                     parent: s.parent.map(|p| ParentInfo {
                         session_id: p.session,
                         at_exchange: p.at_exchange,
-                        kind: p.kind.as_str().to_string(),
+                        kind: p.kind,
                     }),
                     depth: s.depth,
                 })
@@ -695,13 +686,13 @@ pub fn path_result(segments: Vec<PathSegment>) -> PathResult {
                 depth: s.depth,
                 parent: match s.lineage {
                     Lineage::Root => None,
-                    Lineage::Fork { parent, at } => Some((parent, at, "fork")),
-                    Lineage::Child { parent, at } => Some((parent, at, "child")),
+                    Lineage::Fork { parent, at } => Some((parent, at, ParentKind::Fork)),
+                    Lineage::Child { parent, at } => Some((parent, at, ParentKind::Child)),
                 }
                 .map(|(session_id, at_exchange, kind)| PathParent {
                     session_id,
                     at_exchange,
-                    kind: kind.to_string(),
+                    kind,
                 }),
                 exchanges: s
                     .exchanges
@@ -793,7 +784,7 @@ fn wire_event(e: &Event) -> CtxEvent {
         } => CtxEvent::SummaryUpdated {
             session_id: session.clone(),
             exchange_id: exchange.to_string(),
-            source: source.to_string(),
+            source: *source,
         },
     }
 }

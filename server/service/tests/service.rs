@@ -67,6 +67,27 @@ async fn open_append_assemble_retrieve() {
         "the per-layer totals are the layers' tokens"
     );
 
+    // Explain shows what assemble answered, in every format: both are the
+    // one conversion of the same record.
+    for format in ["openai", "anthropic", "responses", "gemini", "text"] {
+        let sent = service
+            .assemble(params(json!({
+                "sessionId": session,
+                "input": {"role": "user", "content": "And handler_7?"},
+                "format": format,
+                "budget": 2000,
+            })))
+            .await
+            .expect("assemble");
+        let explained = service
+            .explain(params(
+                json!({"sessionId": session, "promptId": sent.prompt_id}),
+            ))
+            .await
+            .expect("explain");
+        assert_eq!(to_wire(&explained.prompt), to_wire(&sent), "{format}");
+    }
+
     let blob = appended.blobs[0].id.clone();
     let retrieved = service
         .retrieve(params(json!({
@@ -158,7 +179,13 @@ async fn a_call_tree_down_to_the_one_shot_prompt() {
         .expect("list")
         .sessions
         .into_iter()
-        .map(|s| (s.title, s.depth, s.parent.map(|p| (p.kind, p.at_exchange))))
+        .map(|s| {
+            (
+                s.title,
+                s.depth,
+                s.parent.map(|p| (p.kind.as_str(), p.at_exchange)),
+            )
+        })
         .collect::<std::collections::BTreeSet<_>>();
     let stable = |text: String| {
         text.replace(&root, "s-ROOT")
@@ -189,4 +216,34 @@ async fn a_call_tree_down_to_the_one_shot_prompt() {
     .map(|(what, reply)| format!("## {what}\n{reply}"))
     .join("\n\n");
     insta::assert_snapshot!(snapshot);
+}
+
+/// Prompt records written before records had a version are the wire
+/// `AssembleResult` itself; they read back as written, field for field.
+/// The files are records the previous code wrote (`ctxproxy replay` of
+/// `mcts-cubic.jsonl` at a budget of 3,000, and of `rlm-recursive.jsonl`,
+/// taken from the store): a layered prompt with trims, a recall hit and
+/// superseded ranges, and a one-shot prompt.
+#[test]
+fn unversioned_prompt_records_still_read() {
+    use ctxproxy_core::ids::PromptId;
+    use ctxproxy_service::assemble::read_record;
+    use ctxproxy_store::PromptRecord;
+
+    let data = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data");
+    for name in [
+        "record-unversioned-layered.json",
+        "record-unversioned-one-shot.json",
+    ] {
+        let json = std::fs::read_to_string(data.join(name)).expect(name);
+        let record = PromptRecord {
+            id: PromptId(1),
+            created_at: "2026-11-28T00:00:00Z".into(),
+            total_tokens: 0,
+            record: json.clone(),
+        };
+        let read = read_record(&record, &data.join("store.db")).expect(name);
+        let written: Value = serde_json::from_str(&json).expect(name);
+        assert_eq!(to_wire(&read), written, "{name}");
+    }
 }

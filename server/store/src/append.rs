@@ -16,6 +16,7 @@ use rusqlite::{params, OptionalExtension};
 
 use crate::cached::{execute_cached, query_row_cached};
 use crate::error::StoreError;
+use crate::exchange_row::TextSource;
 use crate::read;
 use crate::time::now_rfc3339;
 use crate::writer::Writer;
@@ -63,7 +64,7 @@ pub enum Event {
     SummaryUpdated {
         session: String,
         exchange: ExchangeId,
-        source: &'static str,
+        source: TextSource,
     },
 }
 
@@ -164,7 +165,7 @@ impl Writer {
             out.events.push(Event::SummaryUpdated {
                 session: session.to_string(),
                 exchange: ExchangeId(seq),
-                source: "extractive",
+                source: TextSource::Extractive,
             });
             Ok(())
         })?;
@@ -176,7 +177,7 @@ impl Writer {
                 out.events.push(Event::SummaryUpdated {
                     session: session.to_string(),
                     exchange,
-                    source: "extractive",
+                    source: TextSource::Extractive,
                 });
             }
         }
@@ -385,8 +386,8 @@ impl Writer {
             |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?)),
         )?;
         Ok(ModelTexts {
-            header: (hs == "model").then_some(h),
-            summary: (ss == "model").then_some(s),
+            header: (hs == TextSource::Model.as_str()).then_some(h),
+            summary: (ss == TextSource::Model.as_str()).then_some(s),
         })
     }
 

@@ -1,5 +1,6 @@
 //! `assemble`: the session's view handed to a packing closure, and the
-//! prompt it returns recorded under the next `p<N>` (or only previewed).
+//! prompt record it returns stored under the next `p<N>` (or only
+//! previewed).
 
 use ctxproxy_core::config::LayerCaps;
 use ctxproxy_core::exchange_record;
@@ -9,9 +10,11 @@ use ctxproxy_core::render;
 use ctxproxy_core::tokens::{self, Encoding};
 use ctxproxy_core::view::SessionView;
 use rusqlite::{params, OptionalExtension};
+use serde::Serialize;
 
 use crate::blobs;
 use crate::cached::execute_cached;
+use crate::prompt_record::PackedRecord;
 use crate::read;
 use crate::recall;
 use crate::time::now_rfc3339;
@@ -30,11 +33,14 @@ impl Writer {
     /// Builds the session's view for `encoding` with the caps of `budget`
     /// and the recall block's hits for `question` (the text of an input
     /// that opens a new exchange; `None`: the newest exchange's, while it is
-    /// open), and lets `pack` turn it into a prompt; with `Keep::Record`,
-    /// records that prompt under the next `p<N>`. When `pack` refuses (a
-    /// budget too small, say), nothing is recorded.
+    /// open), and lets `pack` turn it into a prompt's record; with
+    /// `Keep::Record`, stores that record (as JSON, `PackedRecord::to_json`)
+    /// under the next `p<N>`, and returns it either way: `pack` runs in the
+    /// write transaction, so it only packs, and the caller formats the
+    /// record once the job has returned. When `pack` refuses (a budget too
+    /// small, say), nothing is recorded.
     #[allow(clippy::too_many_arguments)]
-    pub fn assemble<T, E>(
+    pub fn assemble<F: Serialize, S: Serialize, E>(
         &mut self,
         session: &str,
         encoding: Encoding,
@@ -45,8 +51,8 @@ impl Writer {
             PromptId,
             &SessionView,
             &LayerCaps,
-        ) -> std::result::Result<AssembledPrompt<T>, E>,
-    ) -> Result<std::result::Result<T, E>> {
+        ) -> std::result::Result<AssembledPrompt<F, S>, E>,
+    ) -> Result<std::result::Result<PackedRecord<F, S>, E>> {
         let caps = self.settings.layers.caps(budget);
         // An unknown session has none: `read::session_view` says it is unknown.
         let count: u32 = self
@@ -93,7 +99,7 @@ impl Writer {
             Err(e) => return Ok(Err(e)),
         };
         if keep == Keep::Preview {
-            return Ok(Ok(assembled.value));
+            return Ok(Ok(assembled.record));
         }
         let headers: Vec<String> = assembled.headers.iter().map(|x| x.0.to_string()).collect();
         self.conn.execute(
@@ -103,8 +109,8 @@ impl Writer {
                 session,
                 id.0,
                 now_rfc3339(),
-                assembled.total_tokens,
-                blobs::encode(assembled.record.as_bytes()),
+                assembled.record.total,
+                blobs::encode(assembled.record.to_json().as_bytes()),
                 headers.join(" ")
             ],
         )?;
@@ -112,7 +118,7 @@ impl Writer {
             "UPDATE sessions SET prompt_count = ?2 WHERE id = ?1",
             params![session, id.0],
         )?;
-        Ok(Ok(assembled.value))
+        Ok(Ok(assembled.record))
     }
 
     /// Counts in `encoding` what the session's view (`read::session_view`)
@@ -230,12 +236,10 @@ impl Writer {
     }
 }
 
-/// What a packing closure hands back: the caller's value, the prompt's total
-/// tokens and the record kept for `ctx/explain`.
-pub struct AssembledPrompt<T> {
-    pub value: T,
-    pub total_tokens: u32,
-    pub record: String,
+/// What a packing closure hands back: the record kept for `ctx/explain`,
+/// which is what `assemble` returns.
+pub struct AssembledPrompt<F, S> {
+    pub record: PackedRecord<F, S>,
     /// The exchanges the prompt shows as header lines
     /// (`PackedPrompt::header_lines_shown`): the next appends keep their
     /// headers as this prompt showed them (`append/early_headers`).

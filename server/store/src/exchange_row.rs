@@ -69,16 +69,44 @@ pub(crate) fn write(
     Ok(())
 }
 
+/// Who wrote an exchange's header or summary: the extractive summariser
+/// at append, or a model through `ctx/housekeeping` (whose text later
+/// appends keep).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum TextSource {
+    Extractive,
+    Model,
+}
+
+impl TextSource {
+    /// As the `header_source` / `summary_source` columns and the wire spell it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            TextSource::Extractive => "extractive",
+            TextSource::Model => "model",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<TextSource> {
+        TextSource::VARIANTS
+            .iter()
+            .copied()
+            .find(|t| t.as_str() == s)
+    }
+}
+
+ctxproxy_core::wire_name!(TextSource: Extractive, Model);
+
 /// Replaces exchange `seq`'s header, its L2 line and their counts (in the
 /// encodings ingest in `ingest` counts in, as `write` stores them: another
 /// encoding's tables are not loaded for it), and the header of its
-/// full-text row; `source` says who wrote it (`extractive`, `model`).
+/// full-text row; `source` says who wrote it.
 pub(crate) fn write_header(
     conn: &Connection,
     session: &str,
     seq: u32,
     text: &str,
-    source: &str,
+    source: TextSource,
     ingest: Encoding,
 ) -> Result<()> {
     let header = CountedText::at_ingest(text.to_string(), ingest);
@@ -92,7 +120,7 @@ pub(crate) fn write_header(
             session,
             seq,
             header.text,
-            source,
+            source.as_str(),
             line.text,
             header.tokens.o200k,
             header.tokens.cl100k,

@@ -8,7 +8,7 @@ use rusqlite::params;
 
 use crate::append::Event;
 use crate::error::StoreError;
-use crate::exchange_row;
+use crate::exchange_row::{self, TextSource};
 use crate::fulltext::{self, Gist};
 use crate::writer::Writer;
 use crate::Result;
@@ -26,7 +26,7 @@ impl Writer {
         let enc = self.settings.encoding;
         if let Some(h) = &hk.header {
             let h = summary::fit_header(h, &caps, enc);
-            exchange_row::write_header(&self.conn, session, seq, &h.text, "model", enc)?;
+            exchange_row::write_header(&self.conn, session, seq, &h.text, TextSource::Model, enc)?;
         }
         if let Some(s) = hk.summary_text() {
             let s = CountedText::new(summary::fit_summary(&s, &caps, enc).text);
@@ -49,7 +49,7 @@ impl Writer {
         Ok(vec![Event::SummaryUpdated {
             session: session.to_string(),
             exchange: hk.exchange,
-            source: "model",
+            source: TextSource::Model,
         }])
     }
 }

@@ -17,6 +17,7 @@ mod fulltext;
 mod housekeeping;
 pub mod maintenance;
 mod path;
+pub mod prompt_record;
 mod read;
 mod recall;
 mod schema;
@@ -35,6 +36,7 @@ use tokio::sync::oneshot;
 pub use append::{AppendOutcome, BlobOutcome, Event};
 pub use assemble::{AssembledPrompt, Keep};
 pub use error::StoreError;
+pub use exchange_row::TextSource;
 pub use path::{Lineage, PathSegment};
 pub use read::{
     BlobText, ExchangeListing, MessageItem, ParentKind, ParentLink, PromptRecord, Reader,

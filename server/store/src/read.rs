@@ -64,7 +64,16 @@ impl ParentKind {
             ParentKind::Child => "child",
         }
     }
+
+    pub fn parse(s: &str) -> Option<ParentKind> {
+        ParentKind::VARIANTS
+            .iter()
+            .copied()
+            .find(|k| k.as_str() == s)
+    }
 }
+
+ctxproxy_core::wire_name!(ParentKind: Fork, Child);
 
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ExchangeListing {

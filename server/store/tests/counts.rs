@@ -4,7 +4,7 @@
 
 mod common;
 
-use ctxproxy_core::config::DEFAULT_BUDGET;
+use ctxproxy_core::config::{LayerCaps, DEFAULT_BUDGET};
 use ctxproxy_core::message::{Message, Role};
 use ctxproxy_core::packer;
 use ctxproxy_core::render;
@@ -12,27 +12,36 @@ use ctxproxy_core::tokens::{self, Encoding};
 use ctxproxy_core::view::SessionView;
 use ctxproxy_store::{AssembledPrompt, Keep, Store, StoreError};
 
-fn view(store: &Store, session: &str, encoding: Encoding) -> SessionView {
+/// What `see` makes of the view and caps a prompt in `encoding` is packed
+/// from; the packing closure packs nothing, so nothing is recorded.
+fn look<T: Send + 'static>(
+    store: &Store,
+    session: &str,
+    encoding: Encoding,
+    see: impl FnOnce(&SessionView, &LayerCaps) -> T + Send + 'static,
+) -> T {
     let session = session.to_string();
     common::write(store, move |w| {
+        let mut seen = None;
         w.assemble(
             &session,
             encoding,
             DEFAULT_BUDGET,
             None,
             Keep::Record,
-            |_, view, _| {
-                Ok::<_, ()>(AssembledPrompt {
-                    value: view.clone(),
-                    total_tokens: 0,
-                    record: "{}".into(),
-                    headers: Vec::new(),
-                })
+            |_, view, caps| {
+                seen = Some(see(view, caps));
+                Err::<AssembledPrompt<(), ()>, ()>(())
             },
-        )
+        )?
+        .unwrap_err();
+        Ok(seen.expect("packed"))
     })
     .unwrap()
-    .unwrap()
+}
+
+fn view(store: &Store, session: &str, encoding: Encoding) -> SessionView {
+    look(store, session, encoding, |view, _| view.clone())
 }
 
 /// Every count in `view` that differs from counting its text in `encoding`.
@@ -128,14 +137,7 @@ fn a_prompt_in_another_encoding_for_an_unknown_session_names_it() {
             DEFAULT_BUDGET,
             None,
             Keep::Record,
-            |_, _, _| {
-                Ok::<_, ()>(AssembledPrompt {
-                    value: (),
-                    total_tokens: 0,
-                    record: "{}".into(),
-                    headers: Vec::new(),
-                })
-            },
+            |_, _, _| Err::<AssembledPrompt<(), ()>, ()>(()),
         )
     })
     .unwrap_err();
@@ -160,25 +162,9 @@ fn a_history_past_the_budget_loads_only_the_window() {
         ];
         common::append(&t.store, &session, x).unwrap();
     }
-    let (loaded, window) = common::write(&t.store, move |w| {
-        w.assemble(
-            &session,
-            Encoding::O200kBase,
-            DEFAULT_BUDGET,
-            None,
-            Keep::Preview,
-            |_, view, caps| {
-                Ok::<_, ()>(AssembledPrompt {
-                    value: (view.window.len() as u32, packer::window_len(caps)),
-                    total_tokens: 0,
-                    record: "{}".into(),
-                    headers: Vec::new(),
-                })
-            },
-        )
-    })
-    .unwrap()
-    .unwrap();
+    let (loaded, window) = look(&t.store, &session, Encoding::O200kBase, |view, caps| {
+        (view.window.len() as u32, packer::window_len(caps))
+    });
     assert!(window < 200, "the window is {window} exchanges");
     assert_eq!(loaded, window);
 }

@@ -6,8 +6,9 @@ mod common;
 use common::{call, msg, result, write};
 use ctxproxy_core::config::DEFAULT_BUDGET;
 use ctxproxy_core::context::Housekeeping;
-use ctxproxy_core::ids::{ExchangeId, MessageId};
+use ctxproxy_core::ids::{ExchangeId, MessageId, PromptId};
 use ctxproxy_core::message::{Message, Role};
+use ctxproxy_store::prompt_record::{self, PackedRecord, Recorded};
 use ctxproxy_store::{
     AssembledPrompt, ChildCall, Event, IngestSettings, NewSession, ParentKind, ParentLink, Store,
     StoreError,
@@ -442,6 +443,31 @@ fn ask(focus: &str) -> Vec<Message> {
     ]
 }
 
+/// A record of a prompt with nothing packed, numbered `id`.
+fn empty_record(id: PromptId) -> PackedRecord<(), ()> {
+    PackedRecord {
+        version: prompt_record::VERSION,
+        prompt_id: id.to_string(),
+        session_id: String::new(),
+        budget: DEFAULT_BUDGET,
+        encoding: Default::default(),
+        format: (),
+        order: Default::default(),
+        total: 10,
+        prefix_reused: 0,
+        client_tools_tokens: 0,
+        layers: Vec::new(),
+        trimmed: Vec::new(),
+        superseded: Vec::new(),
+        recall: Vec::new(),
+        shape: Default::default(),
+        reason: None,
+        tools: Vec::new(),
+        messages: Vec::new(),
+        state: (),
+    }
+}
+
 /// Records a prompt of `session` that shows `headers` as header lines, as
 /// an assemble would.
 fn record_prompt(store: &Store, session: &str, headers: Vec<ExchangeId>) {
@@ -455,9 +481,7 @@ fn record_prompt(store: &Store, session: &str, headers: Vec<ExchangeId>) {
             ctxproxy_store::Keep::Record,
             |id, _, _| {
                 Ok::<_, ()>(AssembledPrompt {
-                    value: id,
-                    total_tokens: 10,
-                    record: "{}".into(),
+                    record: empty_record(id),
                     headers,
                 })
             },
@@ -530,7 +554,7 @@ fn prompts_are_numbered_and_recorded_and_refusals_record_nothing() {
     common::append(&t.store, &s, vec![msg(Role::User, "hello")]).unwrap();
     for expected in ["p1", "p2"] {
         let s1 = s.clone();
-        let id = write(&t.store, move |w| {
+        let recorded = write(&t.store, move |w| {
             w.assemble(
                 &s1,
                 Default::default(),
@@ -540,9 +564,7 @@ fn prompts_are_numbered_and_recorded_and_refusals_record_nothing() {
                 |id, view, _| {
                     assert_eq!(view.exchange_count, 1);
                     Ok::<_, ()>(AssembledPrompt {
-                        value: id,
-                        total_tokens: 10,
-                        record: format!("{{\"id\":\"{id}\"}}"),
+                        record: empty_record(id),
                         headers: Vec::new(),
                     })
                 },
@@ -550,7 +572,7 @@ fn prompts_are_numbered_and_recorded_and_refusals_record_nothing() {
         })
         .unwrap()
         .unwrap();
-        assert_eq!(id.to_string(), expected);
+        assert_eq!(recorded.prompt_id, expected);
     }
     let s1 = s.clone();
     let refused = write(&t.store, move |w| {
@@ -560,19 +582,20 @@ fn prompts_are_numbered_and_recorded_and_refusals_record_nothing() {
             DEFAULT_BUDGET,
             None,
             ctxproxy_store::Keep::Record,
-            |_, _, _| Err::<AssembledPrompt<()>, _>("too small"),
+            |_, _, _| Err::<AssembledPrompt<(), ()>, _>("too small"),
         )
     })
     .unwrap();
-    assert_eq!(refused, Err("too small"));
+    assert_eq!(refused.unwrap_err(), "too small");
     let prompts = t.store.read_now(|r| r.prompts(&s)).unwrap();
-    assert_eq!(
-        prompts
-            .iter()
-            .map(|p| p.record.as_str())
-            .collect::<Vec<_>>(),
-        ["{\"id\":\"p1\"}", "{\"id\":\"p2\"}"]
-    );
+    let read: Vec<PackedRecord<(), ()>> = prompts
+        .iter()
+        .map(|p| match Recorded::parse(&p.record).unwrap() {
+            Recorded::Packed(record) => *record,
+            Recorded::Unversioned(json) => panic!("unversioned: {json}"),
+        })
+        .collect();
+    assert_eq!(read, [empty_record(PromptId(1)), empty_record(PromptId(2))]);
 }
 
 #[test]

@@ -42,7 +42,7 @@ pub(super) fn emit(
         left,
     } = upgraded;
     // Emit, layer by layer.
-    let mut reports: HashMap<Layer, LayerReport> = Layer::ALL
+    let mut reports: HashMap<Layer, LayerReport> = Layer::VARIANTS
         .iter()
         .map(|&layer| {
             (
@@ -189,7 +189,7 @@ pub(super) fn emit(
         .flat_map(|l| sections.remove(l).unwrap_or_default())
         .collect();
     pair_tool_calls(&mut messages);
-    let layers: Vec<LayerReport> = Layer::ALL
+    let layers: Vec<LayerReport> = Layer::VARIANTS
         .iter()
         .map(|l| reports.remove(l).unwrap())
         .collect();

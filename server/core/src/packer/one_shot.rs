@@ -55,7 +55,7 @@ pub(super) fn pack(
         cap -= (MESSAGE_OVERHEAD + n - req.budget).min(cap);
     };
 
-    let mut reports: Vec<LayerReport> = Layer::ALL
+    let mut reports: Vec<LayerReport> = Layer::VARIANTS
         .iter()
         .map(|&layer| LayerReport {
             layer,

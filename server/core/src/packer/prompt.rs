@@ -66,17 +66,6 @@ pub enum Layer {
 }
 
 impl Layer {
-    pub const ALL: [Layer; 8] = [
-        Layer::System,
-        Layer::CurrentContext,
-        Layer::Recent,
-        Layer::Headers,
-        Layer::Summaries,
-        Layer::References,
-        Layer::Recall,
-        Layer::Input,
-    ];
-
     /// The name `ctx/assemble` and `ctx/explain` use.
     pub fn as_str(self) -> &'static str {
         match self {
@@ -90,7 +79,22 @@ impl Layer {
             Layer::Input => "input",
         }
     }
+
+    pub fn parse(s: &str) -> Option<Layer> {
+        Layer::VARIANTS.iter().copied().find(|l| l.as_str() == s)
+    }
 }
+
+crate::wire_name!(
+    Layer: System,
+    CurrentContext,
+    Recent,
+    Headers,
+    Summaries,
+    References,
+    Recall,
+    Input
+);
 
 /// How an item is shown: an exchange level, or one of the other forms.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -110,7 +114,21 @@ impl ItemForm {
             ItemForm::Dropped => "dropped",
         }
     }
+
+    pub fn parse(s: &str) -> Option<ItemForm> {
+        ItemForm::VARIANTS.iter().copied().find(|f| f.as_str() == s)
+    }
 }
+
+crate::wire_name!(
+    ItemForm: Level(Level::Full),
+    Level(Level::Digests),
+    Level(Level::Summary),
+    Level(Level::Header),
+    Reference,
+    Text,
+    Dropped
+);
 
 /// One thing a layer holds: `x12`, `b3:…`, or the layer's own name.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -195,7 +213,7 @@ pub struct PackedPrompt {
     /// Everything charged: messages, `REPLY_PRIMER` and tools; what is not
     /// `PackRequest::fixed_tokens` is at most the budget.
     pub total: u32,
-    /// Every layer, in `Layer::ALL` order.
+    /// Every layer, in `Layer::VARIANTS` order.
     pub layers: Vec<LayerReport>,
     pub trimmed: Vec<Trim>,
     /// The superseded exchanges the prompt covers, as ranges, and what
@@ -289,7 +307,7 @@ impl PackedPrompt {
     }
 
     pub fn layer(&self, layer: Layer) -> &LayerReport {
-        &self.layers[Layer::ALL.iter().position(|l| *l == layer).unwrap()]
+        &self.layers[Layer::VARIANTS.iter().position(|l| *l == layer).unwrap()]
     }
 }
 

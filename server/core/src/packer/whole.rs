@@ -59,7 +59,7 @@ pub(super) fn pack(view: &SessionView, req: &PackRequest, layered: u32) -> Optio
         tokens: items.iter().map(|i| i.tokens).sum(),
         items,
     };
-    let layers = Layer::ALL
+    let layers = Layer::VARIANTS
         .iter()
         .map(|&layer| match layer {
             Layer::System => report(layer, one_item(layer, system.as_ref())),

@@ -10,7 +10,7 @@ use ctxproxy_core::ids::ExchangeId;
 use ctxproxy_core::summary::{self, ExchangeFacts, SeenTerms};
 use rusqlite::{params, OptionalExtension};
 
-use crate::exchange_row;
+use crate::exchange_row::{self, TextSource};
 use crate::read;
 use crate::writer::Writer;
 use crate::Result;
@@ -51,7 +51,10 @@ impl Writer {
         for (at, (_, stored, source)) in rows.iter().enumerate().take(rows.len().saturating_sub(1))
         {
             let seq = at as u32 + 1;
-            if at >= summary::HEADER_PEERS as usize || source == "model" || shown.contains(&seq) {
+            if at >= summary::HEADER_PEERS as usize
+                || source == TextSource::Model.as_str()
+                || shown.contains(&seq)
+            {
                 continue;
             }
             let facts = ExchangeFacts::of(&read::load_messages(&self.conn, session, seq)?);
@@ -63,7 +66,7 @@ impl Writer {
                     session,
                     seq,
                     &header.text,
-                    "extractive",
+                    TextSource::Extractive,
                     encoding,
                 )?;
                 revised.push(ExchangeId(seq));
