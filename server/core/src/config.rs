@@ -13,11 +13,19 @@ use crate::tokens::Encoding;
 pub struct LayerCaps {
     /// L0: the current-context block, in tokens.
     pub current_context_max: u32,
-    /// L1: how many of the newest exchanges are offered in full.
+    /// L1: how many of the newest exchanges that ran tools a compaction
+    /// keeps in full.
     pub recent_full: u32,
-    /// L1: the recent exchanges grow up to this many tokens (in full)
-    /// before they are compacted into headers and summaries at once.
+    /// L1: the recent exchanges that ran tools grow up to this many tokens
+    /// (in full) before the tail is compacted into headers and summaries at
+    /// once. Tool output is most of a coding session's tokens, and older
+    /// output is one retrieve away by its digest and reference.
     pub tail_tokens: u32,
+    /// L1: the whole recent tail, the dialogue's own turns included, grows
+    /// up to this many tokens before it is compacted: what the other layers
+    /// leave of the budget, so a conversation's tail holds about what a
+    /// sliding window of the budget would.
+    pub dialogue_tokens: u32,
     /// L3: at most this many exchanges before the recent ones are offered
     /// as summaries. Frozen: the exchanges that leave the tail append to
     /// them, and they become headers together, in batches of this many.
@@ -43,9 +51,10 @@ impl LayerCaps {
     /// history (the recent tail, summaries, headers, references, recall)
     /// are shares of the budget, so a larger budget shows more and a smaller
     /// one saves; the per-item caps (a header, a summary, L0) stay put.
-    /// At the default budget: a tail of 3,000 tokens, 5 exchanges kept in
-    /// full at a compaction, 40 summaries, 200 headers, 30 references and
-    /// 1,000 tokens of recall (docs/ASSEMBLY.md: how the shares were chosen).
+    /// At the default budget: a tail of 3,000 tokens of exchanges that ran
+    /// tools and 12,000 in all, 5 exchanges that ran tools kept in full at a
+    /// compaction, 40 summaries, 200 headers, 30 references and 1,000 tokens
+    /// of recall (docs/ASSEMBLY.md: how the shares were chosen).
     pub fn for_budget(budget: u32) -> LayerCaps {
         let share =
             |num: u32, den: u32| (u64::from(budget) * u64::from(num) / u64::from(den)) as u32;
@@ -53,6 +62,7 @@ impl LayerCaps {
             current_context_max: 100,
             recent_full: share(1, 3_200).clamp(3, 20),
             tail_tokens: share(3, 16),
+            dialogue_tokens: share(3, 4),
             summaries: share(1, 400).max(10),
             summary_max: 120,
             header_max: 12,
@@ -76,6 +86,7 @@ pub struct LayerSettings {
     pub current_context_max: Option<u32>,
     pub recent_full: Option<u32>,
     pub tail_tokens: Option<u32>,
+    pub dialogue_tokens: Option<u32>,
     pub summaries: Option<u32>,
     pub summary_max: Option<u32>,
     pub header_max: Option<u32>,
@@ -95,6 +106,7 @@ impl LayerSettings {
                 .unwrap_or(sized.current_context_max),
             recent_full: self.recent_full.unwrap_or(sized.recent_full),
             tail_tokens: self.tail_tokens.unwrap_or(sized.tail_tokens),
+            dialogue_tokens: self.dialogue_tokens.unwrap_or(sized.dialogue_tokens),
             summaries: self.summaries.unwrap_or(sized.summaries),
             summary_max: self.summary_max.unwrap_or(sized.summary_max),
             header_max: self.header_max.unwrap_or(sized.header_max),

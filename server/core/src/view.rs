@@ -5,6 +5,7 @@ use crate::call::CallLineage;
 use crate::context::CurrentContext;
 use crate::exchange::{Counted, KeptMessage, LevelTokens};
 use crate::ids::{BlobHash, ExchangeId};
+use crate::message::Role;
 use crate::recall::RecallHit;
 use crate::supersede::SupersededBy;
 
@@ -25,6 +26,14 @@ pub struct ExchangeView {
     pub summary: Counted,
     pub messages: Vec<KeptMessage>,
     pub tokens: LevelTokens,
+}
+
+impl ExchangeView {
+    /// The exchange holds a tool's output: its tokens count against the
+    /// tail's `tail_tokens` as well as `dialogue_tokens`.
+    pub fn ran_tools(&self) -> bool {
+        self.messages.iter().any(|m| m.message.role == Role::Tool)
+    }
 }
 
 /// A blob listed in L4: one line naming it and where it came from.

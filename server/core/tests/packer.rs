@@ -457,7 +457,7 @@ fn the_input_stays_in_the_next_prompts_prefix() {
 fn a_summary_that_saves_less_than_a_third_gives_way_to_the_header() {
     let caps = LayerCaps {
         summaries: 3,
-        tail_tokens: 200,
+        dialogue_tokens: 200,
         ..LayerCaps::default()
     };
     // A question and a one-line answer: the summary repeats most of it.
@@ -846,4 +846,86 @@ fn the_whole_shape_is_kept_only_while_it_was_chosen() {
     assert!(!whole_allowed(None, false), "a forgotten previous prompt");
     assert!(whole_allowed(Some(&whole), false));
     assert!(!whole_allowed(Some(&layered), false));
+}
+
+/// The full tokens of the exchanges the recent layer shows in full, and
+/// the newest exchange it shows first.
+fn recent_full_tail(p: &PackedPrompt) -> (u32, Vec<String>) {
+    let recent = p.layer(Layer::Recent);
+    let full: Vec<&LayerItem> = recent
+        .items
+        .iter()
+        .filter(|i| i.format == ItemForm::Level(Level::Full))
+        .collect();
+    (
+        full.iter().map(|i| i.tokens).sum(),
+        full.iter().map(|i| i.id.clone()).collect(),
+    )
+}
+
+/// A conversation (no tools) at two budgets: its tail is what the other
+/// layers leave of the budget. After a compaction it still holds the
+/// newest turns that fit two thirds of `dialogue_tokens`, so it never holds
+/// less than a sliding window of that size; it grows with the budget; and
+/// every turn of it is shown in full.
+#[test]
+fn a_conversations_tail_is_what_the_other_layers_leave() {
+    let specs: Vec<Spec> = (0..160)
+        .map(|i| Spec {
+            ask: 12 + i % 7,
+            calls: vec![],
+            answer: 40 + (i * 13) % 50,
+        })
+        .collect();
+    let mut mean = Vec::new();
+    for budget in [4_000, 16_000] {
+        let caps = LayerCaps::for_budget(budget);
+        let mut s = MemorySession::new(caps.clone(), ENC);
+        let mut sizes: Vec<u32> = Vec::new();
+        let mut tails = Vec::new();
+        for (i, spec) in specs.iter().enumerate() {
+            let id = i as u32 + 1;
+            s.push(None, messages(id, spec));
+            let view = s.view();
+            sizes.push(view.window.last().unwrap().tokens.full);
+            let p = pack(&view, &request(budget, LayerOrder::CacheStable, None), &caps).unwrap();
+            let (tokens, shown) = recent_full_tail(&p);
+            // The newest turns that fit two thirds of the tail's share: a
+            // compaction keeps them, so the tail never holds fewer.
+            let mut fit = 0;
+            let mut newest = 0;
+            for size in sizes.iter().rev() {
+                if newest > 0 && 3 * (fit + size) > 2 * caps.dialogue_tokens {
+                    break;
+                }
+                fit += size;
+                newest += 1;
+            }
+            assert!(shown.len() >= newest, "x{id} at {budget}: {shown:?} < {newest}");
+            let every_recent = p.layer(Layer::Recent).items.len();
+            assert_eq!(shown.len(), every_recent, "x{id} at {budget}: a recent turn demoted");
+            assert!(tokens <= caps.dialogue_tokens + sizes[i], "x{id} at {budget}: {tokens}");
+            tails.push(tokens);
+        }
+        mean.push(tails.iter().sum::<u32>() / tails.len() as u32);
+    }
+    assert!(mean[1] > 2 * mean[0], "{mean:?}");
+}
+
+/// A coding session's tail takes only the tools' share (`tail_tokens`) of
+/// the budget, however much the dialogue's share would allow: tool output
+/// leaves the tail as digests and references.
+#[test]
+fn a_coding_sessions_tail_keeps_the_tools_share() {
+    let caps = LayerCaps::for_budget(16_000);
+    let spec = coding_spec();
+    let mut s = MemorySession::new(caps.clone(), ENC);
+    for id in 1..=60 {
+        s.push(None, messages(id, &spec));
+        let view = s.view();
+        let newest = view.window.last().unwrap().tokens.full;
+        let p = pack(&view, &request(16_000, LayerOrder::CacheStable, None), &caps).unwrap();
+        let (tokens, _) = recent_full_tail(&p);
+        assert!(tokens <= caps.tail_tokens + newest, "x{id}: {tokens}");
+    }
 }

@@ -23,6 +23,7 @@ struct WireLayers {
     max_headers: Option<u32>,
     max_references: Option<u32>,
     tail_tokens: Option<u32>,
+    dialogue_tokens: Option<u32>,
     recall_max: Option<u32>,
 }
 
@@ -104,6 +105,9 @@ pub fn apply(base: &Config, value: Value) -> Result<(Config, Option<PathBuf>), S
     }
     if let Some(v) = w.layers.tail_tokens {
         l.tail_tokens = Some(v);
+    }
+    if let Some(v) = w.layers.dialogue_tokens {
+        l.dialogue_tokens = Some(v);
     }
     if let Some(v) = w.layers.recall_max {
         l.recall_max = Some(v);

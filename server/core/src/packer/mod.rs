@@ -14,11 +14,16 @@
 //!
 //! `B` stays where it is while new exchanges append to the recent tail, so
 //! the prompt only grows at its end, as full history does, and a provider's
-//! prompt cache keeps hitting. When the tail passes `tail_tokens` (or a new
-//! block of `6 × recent_full` exchanges starts, which keeps `B` a function
-//! of the newest exchanges alone) the tail is compacted at once: `B` jumps
-//! to keep only the newest exchanges. The first listed header moves in
-//! steps of a quarter of `max_headers`.
+//! prompt cache keeps hitting. The tail has two caps: its exchanges that
+//! ran tools may take `tail_tokens` (tool output leaves the tail as
+//! digests and references), and the whole tail, the dialogue included,
+//! `dialogue_tokens`, what the other layers leave of the budget, so a
+//! conversation's tail holds about what a sliding window of the budget
+//! would. When the tail passes either (or a new block starts, which keeps
+//! `B` a function of the newest exchanges alone) it is compacted at once:
+//! `B` jumps to keep the newest exchanges, two thirds of the dialogue's
+//! share and an eighth of the tools'. The first listed header moves in steps of a
+//! quarter of `max_headers`.
 //!
 //! A superseded exchange (`view.superseded`) is shown as its header line
 //! in whichever region it is, its references are not listed, and each such

@@ -29,13 +29,20 @@ fn block_len(caps: &LayerCaps) -> u32 {
     (6 * caps.recent_full).max(1)
 }
 
+/// At most this many exchanges stay recent at a compaction: two blocks,
+/// about the dialogue's share at 16,000 in exchanges of 200 tokens (a short
+/// question and answer), and a bound on the exchanges the view loads.
+fn kept_len(caps: &LayerCaps) -> u32 {
+    2 * block_len(caps)
+}
+
 /// How many of the newest exchanges the store loads with their messages
-/// into `SessionView::window`: a block, the exchanges kept in full at its
-/// start, and the summaries before them.
+/// into `SessionView::window`: a block, the exchanges a compaction at its
+/// start keeps, and the summaries before them.
 pub fn window_len(caps: &LayerCaps) -> u32 {
     match caps.recent_full {
         0 => caps.summaries,
-        r => block_len(caps) + r + caps.summaries,
+        _ => block_len(caps) + kept_len(caps) + caps.summaries,
     }
 }
 
@@ -75,37 +82,35 @@ pub(super) struct Regions {
 }
 
 impl Regions {
-    /// The boundary moves only when the recent tail grows past
-    /// `caps.tail_tokens` (or at the first exchange of a block): then it
-    /// jumps so that only the newest exchanges (at most `recent_full`, at
-    /// most an eighth of `tail_tokens` unless one is larger) stay recent.
-    /// In between, new exchanges append to the tail and everything before
-    /// them is the same prompt text, turn after turn.
+    /// The boundary moves only when the recent tail grows past its caps
+    /// (`Tail::over`), or at the first exchange of a block: then it jumps
+    /// so that only the newest exchanges stay recent (`Tail::kept_by`). In
+    /// between, new exchanges append to the tail and everything before them
+    /// is the same prompt text, turn after turn.
     pub(super) fn of(count: u32, window: &[ExchangeView], caps: &LayerCaps) -> Regions {
-        let r = caps.recent_full;
-        let boundary = match r {
+        let boundary = match caps.recent_full {
             0 => count,
             _ => {
-                let full = |id: u32| -> u32 {
+                let tail_of = |id: u32| -> Tail {
                     window
                         .iter()
                         .find(|e| e.id.0 == id)
-                        .map_or(0, |e| e.tokens.full)
+                        .map_or(Tail::default(), Tail::of)
                 };
                 let oldest_loaded = window.first().map_or(count + 1, |e| e.id.0);
                 // Compaction at `n`: keep `n` and the newest before it.
-                let compact = |n: u32| -> u32 {
+                let compact = |n: u32| -> (u32, Tail) {
                     let mut b = n - 1;
-                    let mut kept = full(n);
-                    while b >= 1
-                        && b >= oldest_loaded
-                        && n - b < r
-                        && kept + full(b) <= caps.tail_tokens / 8
-                    {
-                        kept += full(b);
+                    let mut kept = tail_of(n);
+                    while b >= 1 && b >= oldest_loaded && n - b < kept_len(caps) {
+                        let more = kept.plus(tail_of(b));
+                        if !more.kept_by(caps) {
+                            break;
+                        }
+                        kept = more;
                         b -= 1;
                     }
-                    b
+                    (b, kept)
                 };
                 let block = block_len(caps);
                 let start = match count {
@@ -114,13 +119,12 @@ impl Regions {
                 };
                 let mut b = 0;
                 if start >= 1 {
-                    b = compact(start);
-                    let mut tail: u32 = (b + 1..=start).map(full).sum();
+                    let mut tail;
+                    (b, tail) = compact(start);
                     for n in start + 1..=count {
-                        tail += full(n);
-                        if tail > caps.tail_tokens {
-                            b = compact(n);
-                            tail = (b + 1..=n).map(full).sum();
+                        tail = tail.plus(tail_of(n));
+                        if tail.over(caps) {
+                            (b, tail) = compact(n);
                         }
                     }
                 }
@@ -142,6 +146,54 @@ impl Regions {
             summaries_from,
             headers_from,
         }
+    }
+}
+
+/// What the recent tail holds in full: every exchange's tokens, and the
+/// tokens and count of those that ran tools. Tool output is most of a
+/// coding session's tokens and is shown as digests and references once it
+/// leaves the tail, so it gets a small share (`tail_tokens`); the dialogue
+/// is what a person asks about, and the tail holds it up to what the other
+/// layers leave of the budget (`dialogue_tokens`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+struct Tail {
+    all: u32,
+    tools: u32,
+    tool_exchanges: u32,
+}
+
+impl Tail {
+    fn of(e: &ExchangeView) -> Tail {
+        let ran_tools = e.ran_tools();
+        Tail {
+            all: e.tokens.full,
+            tools: if ran_tools { e.tokens.full } else { 0 },
+            tool_exchanges: u32::from(ran_tools),
+        }
+    }
+
+    fn plus(self, other: Tail) -> Tail {
+        Tail {
+            all: self.all + other.all,
+            tools: self.tools + other.tools,
+            tool_exchanges: self.tool_exchanges + other.tool_exchanges,
+        }
+    }
+
+    /// The tail has outgrown its caps: it is compacted at once.
+    fn over(self, caps: &LayerCaps) -> bool {
+        self.tools > caps.tail_tokens || self.all > caps.dialogue_tokens
+    }
+
+    /// A compaction keeps this much: at most `recent_full` exchanges that
+    /// ran tools and an eighth of `tail_tokens` of them, at most two thirds
+    /// of `dialogue_tokens` in all. A conversation's tail so moves in steps
+    /// of a third of its share: its prefix changes once per third of a tail
+    /// of new dialogue, and it never falls below two thirds of its share.
+    fn kept_by(self, caps: &LayerCaps) -> bool {
+        self.tool_exchanges <= caps.recent_full
+            && self.tools <= caps.tail_tokens / 8
+            && 3 * self.all <= 2 * caps.dialogue_tokens
     }
 }
 
