@@ -15,7 +15,7 @@ import {
 } from "vscode-languageclient/node";
 import { CtxEvent, METHODS } from "./protocol";
 import { resolveServer } from "./serverPath";
-import { CONFIG_SECTION, serverConfig } from "./settings";
+import { CONFIG_SECTION, serverConfig, userValue } from "./settings";
 import { RequestSender, Sidecar } from "./sidecar";
 
 const MAX_RESTARTS = 5;
@@ -23,7 +23,7 @@ const RESTART_WINDOW_MS = 3 * 60 * 1000;
 
 export function readServerConfig(): Record<string, unknown> {
   const settings = vscode.workspace.getConfiguration("ctxproxy");
-  return serverConfig((key) => settings.get(key));
+  return serverConfig((key) => userValue(settings.inspect(key)));
 }
 
 export class ServerConnection implements vscode.Disposable {

@@ -1,10 +1,25 @@
 // Maps the extension's ctxproxy.* settings onto the server configuration of protocol.md (sent as
 // initializationOptions and in workspace/didChangeConfiguration under "ctx"). No vscode import.
 
-/** Reads one setting by its key under "ctxproxy." (e.g. "layers.recentFull"). */
+/** Reads one setting by its key under "ctxproxy." (e.g. "layers.recentFull"): the value the user
+ * set, undefined when unset, so that the server's defaults (layers sized by the budget) apply. */
 export type SettingReader = (key: string) => unknown;
 
 export const CONFIG_SECTION = "ctx";
+
+/** What `WorkspaceConfiguration.inspect` says of a setting. */
+export interface InspectedSetting {
+  defaultValue?: unknown;
+  globalValue?: unknown;
+  workspaceValue?: unknown;
+  workspaceFolderValue?: unknown;
+}
+
+/** The value the user set, the narrowest scope first; never the default of package.json, which
+ * would pin a cap the server sizes by the budget. */
+export function userValue(inspected: InspectedSetting | undefined): unknown {
+  return inspected?.workspaceFolderValue ?? inspected?.workspaceValue ?? inspected?.globalValue;
+}
 
 const LAYER_KEYS = [
   "currentContextMax",
@@ -15,6 +30,8 @@ const LAYER_KEYS = [
   "maxHeaders",
   "maxReferences",
   "tailTokens",
+  "dialogueTokens",
+  "recallMax",
 ];
 
 export function serverConfig(read: SettingReader): Record<string, unknown> {

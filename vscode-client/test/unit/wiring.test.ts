@@ -4,7 +4,7 @@ import { test } from "node:test";
 import { PromptHistory } from "../../src/promptHistory";
 import { parseRetrieveUriPath, retrieveUriPath } from "../../src/retrieveUri";
 import { bundleTarget, resolveServer, resolveServerPath, vsceTarget } from "../../src/serverPath";
-import { serverConfig } from "../../src/settings";
+import { serverConfig, userValue } from "../../src/settings";
 
 test("settings map onto the protocol's configuration; an empty store path is left to the server", () => {
   const settings: Record<string, unknown> = {
@@ -15,6 +15,7 @@ test("settings map onto the protocol's configuration; an empty store path is lef
     "layers.recentFull": 3,
     "layers.maxHeaders": 50,
     "layers.maxReferences": 10,
+    "layers.dialogueTokens": 9000,
     "digest.inlineMaxTokens": 200,
     wholeHistory: false,
     redactSecrets: false,
@@ -24,13 +25,21 @@ test("settings map onto the protocol's configuration; an empty store path is lef
     budget: 8000,
     encoding: "cl100k_base",
     order: "seed003",
-    layers: { recentFull: 3, maxHeaders: 50, maxReferences: 10 },
+    layers: { recentFull: 3, maxHeaders: 50, maxReferences: 10, dialogueTokens: 9000 },
     digest: { inlineMaxTokens: 200 },
     wholeHistory: false,
     redactSecrets: false,
     maxPayloadBytes: 1024,
   });
   assert.deepEqual(serverConfig((key) => (key === "storePath" ? "/s.db" : undefined)), { storePath: "/s.db" });
+});
+
+test("a setting is sent only when the user set it, the narrowest scope first", () => {
+  assert.equal(userValue({ defaultValue: 3000 }), undefined);
+  assert.equal(userValue({ defaultValue: 3000, globalValue: 4000 }), 4000);
+  assert.equal(userValue({ globalValue: 4000, workspaceValue: 5000 }), 5000);
+  assert.equal(userValue({ globalValue: 4000, workspaceValue: 5000, workspaceFolderValue: 6000 }), 6000);
+  assert.equal(userValue(undefined), undefined);
 });
 
 test("the binary is the setting when set, else the bundled one, else the one on PATH", () => {
