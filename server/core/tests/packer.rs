@@ -888,7 +888,12 @@ fn a_conversations_tail_is_what_the_other_layers_leave() {
             s.push(None, messages(id, spec));
             let view = s.view();
             sizes.push(view.window.last().unwrap().tokens.full);
-            let p = pack(&view, &request(budget, LayerOrder::CacheStable, None), &caps).unwrap();
+            let p = pack(
+                &view,
+                &request(budget, LayerOrder::CacheStable, None),
+                &caps,
+            )
+            .unwrap();
             let (tokens, shown) = recent_full_tail(&p);
             // The newest turns that fit two thirds of the tail's share: a
             // compaction keeps them, so the tail never holds fewer.
@@ -901,10 +906,20 @@ fn a_conversations_tail_is_what_the_other_layers_leave() {
                 fit += size;
                 newest += 1;
             }
-            assert!(shown.len() >= newest, "x{id} at {budget}: {shown:?} < {newest}");
+            assert!(
+                shown.len() >= newest,
+                "x{id} at {budget}: {shown:?} < {newest}"
+            );
             let every_recent = p.layer(Layer::Recent).items.len();
-            assert_eq!(shown.len(), every_recent, "x{id} at {budget}: a recent turn demoted");
-            assert!(tokens <= caps.dialogue_tokens + sizes[i], "x{id} at {budget}: {tokens}");
+            assert_eq!(
+                shown.len(),
+                every_recent,
+                "x{id} at {budget}: a recent turn demoted"
+            );
+            assert!(
+                tokens <= caps.dialogue_tokens + sizes[i],
+                "x{id} at {budget}: {tokens}"
+            );
             tails.push(tokens);
         }
         mean.push(tails.iter().sum::<u32>() / tails.len() as u32);
@@ -924,7 +939,12 @@ fn a_coding_sessions_tail_keeps_the_tools_share() {
         s.push(None, messages(id, &spec));
         let view = s.view();
         let newest = view.window.last().unwrap().tokens.full;
-        let p = pack(&view, &request(16_000, LayerOrder::CacheStable, None), &caps).unwrap();
+        let p = pack(
+            &view,
+            &request(16_000, LayerOrder::CacheStable, None),
+            &caps,
+        )
+        .unwrap();
         let (tokens, _) = recent_full_tail(&p);
         assert!(tokens <= caps.tail_tokens + newest, "x{id}: {tokens}");
     }
