@@ -14,10 +14,12 @@ BUILD_LOG = "\n".join(
     + [f"   Compiling tail{i} v1.{i}.0" for i in range(30)]
     + ["error: could not compile `shop` (lib) due to 1 previous error"]
 )
-# Enough later exchanges that the build leaves the recent tail (shown whole, it needs no recall).
+# Enough later exchanges, and long enough, that the build leaves the recent tail (shown whole, it
+# needs no recall): past the dialogue's share of the budget, three quarters of it.
 TOPICS = [f"{thing} {n}" for n in range(4) for thing in (
     "the release notes", "the logo colours", "a typo in README", "the licence year", "the CI badge",
     "the changelog order", "a docs link", "the issue template", "the crate description", "the keywords list")]
+NOTES = "I checked every file that mentions it and kept the wording we agreed on last week. " * 30
 QUESTION = {"role": "user", "content": "Which file had the frobnicate error on Widget again, and which line?"}
 
 
@@ -29,7 +31,7 @@ async def _session(ctx, **params):
                                                tool="run_command", args={"command": "cargo build"}))
     for i, topic in enumerate(TOPICS):
         await ctx.append(sid, [{"role": "user", "content": f"Let's tidy {topic}."},
-                               {"role": "assistant", "content": f"Done: {topic} is tidied."}])
+                               {"role": "assistant", "content": f"Done: {topic} is tidied. " + NOTES}])
     return sid
 
 
