@@ -84,6 +84,7 @@ export const LAYER_NAMES = [
   "recent",
   "headers",
   "summaries",
+  "asks",
   "references",
   "recall",
   "input",

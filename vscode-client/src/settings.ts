@@ -31,6 +31,7 @@ const LAYER_KEYS = [
   "maxReferences",
   "tailTokens",
   "dialogueTokens",
+  "asksTokens",
   "recallMax",
 ];
 

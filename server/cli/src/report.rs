@@ -30,12 +30,13 @@ pub struct TurnSeen {
 }
 
 /// The prompt layers, in prompt order: the JSON key and the text table's column.
-pub(crate) const LAYERS: [(&str, &str); 8] = [
+pub(crate) const LAYERS: [(&str, &str); 9] = [
     ("system", "sys"),
     ("currentContext", "L0"),
     ("recent", "recent"),
     ("headers", "headers"),
     ("summaries", "summ"),
+    ("asks", "asks"),
     ("references", "refs"),
     ("recall", "recall"),
     ("input", "input"),

@@ -53,6 +53,7 @@ fn layer_style(key: &str) -> (&'static str, &'static str) {
         "recent" => ("recent exchanges", "#2563eb"),
         "headers" => ("headers", "#16a34a"),
         "summaries" => ("summaries", "#84cc16"),
+        "asks" => ("what the person said", "#0d9488"),
         "references" => ("references", "#f59e0b"),
         "recall" => ("recall", "#e11d48"),
         "input" => ("input", "#c026d3"),
@@ -759,7 +760,7 @@ mod tests {
                 "outsideLayers": 20,
                 "cumulativeEffectiveCost": cost,
                 "layers": {"system": 20, "currentContext": 30, "recent": total - 90, "headers": 10,
-                           "summaries": 0, "references": 0, "recall": 0, "input": 10},
+                           "summaries": 0, "asks": 0, "references": 0, "recall": 0, "input": 10},
                 "baselines": {"full-history": {"total": full, "prefixReused": 0, "cumulativeEffectiveCost": full_cost}},
             })
         };

@@ -26,6 +26,11 @@ pub struct LayerCaps {
     /// leave of the budget, so a conversation's tail holds about what a
     /// sliding window of the budget would.
     pub dialogue_tokens: u32,
+    /// What the person said before the recent tail: their messages of the
+    /// exchanges that ran no tools, verbatim, newest back, up to this many
+    /// tokens. A person's own words hold the names, numbers and decisions
+    /// they ask about later, in a fifth of a conversation's tokens.
+    pub asks_tokens: u32,
     /// L3: at most this many exchanges before the recent ones are offered
     /// as summaries. Frozen: the exchanges that leave the tail append to
     /// them, and they become headers together, in batches of this many.
@@ -63,6 +68,7 @@ impl LayerCaps {
             recent_full: share(1, 3_200).clamp(3, 20),
             tail_tokens: share(3, 16),
             dialogue_tokens: share(3, 4),
+            asks_tokens: share(1, 8),
             summaries: share(1, 400).max(10),
             summary_max: 120,
             header_max: 12,
@@ -87,6 +93,7 @@ pub struct LayerSettings {
     pub recent_full: Option<u32>,
     pub tail_tokens: Option<u32>,
     pub dialogue_tokens: Option<u32>,
+    pub asks_tokens: Option<u32>,
     pub summaries: Option<u32>,
     pub summary_max: Option<u32>,
     pub header_max: Option<u32>,
@@ -107,6 +114,7 @@ impl LayerSettings {
             recent_full: self.recent_full.unwrap_or(sized.recent_full),
             tail_tokens: self.tail_tokens.unwrap_or(sized.tail_tokens),
             dialogue_tokens: self.dialogue_tokens.unwrap_or(sized.dialogue_tokens),
+            asks_tokens: self.asks_tokens.unwrap_or(sized.asks_tokens),
             summaries: self.summaries.unwrap_or(sized.summaries),
             summary_max: self.summary_max.unwrap_or(sized.summary_max),
             header_max: self.header_max.unwrap_or(sized.header_max),

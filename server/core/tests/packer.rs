@@ -949,3 +949,87 @@ fn a_coding_sessions_tail_keeps_the_tools_share() {
         assert!(tokens <= caps.tail_tokens + newest, "x{id}: {tokens}");
     }
 }
+
+/// Past the tail, what the person said is in view verbatim: every user
+/// message of the exchanges before the tail that ran no tools, newest back
+/// to `asks_tokens`, oldest first, and the layer only changes when the
+/// tail is compacted. Exchanges that ran tools have none; pinned at 0 it
+/// is off.
+#[test]
+fn what_the_person_said_before_the_tail_is_in_view() {
+    let caps = LayerCaps::for_budget(4_000);
+    let specs: Vec<Spec> = (0..120)
+        .map(|i| match i % 10 {
+            3 => coding_spec(),
+            _ => Spec {
+                ask: 10 + i % 5,
+                calls: vec![],
+                answer: 60,
+            },
+        })
+        .collect();
+    let mut s = MemorySession::new(caps.clone(), ENC);
+    let mut previous: Option<(String, Vec<String>)> = None;
+    for (i, spec) in specs.iter().enumerate() {
+        let id = i as u32 + 1;
+        s.push(None, messages(id, spec));
+        let view = s.view();
+        let p = pack(&view, &request(4_000, LayerOrder::CacheStable, None), &caps).unwrap();
+        let asks = p.layer(Layer::Asks);
+        let recent: Vec<String> = p
+            .layer(Layer::Recent)
+            .items
+            .iter()
+            .map(|i| i.id.clone())
+            .collect();
+        assert!(asks.tokens <= caps.asks_tokens, "x{id}: {}", asks.tokens);
+        let ids: Vec<u32> = asks
+            .items
+            .iter()
+            .map(|i| i.id.trim_start_matches('x').parse().unwrap())
+            .collect();
+        assert!(ids.windows(2).all(|w| w[0] < w[1]), "x{id}: {ids:?}");
+        let layer = p
+            .messages
+            .iter()
+            .map(|m| m.blocks.iter().map(|b| b.text()).collect::<String>())
+            .find(|t| t.starts_with("## What the person said"))
+            .unwrap_or_default();
+        for &n in &ids {
+            let said = text(n as usize, specs[n as usize - 1].ask);
+            assert!(layer.contains(&format!("x{n} {said}\n")), "x{id}: x{n}");
+            assert!(
+                specs[n as usize - 1].calls.is_empty(),
+                "x{id}: x{n} ran tools"
+            );
+            assert!(!recent.contains(&format!("x{n}")), "x{id}: x{n} is recent");
+        }
+        if let (Some(&newest), Some(first)) = (ids.last(), recent.first()) {
+            // Newest back from the tail: every exchange between the newest
+            // ask and the tail ran tools.
+            let first: u32 = first.trim_start_matches('x').parse().unwrap();
+            assert!((newest + 1..first).all(|n| !specs[n as usize - 1].calls.is_empty()));
+        }
+        if let Some((before, before_recent)) = &previous {
+            if before_recent.first() == recent.first() {
+                assert_eq!(
+                    before, &layer,
+                    "x{id}: the layer moved without a compaction"
+                );
+            }
+        }
+        previous = Some((layer, recent));
+    }
+    assert!(previous.is_some_and(|(t, _)| !t.is_empty()));
+    let off = LayerCaps {
+        asks_tokens: 0,
+        ..caps.clone()
+    };
+    let p = pack(
+        &s.view(),
+        &request(4_000, LayerOrder::CacheStable, None),
+        &off,
+    )
+    .unwrap();
+    assert!(p.layer(Layer::Asks).items.is_empty());
+}

@@ -24,6 +24,7 @@ struct WireLayers {
     max_references: Option<u32>,
     tail_tokens: Option<u32>,
     dialogue_tokens: Option<u32>,
+    asks_tokens: Option<u32>,
     recall_max: Option<u32>,
 }
 
@@ -108,6 +109,9 @@ pub fn apply(base: &Config, value: Value) -> Result<(Config, Option<PathBuf>), S
     }
     if let Some(v) = w.layers.dialogue_tokens {
         l.dialogue_tokens = Some(v);
+    }
+    if let Some(v) = w.layers.asks_tokens {
+        l.asks_tokens = Some(v);
     }
     if let Some(v) = w.layers.recall_max {
         l.recall_max = Some(v);

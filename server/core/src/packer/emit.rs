@@ -8,7 +8,9 @@ use super::prompt::{
     ItemForm, Layer, LayerItem, LayerReport, PackRequest, PackedPrompt, PromptMessage, Shape,
 };
 use super::regions::Placement;
-use super::titles::{titled_layer, HEADERS_TITLE, RECALL_TITLE, REFERENCES_TITLE, SUMMARIES_TITLE};
+use super::titles::{
+    titled_layer, ASKS_TITLE, HEADERS_TITLE, RECALL_TITLE, REFERENCES_TITLE, SUMMARIES_TITLE,
+};
 use super::upgrades::Upgraded;
 use crate::config::LayerOrder;
 use crate::exchange::Level;
@@ -32,6 +34,7 @@ pub(super) fn emit(
         summarised,
         recent,
         listed,
+        asked,
     } = placement;
     let (system_cost, context_cost, l0) =
         (reserved.system_cost, reserved.context_cost, &reserved.l0);
@@ -121,6 +124,18 @@ pub(super) fn emit(
         });
         let (messages, items) = titled_layer(SUMMARIES_TITLE, enc, entries);
         put_in(Layer::Summaries, Layer::Summaries, messages, items);
+    }
+    if !asked.is_empty() {
+        let entries = asked.iter().map(|a| {
+            let item = LayerItem {
+                id: a.exchange.id.to_string(),
+                format: ItemForm::Text,
+                tokens: a.line.tokens,
+            };
+            (vec![(a.line.text.clone(), a.line.tokens)], item)
+        });
+        let (messages, items) = titled_layer(ASKS_TITLE, enc, entries);
+        put_in(Layer::Asks, Layer::Asks, messages, items);
     }
     if !references.is_empty() {
         let entries = references.iter().map(|r| {

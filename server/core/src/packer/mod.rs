@@ -32,6 +32,7 @@
 //! are shown and nothing else. A superseding exchange in the summaries
 //! region keeps its summary even when the summary saves less than a third.
 
+mod asks;
 mod emit;
 mod guaranteed;
 mod one_shot;

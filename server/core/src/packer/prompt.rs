@@ -60,6 +60,7 @@ pub enum Layer {
     Recent,
     Headers,
     Summaries,
+    Asks,
     References,
     Recall,
     Input,
@@ -74,6 +75,7 @@ impl Layer {
             Layer::Recent => "recent",
             Layer::Headers => "headers",
             Layer::Summaries => "summaries",
+            Layer::Asks => "asks",
             Layer::References => "references",
             Layer::Recall => "recall",
             Layer::Input => "input",
@@ -91,6 +93,7 @@ crate::wire_name!(
     Recent,
     Headers,
     Summaries,
+    Asks,
     References,
     Recall,
     Input
@@ -318,11 +321,12 @@ pub enum PackError {
 }
 
 impl Layer {
-    pub(super) const ALL_SEED003: [Layer; 8] = [
+    pub(super) const ALL_SEED003: [Layer; 9] = [
         Layer::System,
         Layer::CurrentContext,
         Layer::Headers,
         Layer::Summaries,
+        Layer::Asks,
         Layer::References,
         Layer::Recent,
         Layer::Recall,
@@ -335,11 +339,12 @@ impl Layer {
     /// (the next prompt shows that input at the same place), and right
     /// before an open exchange's first message when there is none, so
     /// every later model call of that exchange shares the prefix through it.
-    pub(super) const ALL_CACHE_STABLE: [Layer; 8] = [
+    pub(super) const ALL_CACHE_STABLE: [Layer; 9] = [
         Layer::System,
         Layer::Headers,
         Layer::References,
         Layer::Summaries,
+        Layer::Asks,
         Layer::Recent,
         Layer::Input,
         Layer::Recall,

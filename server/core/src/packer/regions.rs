@@ -3,6 +3,8 @@
 
 use std::collections::{HashMap, HashSet};
 
+use super::asks::{self, Ask};
+use super::titles::{title_tokens, ASKS_TITLE};
 use crate::config::LayerCaps;
 use crate::exchange::{Counted, Level};
 use crate::ids::ExchangeId;
@@ -36,13 +38,20 @@ fn kept_len(caps: &LayerCaps) -> u32 {
     2 * block_len(caps)
 }
 
+/// How far back from the tail boundary the asks layer reaches, in
+/// exchanges: as far as a compaction keeps (`kept_len`).
+fn asks_reach(caps: &LayerCaps) -> u32 {
+    kept_len(caps)
+}
+
 /// How many of the newest exchanges the store loads with their messages
 /// into `SessionView::window`: a block, the exchanges a compaction at its
-/// start keeps, and the summaries before them.
+/// start keeps, and the summaries or the asks before them, whichever
+/// reach further.
 pub fn window_len(caps: &LayerCaps) -> u32 {
     match caps.recent_full {
         0 => caps.summaries,
-        _ => block_len(caps) + kept_len(caps) + caps.summaries,
+        _ => block_len(caps) + kept_len(caps) + caps.summaries.max(asks_reach(caps)),
     }
 }
 
@@ -247,6 +256,8 @@ pub(super) struct Placement<'a> {
     pub(super) summarised: Vec<Placed<'a>>,
     pub(super) recent: Vec<Placed<'a>>,
     pub(super) listed: Vec<&'a HeaderItem>,
+    /// What the person said before the recent tail, oldest first.
+    pub(super) asked: Vec<Ask<'a>>,
 }
 
 /// Places the window's exchanges, each as its header to begin with, and
@@ -282,10 +293,20 @@ pub(super) fn place<'a>(view: &'a SessionView, caps: &LayerCaps, enc: Encoding) 
         .iter()
         .filter(|h| h.id.0 > regions.headers_from && !in_window.contains(&h.id))
         .collect();
+    let asked = asks::choose(
+        &view.window,
+        regions.boundary,
+        asks_reach(caps),
+        caps.asks_tokens,
+        title_tokens(ASKS_TITLE, enc),
+        &view.superseded,
+        enc,
+    );
     Placement {
         summarised,
         recent,
         listed,
+        asked,
     }
 }
 

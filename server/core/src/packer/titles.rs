@@ -12,6 +12,8 @@ pub(super) const HEADERS_TITLE: &str =
 pub(super) const SUMMARIES_TITLE: &str = "## Summaries of the exchanges before the recent ones\n";
 pub(super) const REFERENCES_TITLE: &str =
     "## Stored tool outputs (context_retrieve a b3: id for lines or grep)\n";
+pub(super) const ASKS_TITLE: &str =
+    "## What the person said before the recent exchanges, oldest first (context_retrieve an id for the reply)\n";
 pub(super) const RECALL_TITLE: &str =
     "## Recalled for this question: earlier lines that match its words (context_retrieve an id for more)\n";
 
@@ -19,13 +21,14 @@ pub(super) const RECALL_TITLE: &str =
 /// once per encoding, not on every assemble (and only in an encoding a
 /// prompt asks for: counting loads its tables).
 pub(super) fn title_tokens(title: &'static str, encoding: Encoding) -> u32 {
-    const TITLES: [&str; 4] = [
+    const TITLES: [&str; 5] = [
         HEADERS_TITLE,
         SUMMARIES_TITLE,
         REFERENCES_TITLE,
+        ASKS_TITLE,
         RECALL_TITLE,
     ];
-    static COUNTS: [OnceLock<[u32; 4]>; 2] = [const { OnceLock::new() }; 2];
+    static COUNTS: [OnceLock<[u32; 5]>; 2] = [const { OnceLock::new() }; 2];
     let e = Encoding::ALL
         .iter()
         .position(|e| *e == encoding)

@@ -6,9 +6,10 @@
 
 use std::collections::HashSet;
 
+use super::asks::Ask;
 use super::prompt::{ItemForm, Trim};
 use super::regions::{Placed, Placement};
-use super::titles::{title_tokens, RECALL_TITLE, REFERENCES_TITLE};
+use super::titles::{title_tokens, ASKS_TITLE, RECALL_TITLE, REFERENCES_TITLE};
 use crate::config::LayerCaps;
 use crate::exchange::Level;
 use crate::ids::ExchangeId;
@@ -40,10 +41,14 @@ pub(super) fn upgrade<'a>(
     let mut left = left;
     let mut trimmed = Vec::new();
     let Placement {
-        summarised, recent, ..
+        summarised,
+        recent,
+        asked,
+        ..
     } = placement;
     // Upgrades, most useful first: recent exchanges newest first, then
-    // summaries newest first, then references.
+    // what the person said, then summaries newest first, then recall,
+    // then references.
     for p in recent.iter_mut().rev() {
         if let Some(by) = p.superseded_by {
             trimmed.push(superseded(p, Level::Full, by));
@@ -113,6 +118,7 @@ pub(super) fn upgrade<'a>(
     // A summary is lossy (the values its exchange printed rarely fit), so
     // only an exchange shown whole is left out of the recall block.
     let recall = recall_hits(view, caps, enc, &shown_whole, &mut left, &mut trimmed);
+    fit_asks(asked, enc, &mut left, &mut trimmed);
     let mut references = Vec::new();
     let references_title = title(REFERENCES_TITLE) + MESSAGE_OVERHEAD;
     for r in view
@@ -202,6 +208,29 @@ fn recall_hits<'a>(
         }
     }
     chosen
+}
+
+/// Keeps the newest asks that fit the budget left (the layer's title with
+/// the first), dropping the older ones.
+fn fit_asks(asked: &mut Vec<Ask>, enc: Encoding, left: &mut i64, trimmed: &mut Vec<Trim>) {
+    let title = i64::from(title_tokens(ASKS_TITLE, enc) + MESSAGE_OVERHEAD);
+    let cost = |asks: &[Ask]| match asks {
+        [] => 0,
+        _ => title + asks.iter().map(|a| i64::from(a.line.tokens)).sum::<i64>(),
+    };
+    let mut dropped = 0;
+    while cost(&asked[dropped..]) > *left {
+        let ask = &asked[dropped];
+        trimmed.push(Trim {
+            id: ask.exchange.id.to_string(),
+            from: ItemForm::Text,
+            to: ItemForm::Dropped,
+            reason: over_budget("ask", i64::from(ask.line.tokens), *left),
+        });
+        dropped += 1;
+    }
+    asked.drain(..dropped);
+    *left -= cost(asked);
 }
 
 /// A superseded exchange stays at its header (the guaranteed part): the
