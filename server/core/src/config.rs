@@ -53,13 +53,14 @@ pub const DEFAULT_BUDGET: u32 = 16_000;
 
 impl LayerCaps {
     /// The caps at `budget` when none is pinned: the layers that hold
-    /// history (the recent tail, summaries, headers, references, recall)
-    /// are shares of the budget, so a larger budget shows more and a smaller
-    /// one saves; the per-item caps (a header, a summary, L0) stay put.
-    /// At the default budget: a tail of 3,000 tokens of exchanges that ran
-    /// tools and 12,000 in all, 5 exchanges that ran tools kept in full at a
-    /// compaction, 40 summaries, 200 headers, 30 references and 1,000 tokens
-    /// of recall (docs/ASSEMBLY.md: how the shares were chosen).
+    /// history (the recent tail, what the person said before it, summaries,
+    /// headers, references, recall) are shares of the budget, so a larger
+    /// budget shows more and a smaller one saves; the per-item caps (a
+    /// header, a summary, L0) stay put. At the default budget: a tail of
+    /// 3,000 tokens of exchanges that ran tools and 11,000 in all, 2,000 of
+    /// what the person said before it, 5 exchanges that ran tools kept in
+    /// full at a compaction, 40 summaries, 200 headers, 30 references and
+    /// 1,000 tokens of recall (docs/ASSEMBLY.md: how the shares were chosen).
     pub fn for_budget(budget: u32) -> LayerCaps {
         let share =
             |num: u32, den: u32| (u64::from(budget) * u64::from(num) / u64::from(den)) as u32;
@@ -67,7 +68,7 @@ impl LayerCaps {
             current_context_max: 100,
             recent_full: share(1, 3_200).clamp(3, 20),
             tail_tokens: share(3, 16),
-            dialogue_tokens: share(3, 4),
+            dialogue_tokens: share(11, 16),
             asks_tokens: share(1, 8),
             summaries: share(1, 400).max(10),
             summary_max: 120,

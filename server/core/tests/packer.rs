@@ -953,14 +953,19 @@ fn a_coding_sessions_tail_keeps_the_tools_share() {
 /// Past the tail, what the person said is in view verbatim: every user
 /// message of the exchanges before the tail that ran no tools, newest back
 /// to `asks_tokens`, oldest first, and the layer only changes when the
-/// tail is compacted. Exchanges that ran tools have none; pinned at 0 it
-/// is off.
+/// tail is compacted. Exchanges that ran tools have none, nor does a
+/// message longer than a quarter of the layer; pinned at 0 it is off.
 #[test]
 fn what_the_person_said_before_the_tail_is_in_view() {
     let caps = LayerCaps::for_budget(4_000);
     let specs: Vec<Spec> = (0..120)
         .map(|i| match i % 10 {
             3 => coding_spec(),
+            6 => Spec {
+                ask: 300,
+                calls: vec![],
+                answer: 20,
+            },
             _ => Spec {
                 ask: 10 + i % 5,
                 calls: vec![],
@@ -1002,13 +1007,17 @@ fn what_the_person_said_before_the_tail_is_in_view() {
                 specs[n as usize - 1].calls.is_empty(),
                 "x{id}: x{n} ran tools"
             );
+            assert!(
+                n % 10 != 7,
+                "x{id}: x{n}'s message is over a quarter of the layer"
+            );
             assert!(!recent.contains(&format!("x{n}")), "x{id}: x{n} is recent");
         }
         if let (Some(&newest), Some(first)) = (ids.last(), recent.first()) {
             // Newest back from the tail: every exchange between the newest
-            // ask and the tail ran tools.
+            // ask and the tail ran tools or said too much.
             let first: u32 = first.trim_start_matches('x').parse().unwrap();
-            assert!((newest + 1..first).all(|n| !specs[n as usize - 1].calls.is_empty()));
+            assert!((newest + 1..first).all(|n| n % 10 == 4 || n % 10 == 7));
         }
         if let Some((before, before_recent)) = &previous {
             if before_recent.first() == recent.first() {

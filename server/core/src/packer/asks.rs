@@ -30,6 +30,11 @@ pub(super) struct Ask<'a> {
 /// room of a dozen short ones.
 const LONGEST_SHARE: u32 = 4;
 
+/// Prose takes 3 to 6 bytes a token: a message of more bytes than this
+/// many per token of `longest` is too long without counting it (a pasted
+/// log is not counted on every assemble).
+const BYTES_PER_TOKEN_AT_MOST: usize = 32;
+
 /// The asks of the exchanges up to `boundary`, oldest first: newest back,
 /// at most `reach` exchanges, until the next would pass `asks_tokens` with
 /// the layer's title (`title_cost`). An exchange that ran tools (its output
@@ -56,12 +61,9 @@ pub(super) fn choose<'a>(
         if e.ran_tools() || superseded.contains_key(&e.id) {
             continue;
         }
-        let Some(line) = ask_line(e, enc) else {
+        let Some(line) = ask_line(e, longest, enc) else {
             continue;
         };
-        if line.tokens > longest {
-            continue;
-        }
         if i64::from(line.tokens) > room {
             break;
         }
@@ -73,8 +75,9 @@ pub(super) fn choose<'a>(
 }
 
 /// `x12 <what the person wrote>`: the exchange's user messages, each
-/// trimmed, one after the other; `None` when they are empty.
-fn ask_line(e: &ExchangeView, enc: Encoding) -> Option<Counted> {
+/// trimmed, one after the other; `None` when they are empty or longer than
+/// `longest` tokens.
+fn ask_line(e: &ExchangeView, longest: u32, enc: Encoding) -> Option<Counted> {
     let said: Vec<&str> = e
         .messages
         .iter()
@@ -82,12 +85,11 @@ fn ask_line(e: &ExchangeView, enc: Encoding) -> Option<Counted> {
         .map(|m| m.message.content.trim())
         .filter(|t| !t.is_empty())
         .collect();
-    if said.is_empty() {
+    let bytes: usize = said.iter().map(|t| t.len()).sum();
+    if said.is_empty() || bytes > longest as usize * BYTES_PER_TOKEN_AT_MOST {
         return None;
     }
     let text = format!("{} {}\n", e.id, said.join("\n"));
-    Some(Counted {
-        tokens: tokens::count(enc, &text),
-        text,
-    })
+    let tokens = tokens::count(enc, &text);
+    (tokens <= longest).then_some(Counted { text, tokens })
 }

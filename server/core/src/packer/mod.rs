@@ -9,6 +9,8 @@
 //! - summaries (L3): exchanges `H + 1 ..= B`, as summaries when they fit;
 //!   frozen: a compaction appends to them, and every `S` exchanges they
 //!   become headers together;
+//! - what the person said (`asks`): the user messages of the exchanges up
+//!   to `B` that ran no tools, verbatim, newest back to `asks_tokens`;
 //! - recent (L1): exchanges after `B`, in full when they fit, demoted
 //!   full → digests → summary → header otherwise, newest first.
 //!

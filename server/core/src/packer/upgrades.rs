@@ -1,7 +1,8 @@
 //! The second phase: the budget left upgrades, most useful first, recent
 //! exchanges newest first (full, digests, summary), then summaries newest
-//! first, then the recall block's hits best first, then references; every
-//! demotion is a `Trim` saying why. A superseded exchange gets no upgrade
+//! first, then the recall block's hits best first, then what the person
+//! said (newest first), then references; every demotion is a `Trim` saying
+//! why. A superseded exchange gets no upgrade
 //! and its references are not listed.
 
 use std::collections::HashSet;
@@ -47,8 +48,8 @@ pub(super) fn upgrade<'a>(
         ..
     } = placement;
     // Upgrades, most useful first: recent exchanges newest first, then
-    // what the person said, then summaries newest first, then recall,
-    // then references.
+    // summaries newest first, then recall, then what the person said, then
+    // references.
     for p in recent.iter_mut().rev() {
         if let Some(by) = p.superseded_by {
             trimmed.push(superseded(p, Level::Full, by));
@@ -118,6 +119,8 @@ pub(super) fn upgrade<'a>(
     // A summary is lossy (the values its exchange printed rarely fit), so
     // only an exchange shown whole is left out of the recall block.
     let recall = recall_hits(view, caps, enc, &shown_whole, &mut left, &mut trimmed);
+    // What the person said comes after recall: at a small budget the two
+    // compete, and a recalled line answers this question.
     fit_asks(asked, enc, &mut left, &mut trimmed);
     let mut references = Vec::new();
     let references_title = title(REFERENCES_TITLE) + MESSAGE_OVERHEAD;
