@@ -40,10 +40,6 @@ impl LastPrompts {
     }
 }
 
-/// Whether a prompt record has the whole shape (`packer::Shape::Whole`).
-pub fn is_whole(record: &AssembleResult) -> bool {
-    record.shape == ShapeKind::Whole
-}
 
 #[derive(Clone, Debug)]
 pub struct Request {
@@ -311,6 +307,18 @@ pub fn read_record(record: &PromptRecord, db_path: &Path) -> Result<AssembleResu
         Ok(Recorded::Packed(packed)) => Ok(to_wire(&packed)),
         Ok(Recorded::Unversioned(json)) => serde_json::from_str(&json).map_err(|e| unreadable(&e)),
         Err(e) => Err(unreadable(&e)),
+    }
+}
+
+/// The shape a prompt record was packed in, read without formatting the
+/// prompt; `None` when the record does not read.
+pub fn recorded_shape(record: &PromptRecord) -> Option<ShapeKind> {
+    match Recorded::<Format, StateEnvelope>::parse(&record.record).ok()? {
+        Recorded::Packed(packed) => Some(packed.shape),
+        Recorded::Unversioned(json) => {
+            let mut value: serde_json::Value = serde_json::from_str(&json).ok()?;
+            serde_json::from_value(value.get_mut("shape")?.take()).ok()
+        }
     }
 }
 

@@ -12,6 +12,7 @@ use ctxproxy_core::config::Config;
 use ctxproxy_core::context::Housekeeping;
 use ctxproxy_core::ids::{ExchangeId, ItemId, PromptId};
 use ctxproxy_core::message::Message;
+use ctxproxy_core::packer::ShapeKind;
 use ctxproxy_core::slice;
 use ctxproxy_core::supersede::ExchangeRange;
 use ctxproxy_core::tokens;
@@ -340,8 +341,7 @@ impl Service {
             .await;
         match newest {
             Ok(None) => true,
-            Ok(Some(record)) => assemble::read_record(&record, self.store.db_path())
-                .is_ok_and(|prompt| assemble::is_whole(&prompt)),
+            Ok(Some(record)) => assemble::recorded_shape(&record) == Some(ShapeKind::Whole),
             Err(_) => false,
         }
     }

@@ -227,7 +227,7 @@ async fn a_call_tree_down_to_the_one_shot_prompt() {
 #[test]
 fn unversioned_prompt_records_still_read() {
     use ctxproxy_core::ids::PromptId;
-    use ctxproxy_service::assemble::read_record;
+    use ctxproxy_service::assemble::{read_record, recorded_shape};
     use ctxproxy_store::PromptRecord;
 
     let data = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data");
@@ -245,5 +245,8 @@ fn unversioned_prompt_records_still_read() {
         let read = read_record(&record, &data.join("store.db")).expect(name);
         let written: Value = serde_json::from_str(&json).expect(name);
         assert_eq!(to_wire(&read), written, "{name}");
+        // The shape a restart reads alone (`recorded_shape`) is the one
+        // the whole record says.
+        assert_eq!(recorded_shape(&record), Some(read.shape), "{name}");
     }
 }
