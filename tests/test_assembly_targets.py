@@ -6,7 +6,8 @@
   full history's tokens and 25% of its effective cost, and keeps a third of its facts in the prompt;
 - any other session costs at most full history's effective cost, and at most half once full history
   passes the budget (a conversation: at most full history's, since it holds more than a sliding window);
-- a conversation holds at least the facts a sliding window of the same budget holds.
+- a conversation holds at least the facts, and the messages that hold them, that a sliding window of
+  the same budget holds.
 """
 
 import functools
@@ -93,10 +94,11 @@ def against_the_window(budget):
 def test_a_conversation_holds_as_much_as_a_sliding_window(fixture, budget):
     """The tail holds the dialogue up to what the other layers leave of the budget, and what the
     person said before it is in view, so the prompt holds at least the facts a sliding window of the
-    same budget holds."""
+    same budget holds: the answers' words, and the messages they are in whole (the evidence turns)."""
     for session in sessions_of(report(fixture, "--budget", str(budget))):
         ours, window = strategy(session, "ctxproxy"), strategy(session, "sliding-window")
         assert ours["factsInPrompt"] >= window["factsInPrompt"], (fixture.stem, budget, ours, window)
+        assert ours["evidenceInPrompt"] >= window["evidenceInPrompt"], (fixture.stem, budget, ours, window)
 
 
 @pytest.mark.parametrize("fixture", CONVERSATIONS, ids=lambda p: p.stem)

@@ -58,8 +58,22 @@ struct FactRow {
     from: u32,
     /// ctxproxy first, then each baseline.
     status: Vec<FactStatus>,
+    /// Whether the prompt holds the message the fact is in verbatim, whole
+    /// (its evidence turn), in the same order as `status`.
+    evidence: Vec<bool>,
     /// Where `ctx/search` with the question ranks the fact's exchange.
     search_rank: Option<usize>,
+}
+
+/// One strategy's figures over a session.
+struct StrategySummary {
+    name: &'static str,
+    cost: RunCost,
+    /// Facts in the prompt or one retrieve away.
+    reachable: usize,
+    in_prompt: usize,
+    /// Facts whose message the prompt holds whole, verbatim.
+    evidence_in_prompt: usize,
 }
 
 /// A search finds a fact's exchange when it ranks it this high or higher.
@@ -163,21 +177,31 @@ impl Report {
                 let mut status = vec![evaluation::fact_status(
                     &need.fact, question, &need.cues, from, &blobs, text,
                 )];
+                let evidence_turn = exchanges
+                    .get(need.from as usize - 1)
+                    .and_then(|x| x.iter().find(|m| m.content.contains(&need.fact)))
+                    .map(|m| m.content.trim());
+                let holds_evidence =
+                    |prompt: &str| evidence_turn.is_some_and(|turn| prompt.contains(turn));
+                let mut evidence = vec![holds_evidence(text)];
                 for prompts in &baseline_prompts {
+                    let baseline = prompts[i].text();
                     status.push(evaluation::fact_status(
                         &need.fact,
                         question,
                         &need.cues,
                         from,
                         &[],
-                        &prompts[i].text(),
+                        &baseline,
                     ));
+                    evidence.push(holds_evidence(&baseline));
                 }
                 facts.push(FactRow {
                     turn: turn.seq,
                     fact: need.fact.clone(),
                     from: need.from,
                     status,
+                    evidence,
                     search_rank: turn.search_ranks.get(k).copied().flatten(),
                 });
             }
@@ -216,29 +240,27 @@ impl Report {
     }
 
     /// (name, run cost, facts reachable, facts in prompt) per strategy, ctxproxy first.
-    fn summaries(&self) -> Vec<(&'static str, RunCost, usize, usize)> {
-        let mut out = Vec::new();
+    fn summaries(&self) -> Vec<StrategySummary> {
         let names = std::iter::once("ctxproxy").chain(self.strategies.iter().copied());
-        for (k, name) in names.enumerate() {
-            let cost = RunCost::of(self.prompts(k));
-            let reachable = self
-                .facts
-                .iter()
-                .filter(|f| {
-                    matches!(
-                        f.status[k],
-                        FactStatus::InPrompt | FactStatus::OneRetrieveAway
-                    )
-                })
-                .count();
-            let in_prompt = self
-                .facts
-                .iter()
-                .filter(|f| f.status[k] == FactStatus::InPrompt)
-                .count();
-            out.push((name, cost, reachable, in_prompt));
-        }
-        out
+        names
+            .enumerate()
+            .map(|(k, name)| {
+                let count =
+                    |keep: &dyn Fn(&FactRow) -> bool| self.facts.iter().filter(|f| keep(f)).count();
+                StrategySummary {
+                    name,
+                    cost: RunCost::of(self.prompts(k)),
+                    reachable: count(&|f| {
+                        matches!(
+                            f.status[k],
+                            FactStatus::InPrompt | FactStatus::OneRetrieveAway
+                        )
+                    }),
+                    in_prompt: count(&|f| f.status[k] == FactStatus::InPrompt),
+                    evidence_in_prompt: count(&|f| f.evidence[k]),
+                }
+            })
+            .collect()
     }
 
     pub fn to_text(&self, session: &str, stats: &StatsResult) -> String {
@@ -293,9 +315,16 @@ impl Report {
         let summaries = self.summaries();
         let full = summaries
             .iter()
-            .find(|s| s.0 == "full-history")
-            .map(|s| s.1);
-        for (name, cost, reachable, in_prompt) in &summaries {
+            .find(|s| s.name == "full-history")
+            .map(|s| s.cost);
+        for StrategySummary {
+            name,
+            cost,
+            reachable,
+            in_prompt,
+            ..
+        } in &summaries
+        {
             let vs = |a: f64, b: Option<f64>| {
                 b.map_or("-".to_string(), |b| {
                     format!("{:.1}%", 100.0 * a / b.max(1.0))
@@ -411,6 +440,8 @@ impl Report {
                 "turn": format!("x{}", f.turn), "fact": f.fact, "from": format!("x{}", f.from),
                 "status": std::iter::once("ctxproxy").chain(self.strategies.iter().copied()).zip(&f.status)
                     .map(|(s, st)| (s.to_string(), json!(st.as_str()))).collect::<serde_json::Map<_, _>>(),
+                "evidenceInPrompt": std::iter::once("ctxproxy").chain(self.strategies.iter().copied()).zip(&f.evidence)
+                    .map(|(s, e)| (s.to_string(), json!(e))).collect::<serde_json::Map<_, _>>(),
                 "searchRank": f.search_rank,
             })).collect::<Vec<_>>(),
             "factsFoundBySearch": found_by_search(&self.facts),
@@ -418,10 +449,10 @@ impl Report {
             "factsOutsidePromptFoundBySearch": found_by_search(self.outside_prompt()),
             "recallTokens": self.recall.tokens,
             "recallTokensWithFact": self.recall.with_fact,
-            "summary": self.summaries().iter().map(|(name, cost, reachable, in_prompt)| json!({
-                "strategy": name, "promptTokens": cost.prompt_tokens, "cachedTokens": cost.cached_tokens,
-                "effectiveCost": cost.effective(), "factsReachable": reachable, "factsInPrompt": in_prompt,
-                "facts": self.facts.len(),
+            "summary": self.summaries().iter().map(|s| json!({
+                "strategy": s.name, "promptTokens": s.cost.prompt_tokens, "cachedTokens": s.cost.cached_tokens,
+                "effectiveCost": s.cost.effective(), "factsReachable": s.reachable, "factsInPrompt": s.in_prompt,
+                "evidenceInPrompt": s.evidence_in_prompt, "facts": self.facts.len(),
             })).collect::<Vec<_>>(),
             "averagePrefixReuse": self.average_prefix_reuse(),
             "sessionStats": stats,

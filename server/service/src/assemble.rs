@@ -40,7 +40,6 @@ impl LastPrompts {
     }
 }
 
-
 #[derive(Clone, Debug)]
 pub struct Request {
     pub budget: u32,
