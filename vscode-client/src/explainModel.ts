@@ -50,6 +50,7 @@ export const LAYER_LABELS: Record<string, string> = {
   recent: "L1 recent",
   headers: "L2 headers",
   summaries: "L3 summaries",
+  asks: "What the person said",
   references: "L4 references",
   recall: "Recall",
   input: "Input",

@@ -18,6 +18,7 @@ const LAYER_COLORS: Record<string, string> = {
   recent: "var(--vscode-charts-blue, #3794ff)",
   headers: "var(--vscode-charts-green, #89d185)",
   summaries: "var(--vscode-terminal-ansiCyan, #11a8cd)",
+  asks: "var(--vscode-terminal-ansiGreen, #0dbc79)",
   references: "var(--vscode-charts-orange, #d18616)",
   recall: "var(--vscode-terminal-ansiMagenta, #bc3fbc)",
   input: "var(--vscode-charts-purple, #b180d7)",

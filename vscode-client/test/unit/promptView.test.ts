@@ -25,6 +25,7 @@ test("layers come in packer order with tokens, shares and items", () => {
       ["recent", 600, 2],
       ["headers", 50, 2],
       ["summaries", 0, 0],
+      ["asks", 0, 0],
       ["references", 280, 1],
       ["recall", 0, 0],
       ["input", 20, 0],
