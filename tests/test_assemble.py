@@ -31,7 +31,7 @@ def _values(v):
 FIXTURE = ctxlib.SESSIONS / "coding-strsim.jsonl"
 SYSTEM = "You are a careful Rust coding assistant."
 INPUT = {"role": "user", "content": "Where did we change the jaro function, and what did the tests say?"}
-LAYERS = {"system", "currentContext", "recent", "headers", "summaries", "references", "recall", "input"}
+LAYERS = {"system", "currentContext", "recent", "headers", "summaries", "asks", "references", "recall", "input"}
 
 
 def _history(tokens):
@@ -308,3 +308,45 @@ async def test_a_large_system_prompt_is_counted_apart_from_the_budget(ctx):
     assert large["tokens"]["layers"]["system"] > large["budget"] == 16000
     assert large["tokens"]["total"] == small["tokens"]["total"] + large["tokens"]["layers"]["system"]
     assert _history(large["tokens"]) == _history(small["tokens"]) <= large["budget"]
+
+
+def _said(i):
+    return f"Sitting {i}: we picked supplier number {1000 + i} and the colour Fern-{i}."
+
+
+async def _talk(ctx, n):
+    """A conversation of `n` exchanges without tools: a short message and a longer reply."""
+    sid = await ctx.open_session(title="talk")
+    for i in range(1, n + 1):
+        reply = " ".join(f"Noted point {k} about sitting {i}." for k in range(40))
+        await ctx.append(sid, [{"role": "user", "content": _said(i)}, {"role": "assistant", "content": reply}])
+    return sid
+
+
+async def test_what_the_person_said_is_in_view_past_the_tail(store):
+    """Past the tail, the person's own messages are in the prompt verbatim under their exchange ids,
+    and the layer is the same text from one prompt to the next until the tail is compacted."""
+    async with ctxlib.running(store, {"budget": 4000}) as ctx:
+        sid = await _talk(ctx, 90)
+        a = await ctx.req("ctx/assemble", {"sessionId": sid, "format": "text"})
+        asks = next(l for l in a["layers"] if l["layer"] == "asks")
+        assert asks["items"] and a["tokens"]["layers"]["asks"] == asks["tokens"] > 0, asks
+        recent = {i["id"] for l in a["layers"] if l["layer"] == "recent" for i in l["items"]}
+        for item in asks["items"]:
+            i = int(item["id"][1:])
+            assert item["id"] not in recent
+            assert f"{item['id']} {_said(i)}\n" in a["text"], item
+        layer = a["text"][a["text"].index("## What the person said"):]
+        layer = layer[:layer.index("### ")]
+        await ctx.append(sid, [{"role": "user", "content": _said(91)}, {"role": "assistant", "content": "Noted."}])
+        b = await ctx.req("ctx/assemble", {"sessionId": sid, "format": "text"})
+        if b["layers"][[l["layer"] for l in b["layers"]].index("recent")]["items"][0] == \
+                next(l for l in a["layers"] if l["layer"] == "recent")["items"][0]:
+            assert layer in b["text"]
+
+
+async def test_what_the_person_said_can_be_turned_off(store):
+    async with ctxlib.running(store, {"budget": 4000, "layers": {"asksTokens": 0}}) as ctx:
+        sid = await _talk(ctx, 90)
+        a = await ctx.req("ctx/assemble", {"sessionId": sid, "format": "text"})
+        assert a["tokens"]["layers"]["asks"] == 0 and "## What the person said" not in a["text"]
