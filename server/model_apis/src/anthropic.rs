@@ -7,8 +7,8 @@ use ctxproxy_core::packer::PromptMessage;
 use ctxproxy_core::render::Block;
 use serde_json::{json, Value};
 
+use crate::{alternating_turns, functions, system_text};
 use crate::{expected, BadRequest, Shape, Written};
-use crate::{functions, system_text};
 
 pub struct Anthropic;
 
@@ -26,41 +26,26 @@ impl Shape for Anthropic {
     }
 }
 
-/// Anthropic wants alternating user/assistant turns: tool results travel in
-/// user turns, and consecutive turns of one role are merged.
+/// Anthropic wants alternating user/assistant turns of content blocks.
 fn anthropic_messages(messages: &[PromptMessage]) -> Vec<Value> {
-    let mut out: Vec<(String, Vec<Value>)> = Vec::new();
-    for m in messages.iter().filter(|m| m.role != Role::System) {
-        let role = if m.role == Role::Assistant {
-            "assistant"
-        } else {
-            "user"
-        };
-        let blocks: Vec<Value> = m
-            .blocks
-            .iter()
-            .map(|b| match b {
-                Block::Text(t) => json!({"type": "text", "text": t}),
-                Block::ToolUse { id, name, arguments } => json!({
-                    "type": "tool_use", "id": id, "name": name,
-                    "input": serde_json::from_str::<Value>(arguments).unwrap_or_else(|_| json!({"arguments": arguments})),
-                }),
-                Block::ToolResult { call_id, text, .. } => {
-                    json!({"type": "tool_result", "tool_use_id": call_id, "content": text})
-                }
-            })
-            .collect();
-        match out.last_mut() {
-            Some((r, existing)) if r == role => existing.extend(blocks),
-            _ => out.push((role.to_string(), blocks)),
+    let block = |b: &Block| match b {
+        Block::Text(t) => json!({"type": "text", "text": t}),
+        Block::ToolUse {
+            id,
+            name,
+            arguments,
+        } => json!({
+            "type": "tool_use", "id": id, "name": name,
+            "input": serde_json::from_str::<Value>(arguments).unwrap_or_else(|_| json!({"arguments": arguments})),
+        }),
+        Block::ToolResult { call_id, text, .. } => {
+            json!({"type": "tool_result", "tool_use_id": call_id, "content": text})
         }
-    }
-    // Within a user turn, tool results must come first.
-    out.into_iter()
-        .map(|(role, mut blocks)| {
-            if role == "user" {
-                blocks.sort_by_key(|b| b["type"] != "tool_result");
-            }
+    };
+    alternating_turns(messages, block, |b| b["type"] == "tool_result")
+        .into_iter()
+        .map(|(assistant, blocks)| {
+            let role = if assistant { "assistant" } else { "user" };
             json!({"role": role, "content": blocks})
         })
         .collect()

@@ -9,7 +9,7 @@ use ctxproxy_core::packer::PromptMessage;
 use ctxproxy_core::render::Block;
 use serde_json::{json, Value};
 
-use crate::{arguments_object, functions, system_text};
+use crate::{alternating_turns, arguments_object, functions, system_text};
 use crate::{expected, BadRequest, Shape, Written};
 
 pub struct Gemini;
@@ -33,45 +33,33 @@ impl Shape for Gemini {
 /// `functionResponse` part of a user turn, named after the call it answers
 /// (the API matches them by name), results first in their turn.
 fn gemini_contents(messages: &[PromptMessage]) -> Vec<Value> {
-    let mut names: std::collections::HashMap<&str, &str> = std::collections::HashMap::new();
-    let mut out: Vec<(&str, Vec<Value>)> = Vec::new();
-    for m in messages.iter().filter(|m| m.role != Role::System) {
-        let role = if m.role == Role::Assistant {
-            "model"
-        } else {
-            "user"
-        };
-        let mut parts = Vec::with_capacity(m.blocks.len());
-        for b in &m.blocks {
-            parts.push(match b {
-                Block::Text(t) => json!({"text": t}),
-                Block::ToolUse { id, name, arguments } => {
-                    names.insert(id, name);
-                    json!({"functionCall": {"id": id, "name": name, "args": arguments_object(arguments)}})
-                }
-                Block::ToolResult {
-                    call_id,
-                    name,
-                    text,
-                } => {
-                    let name = match name.as_str() {
-                        "" => names.get(call_id.as_str()).copied().unwrap_or_default(),
-                        name => name,
-                    };
-                    json!({"functionResponse": {"id": call_id, "name": name, "response": {"output": text}}})
-                }
-            });
+    let mut names: HashMap<String, String> = HashMap::new();
+    let part = |b: &Block| match b {
+        Block::Text(t) => json!({"text": t}),
+        Block::ToolUse {
+            id,
+            name,
+            arguments,
+        } => {
+            names.insert(id.clone(), name.clone());
+            json!({"functionCall": {"id": id, "name": name, "args": arguments_object(arguments)}})
         }
-        match out.last_mut() {
-            Some((r, existing)) if *r == role => existing.extend(parts),
-            _ => out.push((role, parts)),
+        Block::ToolResult {
+            call_id,
+            name,
+            text,
+        } => {
+            let name = match name.as_str() {
+                "" => names.get(call_id).map(String::as_str).unwrap_or_default(),
+                name => name,
+            };
+            json!({"functionResponse": {"id": call_id, "name": name, "response": {"output": text}}})
         }
-    }
-    out.into_iter()
-        .map(|(role, mut parts)| {
-            if role == "user" {
-                parts.sort_by_key(|p| p.get("functionResponse").is_none());
-            }
+    };
+    alternating_turns(messages, part, |p| p.get("functionResponse").is_some())
+        .into_iter()
+        .map(|(assistant, parts)| {
+            let role = if assistant { "model" } else { "user" };
             json!({"role": role, "parts": parts})
         })
         .collect()

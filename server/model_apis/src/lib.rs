@@ -111,6 +111,32 @@ pub(crate) fn system_text(messages: &[PromptMessage]) -> String {
         .collect()
 }
 
+/// The history as alternating turns, as Anthropic and Gemini want it: the
+/// messages but the system's, each block written by `part`, consecutive
+/// turns of one role merged (a tool result travels in a user turn), and in
+/// a user turn the tool results (`is_result`) first. `true`: the assistant's.
+pub(crate) fn alternating_turns(
+    messages: &[PromptMessage],
+    mut part: impl FnMut(&Block) -> Value,
+    is_result: impl Fn(&Value) -> bool,
+) -> Vec<(bool, Vec<Value>)> {
+    let mut turns: Vec<(bool, Vec<Value>)> = Vec::new();
+    for m in messages.iter().filter(|m| m.role != Role::System) {
+        let assistant = m.role == Role::Assistant;
+        let parts = m.blocks.iter().map(&mut part);
+        match turns.last_mut() {
+            Some((a, existing)) if *a == assistant => existing.extend(parts),
+            _ => turns.push((assistant, parts.collect())),
+        }
+    }
+    for (assistant, parts) in &mut turns {
+        if !*assistant {
+            parts.sort_by_key(|p| !is_result(p));
+        }
+    }
+    turns
+}
+
 pub(crate) fn joined_text(blocks: &[Block]) -> String {
     blocks
         .iter()
