@@ -214,22 +214,22 @@ pub fn to_wire(record: &Record) -> AssembleResult {
         _ => render::tool_definitions(),
     };
     AssembleResult {
-        prompt_id: record.prompt_id.clone(),
-        session_id: record.session_id.clone(),
-        budget: record.budget,
-        encoding: record.encoding,
-        format: record.format,
-        order: record.order,
+        prompt_id: record.request.prompt_id.clone(),
+        session_id: record.request.session_id.clone(),
+        budget: record.request.budget,
+        encoding: record.request.encoding,
+        format: record.request.format,
+        order: record.request.order,
         tokens: PromptTokens {
-            total: record.total + record.client_tools_tokens,
+            total: record.total + record.request.client_tools_tokens,
             layers: record
                 .layers
                 .iter()
                 .map(|l| (l.layer.as_str().to_string(), l.tokens))
                 .collect(),
         },
-        prefix_reused: record.prefix_reused,
-        client_tools_tokens: record.client_tools_tokens,
+        prefix_reused: record.request.prefix_reused,
+        client_tools_tokens: record.request.client_tools_tokens,
         trimmed: record
             .trimmed
             .iter()
@@ -277,8 +277,8 @@ pub fn to_wire(record: &Record) -> AssembleResult {
             .collect(),
         shape: record.shape,
         reason: record.reason.clone(),
-        state: Some(record.state.clone()),
-        prompt: format::prompt_fields(&record.prompt_messages(), &tools, record.format),
+        state: Some(record.request.state.clone()),
+        prompt: format::prompt_fields(&record.prompt_messages(), &tools, record.request.format),
     }
 }
 

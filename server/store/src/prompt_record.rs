@@ -23,16 +23,12 @@ pub const VERSION: u32 = 1;
 #[serde(rename_all = "camelCase")]
 pub struct PackedRecord<F, S> {
     pub version: u32,
-    pub prompt_id: String,
-    pub session_id: String,
-    pub budget: u32,
-    pub encoding: Encoding,
-    pub format: F,
-    pub order: LayerOrder,
+    /// The request it answered; its fields sit beside the others in the
+    /// stored JSON.
+    #[serde(flatten)]
+    pub request: RecordRequest<F, S>,
     /// Everything the packer charged (`PackedPrompt::total`).
     pub total: u32,
-    pub prefix_reused: u32,
-    pub client_tools_tokens: u32,
     pub layers: Vec<RecordedLayer>,
     pub trimmed: Vec<RecordedTrim>,
     pub superseded: Vec<RecordedSupersession>,
@@ -42,10 +38,11 @@ pub struct PackedRecord<F, S> {
     /// The context tools offered (`packer::offered_tools`).
     pub tools: Vec<String>,
     pub messages: Vec<RecordedMessage>,
-    pub state: S,
 }
 
 /// What the packer's caller adds to its prompt in the record.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
 pub struct RecordRequest<F, S> {
     pub prompt_id: String,
     pub session_id: String,
@@ -129,15 +126,8 @@ impl<F, S> PackedRecord<F, S> {
     pub fn new(prompt: &PackedPrompt, request: RecordRequest<F, S>) -> PackedRecord<F, S> {
         PackedRecord {
             version: VERSION,
-            prompt_id: request.prompt_id,
-            session_id: request.session_id,
-            budget: request.budget,
-            encoding: request.encoding,
-            format: request.format,
-            order: request.order,
+            request,
             total: prompt.total,
-            prefix_reused: request.prefix_reused,
-            client_tools_tokens: request.client_tools_tokens,
             layers: prompt
                 .layers
                 .iter()
@@ -197,7 +187,6 @@ impl<F, S> PackedRecord<F, S> {
                     blocks: m.blocks.iter().map(RecordedBlock::of).collect(),
                 })
                 .collect(),
-            state: request.state,
         }
     }
 

@@ -8,7 +8,7 @@ use ctxproxy_core::config::DEFAULT_BUDGET;
 use ctxproxy_core::context::Housekeeping;
 use ctxproxy_core::ids::{ExchangeId, MessageId, PromptId};
 use ctxproxy_core::message::{Message, Role};
-use ctxproxy_store::prompt_record::{self, PackedRecord, Recorded};
+use ctxproxy_store::prompt_record::{self, PackedRecord, RecordRequest, Recorded};
 use ctxproxy_store::{
     AssembledPrompt, ChildCall, Event, IngestSettings, NewSession, ParentKind, ParentLink, Store,
     StoreError,
@@ -447,15 +447,18 @@ fn ask(focus: &str) -> Vec<Message> {
 fn empty_record(id: PromptId) -> PackedRecord<(), ()> {
     PackedRecord {
         version: prompt_record::VERSION,
-        prompt_id: id.to_string(),
-        session_id: String::new(),
-        budget: DEFAULT_BUDGET,
-        encoding: Default::default(),
-        format: (),
-        order: Default::default(),
+        request: RecordRequest {
+            prompt_id: id.to_string(),
+            session_id: String::new(),
+            budget: DEFAULT_BUDGET,
+            encoding: Default::default(),
+            format: (),
+            order: Default::default(),
+            prefix_reused: 0,
+            client_tools_tokens: 0,
+            state: (),
+        },
         total: 10,
-        prefix_reused: 0,
-        client_tools_tokens: 0,
         layers: Vec::new(),
         trimmed: Vec::new(),
         superseded: Vec::new(),
@@ -464,7 +467,6 @@ fn empty_record(id: PromptId) -> PackedRecord<(), ()> {
         reason: None,
         tools: Vec::new(),
         messages: Vec::new(),
-        state: (),
     }
 }
 
@@ -572,7 +574,7 @@ fn prompts_are_numbered_and_recorded_and_refusals_record_nothing() {
         })
         .unwrap()
         .unwrap();
-        assert_eq!(recorded.prompt_id, expected);
+        assert_eq!(recorded.request.prompt_id, expected);
     }
     let s1 = s.clone();
     let refused = write(&t.store, move |w| {
