@@ -125,11 +125,11 @@ def test_a_conversation_that_fits_the_budget_is_all_in_view(fixture):
 
 @pytest.mark.parametrize("fixture", ["go-tally", "js-mdtable", "python-semver", "ts-trace-mapping"])
 def test_a_larger_budget_shows_more(fixture):
-    """On the long coding sessions a budget of 60,000 shows well more than 16,000, and no fewer of
-    the facts later questions need (a conversation that fits a budget is all in view: below)."""
+    """On the long coding sessions a budget of 60,000 shows well more than 16,000, and more of the
+    facts later questions need (a conversation that fits a budget is all in view: above)."""
     path = SESSIONS / f"{fixture}.jsonl"
     reports = {16_000: report(path), 60_000: report(path, "--budget", "60000")}
     at = {b: strategy(r, "ctxproxy") for b, r in reports.items()}
     mean = {b: at[b]["promptTokens"] / len(r["turns"]) for b, r in reports.items()}
     assert mean[60_000] >= 1.5 * mean[16_000], mean
-    assert at[60_000]["factsInPrompt"] >= at[16_000]["factsInPrompt"], at
+    assert at[60_000]["factsInPrompt"] > at[16_000]["factsInPrompt"], at
