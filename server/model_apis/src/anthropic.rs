@@ -7,7 +7,7 @@ use ctxproxy_core::packer::PromptMessage;
 use ctxproxy_core::render::Block;
 use serde_json::{json, Value};
 
-use crate::{alternating_turns, functions, system_text};
+use crate::{alternating_turns, arguments_object, functions, system_text};
 use crate::{expected, BadRequest, Shape, Written};
 
 pub struct Anthropic;
@@ -36,7 +36,7 @@ fn anthropic_messages(messages: &[PromptMessage]) -> Vec<Value> {
             arguments,
         } => json!({
             "type": "tool_use", "id": id, "name": name,
-            "input": serde_json::from_str::<Value>(arguments).unwrap_or_else(|_| json!({"arguments": arguments})),
+            "input": arguments_object(arguments),
         }),
         Block::ToolResult { call_id, text, .. } => {
             json!({"type": "tool_result", "tool_use_id": call_id, "content": text})

@@ -163,7 +163,7 @@ pub(crate) fn functions(
         .collect()
 }
 
-/// A call's arguments as the object Gemini wants; text that is not one
+/// A call's arguments as the object Anthropic and Gemini want; text that is not one
 /// (shortened arguments) under `arguments`.
 pub(crate) fn arguments_object(arguments: &str) -> Value {
     match serde_json::from_str::<Value>(arguments) {

@@ -182,3 +182,43 @@ fn responses_reads_back_what_it_writes() {
 fn gemini_reads_back_what_it_writes() {
     check::<Gemini>("gemini");
 }
+
+/// The APIs whose call arguments are an object (Anthropic's `input`, Gemini's
+/// `args`) get one even when the arguments are not: a call the packer
+/// shortened, or a client's arguments that are JSON but not an object. The
+/// API would refuse the request otherwise.
+#[test]
+fn arguments_that_are_not_an_object_are_written_as_one() {
+    let calls = [
+        (r#"{"path": "src/lib.rs"}"#, json!({"path": "src/lib.rs"})),
+        (
+            r#"{"path": "src/li…"#,
+            json!({"arguments": r#"{"path": "src/li…"#}),
+        ),
+        ("[1, 2]", json!({"arguments": "[1, 2]"})),
+        ("", json!({"arguments": ""})),
+    ];
+    for (arguments, object) in calls {
+        let prompt = vec![
+            message(Role::User, vec![text("Read it.")]),
+            message(
+                Role::Assistant,
+                vec![Block::ToolUse {
+                    id: "c1".to_string(),
+                    name: "read_file".to_string(),
+                    arguments: arguments.to_string(),
+                }],
+            ),
+        ];
+        let anthropic = Anthropic::write(&prompt, &tools());
+        assert_eq!(
+            anthropic.messages[1]["content"][0]["input"], object,
+            "{arguments}"
+        );
+        let gemini = Gemini::write(&prompt, &tools());
+        assert_eq!(
+            gemini.messages[1]["parts"][0]["functionCall"]["args"], object,
+            "{arguments}"
+        );
+    }
+}
