@@ -180,14 +180,6 @@ impl LayerOrder {
             LayerOrder::Seed003 => "seed003",
         }
     }
-
-    pub fn parse(s: &str) -> Option<LayerOrder> {
-        match s {
-            "cache-stable" => Some(LayerOrder::CacheStable),
-            "seed003" => Some(LayerOrder::Seed003),
-            _ => None,
-        }
-    }
 }
 
 crate::wire_name!(LayerOrder: CacheStable, Seed003);

@@ -37,18 +37,6 @@ impl Phase {
             Phase::Reviewing => "reviewing",
         }
     }
-
-    pub fn parse(s: &str) -> Option<Phase> {
-        [
-            Phase::Exploring,
-            Phase::Understanding,
-            Phase::Applying,
-            Phase::Debugging,
-            Phase::Reviewing,
-        ]
-        .into_iter()
-        .find(|p| p.as_str() == s)
-    }
 }
 
 crate::wire_name!(Phase: Exploring, Understanding, Applying, Debugging, Reviewing);

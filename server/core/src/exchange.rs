@@ -80,15 +80,6 @@ impl Outcome {
             Outcome::Error => "error",
         }
     }
-
-    pub fn parse(s: &str) -> Option<Outcome> {
-        match s {
-            "ongoing" => Some(Outcome::Ongoing),
-            "completed" => Some(Outcome::Completed),
-            "error" => Some(Outcome::Error),
-            _ => None,
-        }
-    }
 }
 
 crate::wire_name!(Outcome: Ongoing, Completed, Error);

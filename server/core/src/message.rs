@@ -17,16 +17,6 @@ impl Role {
             Role::System => "system",
         }
     }
-
-    pub fn parse(s: &str) -> Option<Role> {
-        Some(match s {
-            "user" => Role::User,
-            "assistant" => Role::Assistant,
-            "tool" => Role::Tool,
-            "system" => Role::System,
-            _ => return None,
-        })
-    }
 }
 
 crate::wire_name!(Role: User, Assistant, Tool, System);
@@ -43,14 +33,6 @@ impl UserKind {
         match self {
             UserKind::Query => "query",
             UserKind::Feedback => "feedback",
-        }
-    }
-
-    pub fn parse(s: &str) -> Option<UserKind> {
-        match s {
-            "query" => Some(UserKind::Query),
-            "feedback" => Some(UserKind::Feedback),
-            _ => None,
         }
     }
 }

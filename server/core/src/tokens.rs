@@ -34,14 +34,6 @@ impl Encoding {
         }
     }
 
-    pub fn parse(s: &str) -> Option<Encoding> {
-        match s {
-            "o200k_base" => Some(Encoding::O200kBase),
-            "cl100k_base" => Some(Encoding::Cl100kBase),
-            _ => None,
-        }
-    }
-
     fn tokenizer(self) -> &'static Tokenizer {
         static O200K_BASE: LazyLock<Tokenizer> =
             LazyLock::new(|| tables::tokenizer(Encoding::O200kBase));

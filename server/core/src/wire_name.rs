@@ -1,11 +1,12 @@
-//! The one way an enum that the wire names by a word (`as_str` / `parse`)
+//! The one way an enum that the wire names by a word (its `as_str`)
 //! is serialised: as that word; a word it does not know is an error that
 //! lists the ones it does (`expected user, assistant, tool or system, got
 //! "bot"`), which the service's parser prefixes with the field.
 
-/// Implements `Serialize` and `Deserialize` for `$ty` through its
-/// `as_str` and `parse`, and `$ty::VARIANTS`: the variants listed, every
-/// one of the type's, whose words the error names. A variant that holds
+/// Implements, from `$ty`'s `as_str` (the one place its words are
+/// written), `$ty::VARIANTS`: the variants listed, every one of the
+/// type's; `$ty::parse`, a word back to its variant; and `Serialize` and
+/// `Deserialize` through both, whose error names the words. A variant that holds
 /// another word's enum is listed once per value it may hold
 /// (`Level(Level::Full)`), so the list is still every word.
 #[macro_export]
@@ -14,6 +15,11 @@ macro_rules! wire_name {
         impl $ty {
             /// Every variant, in the order the wire lists them.
             pub const VARIANTS: &'static [$ty] = &[$($ty::$variant $(($inner))?),+];
+
+            /// The variant `as_str` names by `word`.
+            pub fn parse(word: &str) -> Option<$ty> {
+                $ty::VARIANTS.iter().copied().find(|v| v.as_str() == word)
+            }
         }
 
         // A variant missing from the list does not compile: the match is

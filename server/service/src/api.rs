@@ -357,10 +357,6 @@ pub enum Format {
 }
 
 impl Format {
-    pub fn parse(s: &str) -> Option<Format> {
-        Format::VARIANTS.iter().copied().find(|f| f.as_str() == s)
-    }
-
     pub fn as_str(self) -> &'static str {
         match self {
             Format::OpenAi => "openai",
@@ -551,13 +547,6 @@ impl RetrieveFormat {
             RetrieveFormat::Full => "full",
         }
     }
-
-    pub fn parse(s: &str) -> Option<RetrieveFormat> {
-        RetrieveFormat::VARIANTS
-            .iter()
-            .copied()
-            .find(|f| f.as_str() == s)
-    }
 }
 
 ctxproxy_core::wire_name!(RetrieveFormat: Header, Summary, Full);
@@ -578,10 +567,6 @@ impl ItemKind {
             ItemKind::Blob => "blob",
         }
     }
-
-    pub fn parse(s: &str) -> Option<ItemKind> {
-        ItemKind::VARIANTS.iter().copied().find(|k| k.as_str() == s)
-    }
 }
 
 ctxproxy_core::wire_name!(ItemKind: Exchange, Message, Blob);
@@ -597,13 +582,6 @@ impl TextEncoding {
         match self {
             TextEncoding::Base64 => "base64",
         }
-    }
-
-    pub fn parse(s: &str) -> Option<TextEncoding> {
-        TextEncoding::VARIANTS
-            .iter()
-            .copied()
-            .find(|e| e.as_str() == s)
     }
 }
 

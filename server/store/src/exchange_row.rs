@@ -86,13 +86,6 @@ impl TextSource {
             TextSource::Model => "model",
         }
     }
-
-    pub fn parse(s: &str) -> Option<TextSource> {
-        TextSource::VARIANTS
-            .iter()
-            .copied()
-            .find(|t| t.as_str() == s)
-    }
 }
 
 ctxproxy_core::wire_name!(TextSource: Extractive, Model);

@@ -64,13 +64,6 @@ impl ParentKind {
             ParentKind::Child => "child",
         }
     }
-
-    pub fn parse(s: &str) -> Option<ParentKind> {
-        ParentKind::VARIANTS
-            .iter()
-            .copied()
-            .find(|k| k.as_str() == s)
-    }
 }
 
 ctxproxy_core::wire_name!(ParentKind: Fork, Child);

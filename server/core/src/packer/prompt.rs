@@ -81,10 +81,6 @@ impl Layer {
             Layer::Input => "input",
         }
     }
-
-    pub fn parse(s: &str) -> Option<Layer> {
-        Layer::VARIANTS.iter().copied().find(|l| l.as_str() == s)
-    }
 }
 
 crate::wire_name!(
@@ -116,10 +112,6 @@ impl ItemForm {
             ItemForm::Text => "text",
             ItemForm::Dropped => "dropped",
         }
-    }
-
-    pub fn parse(s: &str) -> Option<ItemForm> {
-        ItemForm::VARIANTS.iter().copied().find(|f| f.as_str() == s)
     }
 }
 
@@ -244,13 +236,6 @@ impl ShapeKind {
             ShapeKind::Whole => "whole",
             ShapeKind::OneShot => "oneShot",
         }
-    }
-
-    pub fn parse(s: &str) -> Option<ShapeKind> {
-        ShapeKind::VARIANTS
-            .iter()
-            .copied()
-            .find(|kind| kind.as_str() == s)
     }
 }
 
