@@ -88,11 +88,10 @@ fn read_back<S: Shape>(written: &Written) -> Vec<Message> {
     out
 }
 
-/// The calls (id, name, arguments as JSON) and results (call id, text)
-/// of a reading.
-fn calls_and_results(
-    messages: &[Message],
-) -> (Vec<(String, String, Value)>, Vec<(String, String)>) {
+/// A reading's calls (id, name, arguments as JSON) and results (call id, text).
+type CallsAndResults = (Vec<(String, String, Value)>, Vec<(String, String)>);
+
+fn calls_and_results(messages: &[Message]) -> CallsAndResults {
     let calls = messages
         .iter()
         .flat_map(|m| &m.tool_calls)
