@@ -213,11 +213,11 @@ async fn pump<A: Api>(x: ModelCall, first: reqwest::Response, tx: mpsc::Sender<B
             }
         };
     }
-    if tx.send(Bytes::from(splicer.finish())).await.is_err() {
-        return;
-    }
-    let client_turn = splicer.client_turn();
-    x.record::<A>(&client_turn).await;
+    // Stored before the client hears the end, as a whole reply is stored
+    // before it is sent: an SDK returns at the closing event and drops the
+    // connection, and the turn it returned must already be in the store.
+    x.record::<A>(&splicer.client_turn()).await;
+    let _ = tx.send(Bytes::from(splicer.finish())).await;
 }
 
 /// Relays one round's events through the splicer as they arrive. False
