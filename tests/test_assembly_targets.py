@@ -10,8 +10,9 @@
   the same budget holds.
 """
 
-import functools
+import concurrent.futures
 import json
+import os
 
 import pytest
 
@@ -51,10 +52,24 @@ def conversational(fixture):
                    for m in line.get("messages", []))
 
 
-@functools.cache
-def report(fixture, *args):
-    """The report of one replay, made once per run: several targets read the same one."""
-    return json.loads(cli("replay", fixture, "--report", "--json", *args).stdout)
+DEFAULT_BUDGET = 16_000
+
+# The replays run beside the tests, as many at once as there are cores: each is one process that
+# keeps one core busy, and the targets below read about thirty of them.
+_REPLAYS = concurrent.futures.ThreadPoolExecutor(max_workers=os.cpu_count() or 2)
+_REPORTS = {}
+
+
+def replay(fixture, budget=DEFAULT_BUDGET):
+    """The report of one replay at `budget`, on its way: made once per run, several targets read it."""
+    if (fixture, budget) not in _REPORTS:
+        _REPORTS[fixture, budget] = _REPLAYS.submit(
+            lambda: json.loads(cli("replay", fixture, "--report", "--json", "--budget", budget).stdout))
+    return _REPORTS[fixture, budget]
+
+
+def report(fixture, budget=DEFAULT_BUDGET):
+    return replay(fixture, budget).result()
 
 
 @pytest.mark.parametrize("fixture", sorted(SESSIONS.glob("*.jsonl")), ids=lambda p: p.stem)
@@ -86,6 +101,21 @@ def test_every_session_meets_its_rule(fixture):
 CONVERSATIONS = sorted(f for f in SESSIONS.glob("*.jsonl") if conversational(f))
 
 
+LONG_CODING = ["go-tally", "js-mdtable", "python-semver", "ts-trace-mapping"]
+
+
+@pytest.fixture(scope="module", autouse=True)
+def replays_ahead():
+    """Starts every replay the targets read whose budget is known beforehand, in the order they
+    read them, so that the next is made while a test reads the last."""
+    for fixture in sorted(SESSIONS.glob("*.jsonl")):
+        replay(fixture)
+    for fixture in CONVERSATIONS:
+        replay(fixture, 4_000)
+    for name in LONG_CODING:
+        replay(SESSIONS / f"{name}.jsonl", 60_000)
+
+
 def against_the_window(budget):
     return [pytest.param(f, budget, id=f"{f.stem}-{budget}") for f in CONVERSATIONS]
 
@@ -95,7 +125,7 @@ def test_a_conversation_holds_as_much_as_a_sliding_window(fixture, budget):
     """The tail holds the dialogue up to what the other layers leave of the budget, and what the
     person said before it is in view, so the prompt holds at least the facts a sliding window of the
     same budget holds: the answers' words, and the messages they are in whole (the evidence turns)."""
-    for session in sessions_of(report(fixture, "--budget", str(budget))):
+    for session in sessions_of(report(fixture, budget)):
         ours, window = strategy(session, "ctxproxy"), strategy(session, "sliding-window")
         assert ours["factsInPrompt"] >= window["factsInPrompt"], (fixture.stem, budget, ours, window)
         assert ours["evidenceInPrompt"] >= window["evidenceInPrompt"], (fixture.stem, budget, ours, window)
@@ -117,18 +147,18 @@ def test_a_conversation_that_fits_the_budget_is_all_in_view(fixture):
     the prompt: every answer the questions need is in it."""
     at_default = report(fixture)
     largest = max(t["baselines"]["full-history"]["total"] for t in at_default["turns"])
-    at_fitting = report(fixture, "--budget", str(largest + largest // 10))
+    at_fitting = report(fixture, largest + largest // 10)
     ours, window = strategy(at_fitting, "ctxproxy"), strategy(at_fitting, "sliding-window")
     assert window["factsInPrompt"] == window["facts"], window
     assert ours["factsInPrompt"] == ours["facts"], (fixture.stem, ours)
 
 
-@pytest.mark.parametrize("fixture", ["go-tally", "js-mdtable", "python-semver", "ts-trace-mapping"])
+@pytest.mark.parametrize("fixture", LONG_CODING)
 def test_a_larger_budget_shows_more(fixture):
     """On the long coding sessions a budget of 60,000 shows well more than 16,000, and more of the
     facts later questions need (a conversation that fits a budget is all in view: above)."""
     path = SESSIONS / f"{fixture}.jsonl"
-    reports = {16_000: report(path), 60_000: report(path, "--budget", "60000")}
+    reports = {b: report(path, b) for b in (DEFAULT_BUDGET, 60_000)}
     at = {b: strategy(r, "ctxproxy") for b, r in reports.items()}
     mean = {b: at[b]["promptTokens"] / len(r["turns"]) for b, r in reports.items()}
     assert mean[60_000] >= 1.5 * mean[16_000], mean
