@@ -73,6 +73,11 @@ class Turn:
     tool_calls: list[ToolCall] = dataclasses.field(default_factory=list)
     input_tokens: int = 100
     output_tokens: int = 10
+    # Of the input, read from the provider's cache (every API) and written
+    # to it (Anthropic). Anthropic states them beside `input_tokens`; the
+    # other APIs count them in it.
+    cached_tokens: int = 0
+    cache_write_tokens: int = 0
     thinking: str | None = None
     signature: str = "sig-EqQBCgIYAhIM"
     # Seconds between two streamed events.
@@ -181,7 +186,7 @@ def _openai_message(turn: Turn) -> dict:
 def _openai_usage(turn: Turn) -> dict:
     return {"prompt_tokens": turn.input_tokens, "completion_tokens": turn.output_tokens,
             "total_tokens": turn.input_tokens + turn.output_tokens,
-            "prompt_tokens_details": {"cached_tokens": 0, "audio_tokens": 0},
+            "prompt_tokens_details": {"cached_tokens": turn.cached_tokens, "audio_tokens": 0},
             "completion_tokens_details": {"reasoning_tokens": 0, "audio_tokens": 0,
                                           "accepted_prediction_tokens": 0,
                                           "rejected_prediction_tokens": 0}}
@@ -242,8 +247,8 @@ def _anthropic_blocks(turn: Turn) -> list[dict]:
 
 
 def _anthropic_usage(turn: Turn) -> dict:
-    return {"input_tokens": turn.input_tokens, "cache_creation_input_tokens": 0,
-            "cache_read_input_tokens": 0, "output_tokens": turn.output_tokens,
+    return {"input_tokens": turn.input_tokens, "cache_creation_input_tokens": turn.cache_write_tokens,
+            "cache_read_input_tokens": turn.cached_tokens, "output_tokens": turn.output_tokens,
             "service_tier": "standard"}
 
 
@@ -300,8 +305,11 @@ def gemini_error(status: int, message: str, status_name: str) -> Fail:
 
 
 def _gemini_usage(turn: Turn) -> dict:
-    return {"promptTokenCount": turn.input_tokens, "candidatesTokenCount": turn.output_tokens,
-            "totalTokenCount": turn.input_tokens + turn.output_tokens}
+    usage = {"promptTokenCount": turn.input_tokens, "candidatesTokenCount": turn.output_tokens,
+             "totalTokenCount": turn.input_tokens + turn.output_tokens}
+    if turn.cached_tokens:
+        usage["cachedContentTokenCount"] = turn.cached_tokens
+    return usage
 
 
 def _gemini_call_parts(turn: Turn) -> list[dict]:
@@ -374,7 +382,7 @@ def _responses_items(turn: Turn) -> list[dict]:
 
 
 def _responses_usage(turn: Turn) -> dict:
-    return {"input_tokens": turn.input_tokens, "input_tokens_details": {"cached_tokens": 0},
+    return {"input_tokens": turn.input_tokens, "input_tokens_details": {"cached_tokens": turn.cached_tokens},
             "output_tokens": turn.output_tokens, "output_tokens_details": {"reasoning_tokens": 0},
             "total_tokens": turn.input_tokens + turn.output_tokens}
 

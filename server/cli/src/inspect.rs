@@ -98,8 +98,28 @@ pub fn show_prompt(store: &Path, session: &str, prompt: &str, json: bool) -> any
         );
     } else {
         print!("{}", ctxproxy_service::format::explain_text(&prompt));
+        if let Some(logged) = store.read_now(|r| r.request_of_prompt(session, id))? {
+            print!("{}", request_text(&logged.request));
+        }
     }
     Ok(())
+}
+
+/// What the proxy logged of the request a prompt was assembled for: what
+/// the client sent and what the provider reported, beside ctxproxy's count.
+fn request_text(r: &ctxproxy_store::RequestLog) -> String {
+    let mut out = format!(
+        "\nrequest: {} {} ({}), {} round(s): the client sent {} tokens, ctxproxy forwarded {}\n",
+        r.api, r.model, r.outcome, r.rounds, r.client_tokens, r.forwarded_tokens
+    );
+    match r.usage {
+        Some(u) => out.push_str(&format!(
+            "provider usage: {} input ({} cached, {} written to the cache), {} output\n",
+            u.input, u.cached_input, u.cache_write, u.output
+        )),
+        None => out.push_str("provider usage: not reported\n"),
+    }
+    out
 }
 
 /// `ctxproxy path SESSION [xN]`: the chain from the root session to the

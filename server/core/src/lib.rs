@@ -27,6 +27,7 @@ pub mod summary;
 pub mod supersede;
 pub mod text;
 pub mod tokens;
+pub mod usage;
 pub mod view;
 pub mod wire_name;
 

@@ -13,6 +13,8 @@ use crate::{expected, BadRequest, Shape, Written};
 pub struct Anthropic;
 
 impl Shape for Anthropic {
+    const USAGE: crate::usage::UsageShape = crate::usage::UsageShape::Anthropic;
+
     fn write(messages: &[PromptMessage], tools: &Value) -> Written {
         Written {
             system: Some(system_text(messages)),

@@ -15,6 +15,8 @@ use crate::{expected, BadRequest, Shape, Written};
 pub struct Gemini;
 
 impl Shape for Gemini {
+    const USAGE: crate::usage::UsageShape = crate::usage::UsageShape::Gemini;
+
     fn write(messages: &[PromptMessage], tools: &Value) -> Written {
         Written {
             system: Some(system_text(messages)),

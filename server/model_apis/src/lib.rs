@@ -16,9 +16,13 @@ pub mod openai;
 pub mod responses;
 #[cfg(test)]
 mod tests;
+pub mod usage;
 
 /// One model API's JSON shape.
 pub trait Shape {
+    /// Where a reply states what the provider counted, and in which fields.
+    const USAGE: usage::UsageShape;
+
     /// A packed prompt as this API's request fields.
     fn write(messages: &[PromptMessage], tools: &Value) -> Written;
 

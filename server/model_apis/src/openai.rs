@@ -13,6 +13,8 @@ use crate::{expected, BadRequest, Shape, Written};
 pub struct OpenAi;
 
 impl Shape for OpenAi {
+    const USAGE: crate::usage::UsageShape = crate::usage::UsageShape::ChatCompletions;
+
     fn write(messages: &[PromptMessage], tools: &Value) -> Written {
         Written {
             messages: messages.iter().flat_map(openai_messages).collect(),

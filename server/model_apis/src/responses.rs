@@ -13,6 +13,8 @@ use crate::{functions, joined_text};
 pub struct Responses;
 
 impl Shape for Responses {
+    const USAGE: crate::usage::UsageShape = crate::usage::UsageShape::Responses;
+
     fn write(messages: &[PromptMessage], tools: &Value) -> Written {
         Written {
             messages: messages.iter().flat_map(responses_items).collect(),

@@ -84,6 +84,12 @@ pub trait Api: Shape + Send + Sync + 'static {
         false
     }
 
+    /// The model a request asks for: the body's `model` (Gemini names it
+    /// in the path instead).
+    fn model(envelope: &Value, _path: &str) -> String {
+        envelope["model"].as_str().unwrap_or_default().to_string()
+    }
+
     /// The system prompt a body states outside its messages (`system`),
     /// checked; `None` for an API whose system prompt is its leading
     /// system messages. Errors name the field.

@@ -188,6 +188,12 @@ impl Api for Gemini {
     const HISTORY: &'static str = "contents";
     const SYSTEM: Option<&'static str> = Some("systemInstruction");
 
+    /// `/v1beta/models/{model}:generateContent`.
+    fn model(_envelope: &Value, path: &str) -> String {
+        let last = path.rsplit('/').next().unwrap_or_default();
+        last.split(':').next().unwrap_or_default().to_string()
+    }
+
     fn is_tool_output(m: &Value) -> bool {
         m["parts"]
             .as_array()

@@ -13,7 +13,9 @@
 //! vouched for this way is read whole (`read_whole`), which is also what
 //! words every error.
 
+use ctxproxy_core::baseline;
 use ctxproxy_core::message::{Message, Role};
+use ctxproxy_core::tokens::Encoding;
 use serde::de::DeserializeSeed;
 use serde_json::value::RawValue;
 use serde_json::{Map, Value};
@@ -48,6 +50,11 @@ pub struct History {
     leading: usize,
     /// The client messages `upstream_body` reads back, by index.
     kept: Vec<(usize, Value)>,
+    /// The tokens of the first of `messages` as counted so far (in
+    /// `counted_in`): a conversation's next request counts only its new
+    /// messages (`message_tokens`).
+    counted: Vec<u32>,
+    counted_in: Option<Encoding>,
 }
 
 /// A request body read.
@@ -106,6 +113,24 @@ impl History {
                 serde_json::from_slice(&bytes[at..])
             })
             .collect()
+    }
+
+    /// The tokens of the history's messages, as the replay report counts
+    /// full history (`baseline::message_tokens`); the messages a kept
+    /// history already counted are not counted again.
+    pub fn message_tokens(&mut self, encoding: Encoding) -> u64 {
+        if self.counted_in != Some(encoding) {
+            self.counted.clear();
+            self.counted_in = Some(encoding);
+        }
+        let from = self.counted.len();
+        self.counted.extend(
+            self.messages[from..]
+                .iter()
+                .map(|m| baseline::message_tokens(m, encoding)),
+        );
+        let leading = self.leading.min(self.counted.len());
+        self.counted[leading..].iter().map(|&t| u64::from(t)).sum()
     }
 
     /// The history with its fingerprints, for the session finder.
@@ -170,6 +195,7 @@ impl History {
         let before = self.messages.len();
         if push_read::<A>(&mut self.messages, read) {
             self.exacts[before - 1] = exact(&self.messages[before - 1]);
+            self.counted.truncate(before - 1);
         }
         self.exacts
             .extend(self.messages[before..].iter().map(exact));
@@ -234,6 +260,8 @@ pub fn read_whole<A: Api>(body: Vec<u8>) -> Result<Read, BadRequest> {
         exacts: Vec::with_capacity(messages.len()),
         leading: 0,
         kept: Vec::new(),
+        counted: Vec::new(),
+        counted_in: None,
     };
     for (m, end) in messages.into_iter().zip(ends) {
         history.push::<A>(m, end)?;
@@ -344,6 +372,7 @@ pub fn read_resumed<A: Api>(
     previous.ends.truncate(keep);
     previous.messages.truncate(read);
     previous.exacts.truncate(read);
+    previous.counted.truncate(read);
     previous.kept.retain(|&(i, _)| i < keep);
     previous.leading = 0;
     let mut history = History { body, ..previous };

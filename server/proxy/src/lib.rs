@@ -5,14 +5,17 @@
 //! through the same `Service` the LSP server drives. Any other path is
 //! forwarded unchanged.
 
+mod accounting;
 mod anthropic;
 mod api;
 mod context_tools;
+mod dashboard;
 mod gemini;
 mod history;
 mod history_cache;
 mod listen;
 mod mask;
+mod metrics;
 pub mod model_api;
 mod openai;
 mod receive;
@@ -132,6 +135,8 @@ pub struct Proxy {
     body_timeout: Duration,
     /// What each session was sent and forwarded, when kept (`ctxproxy run`).
     tally: Option<tally::Tally>,
+    /// What `GET /metrics` and the dashboard's totals show.
+    metrics: metrics::Metrics,
 }
 
 impl Proxy {
@@ -153,6 +158,7 @@ impl Proxy {
             token,
             body_timeout: timeouts.body,
             tally: None,
+            metrics: metrics::Metrics::default(),
         })
     }
 
@@ -215,7 +221,7 @@ pub async fn open(
     };
     let service = Service::open(store_path, config, None)?;
     let mut proxy = Proxy::new(service, upstreams, args.timeouts, token)?;
-    proxy.tally = tally.then(|| tally::Tally::new(proxy.service.config().encoding));
+    proxy.tally = tally.then(tally::Tally::default);
     let proxy = Arc::new(proxy);
     let listener = tokio::net::TcpListener::bind(listen)
         .await
@@ -278,6 +284,7 @@ async fn shutdown_signal() {
 pub fn router(proxy: Arc<Proxy>) -> Router {
     Router::new()
         .route("/healthz", get(|| async { Json(json!({"ok": true})) }))
+        .merge(dashboard::routes())
         .route("/v1/chat/completions", post(model::<openai::OpenAi>))
         .route("/chat/completions", post(model::<openai::OpenAi>))
         .route("/v1/messages", post(model::<anthropic::Anthropic>))
@@ -367,12 +374,17 @@ fn service_error<A: Api>(e: ServiceError) -> Response {
 }
 
 impl Proxy {
+    /// Whether a request may be served: no `--token`, or its
+    /// `x-ctxproxy-token` header gives it.
     fn authorised(&self, headers: &HeaderMap) -> bool {
+        self.token_is(headers.get("x-ctxproxy-token").map(HeaderValue::as_bytes))
+    }
+
+    /// Whether `given` is the token (anything is, without `--token`).
+    fn token_is(&self, given: Option<&[u8]>) -> bool {
         match &self.token {
             None => true,
-            Some(t) => headers
-                .get("x-ctxproxy-token")
-                .is_some_and(|v| v.as_bytes() == t.as_bytes()),
+            Some(t) => given.is_some_and(|g| g == t.as_bytes()),
         }
     }
 }
@@ -386,6 +398,8 @@ fn header_str<'a>(headers: &'a HeaderMap, name: &str) -> Option<&'a str> {
 /// A model request, read and checked.
 struct Incoming {
     url: String,
+    /// The model the client asked for.
+    model: String,
     headers: HeaderMap,
     read: history::Read,
     budget: Option<u32>,
@@ -492,6 +506,7 @@ async fn read_request<A: Api>(proxy: &Proxy, request: Request) -> Result<Incomin
         .map_or("", |m| m.content.as_str());
     let key = session::session_key(&headers, &read.envelope, &read.system, first_user);
     Ok(Incoming {
+        model: A::model(&read.envelope, parts.uri.path()),
         url: proxy.upstreams.url_for(&path),
         headers,
         read,
@@ -530,6 +545,20 @@ impl Incoming {
             whole_history: config.whole_history,
             client_tools_tokens: self.client_tools_tokens(config.encoding),
         }
+    }
+
+    /// The tokens of what the client sent, counted as the replay report
+    /// counts full history: its messages (those a kept history counted
+    /// before are not counted again), the system prompt, its tools and the
+    /// reply primer.
+    fn client_tokens(&mut self, encoding: ctxproxy_core::tokens::Encoding) -> u64 {
+        use ctxproxy_core::render::{MESSAGE_OVERHEAD, REPLY_PRIMER};
+        let system = match self.read.system.as_str() {
+            "" => 0,
+            s => ctxproxy_core::tokens::count(encoding, s) + MESSAGE_OVERHEAD,
+        };
+        self.read.history.message_tokens(encoding)
+            + u64::from(system + self.client_tools_tokens(encoding) + REPLY_PRIMER)
     }
 
     /// The tokens of the client's tool definitions as they are forwarded
@@ -605,7 +634,7 @@ fn our_headers(session: &str, prompt: Option<&str>) -> HeaderMap {
 /// `POST /v1/chat/completions`, `POST /v1/messages` and Gemini's
 /// `generateContent` / `streamGenerateContent`.
 async fn model<A: Api>(State(proxy): State<Arc<Proxy>>, request: Request) -> Response {
-    let incoming = match read_request::<A>(&proxy, request).await {
+    let mut incoming = match read_request::<A>(&proxy, request).await {
         Ok(i) => i,
         Err(refusal) => return refusal,
     };
@@ -652,9 +681,16 @@ async fn model<A: Api>(State(proxy): State<Arc<Proxy>>, request: Request) -> Res
             Err(e) => return not_json::<A>(&e),
         }
     };
-    if let Some(tally) = &proxy.tally {
-        tally.record(&turn.session, &incoming, forwarded_tokens);
-    }
+    let client_tokens = incoming.client_tokens(service.config().encoding);
+    let figures = accounting::RequestFigures {
+        api: A::FORMAT.as_str(),
+        model: std::mem::take(&mut incoming.model),
+        session: turn.session.clone(),
+        prompt: prompt_id.clone(),
+        client_tokens,
+        forwarded_tokens: forwarded_tokens.map_or(client_tokens, u64::from),
+        ..accounting::RequestFigures::default()
+    };
     let stream = incoming.read.stream;
     let url = incoming.url.clone();
     let headers = upstream::request_headers(&incoming.headers, true);
@@ -675,6 +711,7 @@ async fn model<A: Api>(State(proxy): State<Arc<Proxy>>, request: Request) -> Res
         client_options,
         body: upstream_body,
         turn,
+        figures,
     };
     if stream {
         rounds::streamed::<A>(call).await
@@ -766,7 +803,7 @@ async fn count_tokens(State(proxy): State<Arc<Proxy>>, request: Request) -> Resp
         .send(axum::http::Method::POST, &url, headers, bytes)
         .await
     {
-        Ok(resp) => rounds::relay(resp, false, ours),
+        Ok(resp) => rounds::relay(resp, upstream::Rewritten::No, ours),
         Err(e) => error::<A>(
             StatusCode::BAD_GATEWAY,
             ErrorKind::Upstream,
@@ -804,7 +841,7 @@ async fn passthrough(State(proxy): State<Arc<Proxy>>, request: Request) -> Respo
     };
     let headers = upstream::request_headers(&parts.headers, false);
     match proxy.client.send(parts.method, &url, headers, bytes).await {
-        Ok(resp) => rounds::relay(resp, false, HeaderMap::new()),
+        Ok(resp) => rounds::relay(resp, upstream::Rewritten::No, HeaderMap::new()),
         Err(e) => (
             StatusCode::BAD_GATEWAY,
             Json(json!({"error": {"message": e.to_string(), "type": "upstream_error"}})),

@@ -16,8 +16,13 @@ use futures_util::StreamExt;
 use serde_json::{json, Value};
 use tokio::sync::mpsc;
 
+use ctxproxy_core::usage::Usage;
+use ctxproxy_model_apis::usage::RoundUsage;
+
+use super::accounting::{self, Outcome, RequestFigures};
 use super::api::{Api, ErrorKind, Splicer};
 use super::session::Turn;
+use super::upstream::Rewritten;
 use super::{channel_body, context_tools, error, server_timing, sse, upstream, Proxy};
 
 /// Internal context-tool rounds answered per request.
@@ -39,6 +44,8 @@ pub struct ModelCall {
     pub ours: HeaderMap,
     /// The store's work so far, for `server-timing`.
     pub timing: Vec<(&'static str, Duration)>,
+    /// What the request is accounted as when it ends.
+    pub figures: RequestFigures,
 }
 
 impl ModelCall {
@@ -55,20 +62,33 @@ impl ModelCall {
         )
     }
 
-    async fn record<A: Api>(self, client_turn: &Value) {
-        let messages = A::turn_messages(client_turn);
-        if messages.is_empty() {
-            return;
+    /// Ends the request: the reply the client got recorded (when it has
+    /// one), then the request accounted (`accounting::settle`).
+    async fn finish<A: Api>(mut self, outcome: Outcome, client_turn: Option<&Value>) {
+        let started = Instant::now();
+        let messages = client_turn.map(A::turn_messages).unwrap_or_default();
+        if !messages.is_empty() {
+            let session = self.turn.session.clone();
+            if let Err(e) = self.turn.record(&self.proxy.service, messages).await {
+                eprintln!("ctxproxy proxy: recording the reply in {session} failed: {e}");
+            }
         }
-        let session = self.turn.session.clone();
-        if let Err(e) = self.turn.record(&self.proxy.service, messages).await {
-            eprintln!("ctxproxy proxy: recording the reply in {session} failed: {e}");
+        self.timing.push(("record", started.elapsed()));
+        self.figures.added = self.timing.iter().map(|(_, d)| *d).sum();
+        accounting::settle(&self.proxy, self.figures, outcome).await;
+    }
+
+    /// Adds one upstream round's usage.
+    fn add_round(&mut self, usage: Option<Usage>) {
+        self.figures.rounds += 1;
+        if let Some(u) = usage {
+            *self.figures.usage.get_or_insert_with(Usage::default) += u;
         }
     }
 }
 
 /// The upstream's response as it is: status, headers (less hop-by-hop), body streamed.
-pub fn relay(resp: reqwest::Response, rewritten: bool, ours: HeaderMap) -> Response {
+pub fn relay(resp: reqwest::Response, rewritten: Rewritten, ours: HeaderMap) -> Response {
     let status = resp.status();
     let mut headers = upstream::response_headers(resp.headers(), rewritten);
     headers.extend(ours);
@@ -96,35 +116,39 @@ pub async fn whole<A: Api>(mut x: ModelCall) -> Response {
     let headers = loop {
         let resp = match x.send(&body).await {
             Ok(r) => r,
-            Err(e) => return unreachable::<A>(&e),
+            Err(e) => {
+                x.finish::<A>(Outcome::Unreachable, None).await;
+                return unreachable::<A>(&e);
+            }
         };
         if !resp.status().is_success() {
-            return relay(resp, false, x.ours);
+            let ours = std::mem::take(&mut x.ours);
+            x.finish::<A>(Outcome::UpstreamError, None).await;
+            return relay(resp, Rewritten::No, ours);
         }
         let (status, headers) = (resp.status(), resp.headers().clone());
         let bytes = match resp.bytes().await {
             Ok(b) => b,
             Err(e) => {
-                return error::<A>(
-                    StatusCode::BAD_GATEWAY,
-                    ErrorKind::Upstream,
-                    // The URL without its query, which may carry a key (`?key=`).
-                    &format!(
-                        "upstream {} broke off its reply: {}",
-                        x.url.split('?').next().unwrap_or_default(),
-                        e.without_url()
-                    ),
-                    None,
+                // The URL without its query, which may carry a key (`?key=`).
+                let message = format!(
+                    "upstream {} broke off its reply: {}",
+                    x.url.split('?').next().unwrap_or_default(),
+                    e.without_url()
                 );
+                x.finish::<A>(Outcome::UpstreamError, None).await;
+                return error::<A>(StatusCode::BAD_GATEWAY, ErrorKind::Upstream, &message, None);
             }
         };
         let Ok(reply) = serde_json::from_slice::<Value>(&bytes) else {
             // Not ours to judge: the client gets it as it came.
+            x.finish::<A>(Outcome::UpstreamError, None).await;
             let mut response = Response::new(Body::from(bytes));
             *response.status_mut() = status;
-            *response.headers_mut() = upstream::response_headers(&headers, false);
+            *response.headers_mut() = upstream::response_headers(&headers, Rewritten::No);
             return response;
         };
+        x.add_round(A::USAGE.of_reply(&reply).map(|u| A::USAGE.read(u)));
         let turn = A::assistant_turn(&reply);
         let (calls, own) = A::calls(&turn);
         replies.push(reply);
@@ -136,11 +160,12 @@ pub async fn whole<A: Api>(mut x: ModelCall) -> Response {
         A::continue_with(&mut body, &turn, &answers);
     };
     let reply = A::splice(&replies);
-    let mut out_headers = upstream::response_headers(&headers, true);
+    let mut out_headers = upstream::response_headers(&headers, Rewritten::Yes);
     out_headers.extend(x.ours.clone());
     let mut timing = x.timing.clone();
     let started = Instant::now();
-    x.record::<A>(&A::assistant_turn(&reply)).await;
+    x.finish::<A>(Outcome::Ok, Some(&A::assistant_turn(&reply)))
+        .await;
     timing.push(("record", started.elapsed()));
     if let Some(v) = server_timing(&timing) {
         out_headers.insert("server-timing", v);
@@ -155,12 +180,17 @@ pub async fn whole<A: Api>(mut x: ModelCall) -> Response {
 pub async fn streamed<A: Api>(mut x: ModelCall) -> Response {
     let first = match x.send(&x.body).await {
         Ok(r) => r,
-        Err(e) => return unreachable::<A>(&e),
+        Err(e) => {
+            x.finish::<A>(Outcome::Unreachable, None).await;
+            return unreachable::<A>(&e);
+        }
     };
     if !first.status().is_success() {
-        return relay(first, false, x.ours);
+        let ours = std::mem::take(&mut x.ours);
+        x.finish::<A>(Outcome::UpstreamError, None).await;
+        return relay(first, Rewritten::No, ours);
     }
-    let mut headers = upstream::response_headers(first.headers(), true);
+    let mut headers = upstream::response_headers(first.headers(), Rewritten::Yes);
     headers.extend(std::mem::take(&mut x.ours));
     if let Some(v) = server_timing(&x.timing) {
         headers.insert("server-timing", v);
@@ -172,13 +202,17 @@ pub async fn streamed<A: Api>(mut x: ModelCall) -> Response {
     response
 }
 
-async fn pump<A: Api>(x: ModelCall, first: reqwest::Response, tx: mpsc::Sender<Bytes>) {
+async fn pump<A: Api>(mut x: ModelCall, first: reqwest::Response, tx: mpsc::Sender<Bytes>) {
     let mut splicer = A::splicer(&x.client_options);
+    let mut usage = RoundUsage::default();
     let mut body = x.body.clone();
     let mut resp = first;
     let mut answered = 0;
     loop {
-        if !relay_round::<A>(&mut splicer, resp, &tx, answered > 0).await {
+        let relayed = relay_round::<A>(&mut splicer, &mut usage, resp, &tx, answered > 0).await;
+        x.add_round(usage.take(A::USAGE));
+        if let Err(outcome) = relayed {
+            x.finish::<A>(outcome, None).await;
             return;
         }
         let turn = splicer.end_round();
@@ -187,12 +221,14 @@ async fn pump<A: Api>(x: ModelCall, first: reqwest::Response, tx: mpsc::Sender<B
             break;
         }
         if tx.send(Bytes::from(splicer.keep_alive())).await.is_err() {
+            x.finish::<A>(Outcome::ClientGone, None).await;
             return;
         }
         let answers = context_tools::answer_all(&x.proxy.service, &x.turn.session, &calls).await;
         answered += 1;
         A::continue_with(&mut body, &turn, &answers);
         let Some(next) = with_keep_alives(x.send(&body), &splicer.keep_alive(), &tx).await else {
+            x.finish::<A>(Outcome::ClientGone, None).await;
             return;
         };
         resp = match next {
@@ -204,11 +240,13 @@ async fn pump<A: Api>(x: ModelCall, first: reqwest::Response, tx: mpsc::Sender<B
                     |_| json!({"error": {"message": String::from_utf8_lossy(&bytes)}}),
                 );
                 let _ = tx.send(Bytes::from(splicer.error_event(&body))).await;
+                x.finish::<A>(Outcome::UpstreamError, None).await;
                 return;
             }
             Err(e) => {
                 let body = A::error_body(ErrorKind::Upstream, &e.to_string(), None);
                 let _ = tx.send(Bytes::from(splicer.error_event(&body))).await;
+                x.finish::<A>(Outcome::Unreachable, None).await;
                 return;
             }
         };
@@ -216,21 +254,24 @@ async fn pump<A: Api>(x: ModelCall, first: reqwest::Response, tx: mpsc::Sender<B
     // Stored before the client hears the end, as a whole reply is stored
     // before it is sent: an SDK returns at the closing event and drops the
     // connection, and the turn it returned must already be in the store.
-    x.record::<A>(&splicer.client_turn()).await;
+    x.finish::<A>(Outcome::Ok, Some(&splicer.client_turn()))
+        .await;
     let _ = tx.send(Bytes::from(splicer.finish())).await;
 }
 
-/// Relays one round's events through the splicer as they arrive. False
-/// when the stream cannot go on: the client left, the upstream broke off
-/// or stopped before its last event, or it sent an error event.
+/// Relays one round's events through the splicer as they arrive, taking
+/// in the usage they state. An error when the stream cannot go on: the
+/// client left, the upstream broke off or stopped before its last event,
+/// or it sent an error event.
 async fn relay_round<A: Api>(
     splicer: &mut A::Splicer,
+    usage: &mut RoundUsage,
     resp: reqwest::Response,
     tx: &mpsc::Sender<Bytes>,
     keep_alive: bool,
-) -> bool {
+) -> Result<(), Outcome> {
     if upstream::is_json(resp.headers()) {
-        return relay_whole_reply::<A>(splicer, resp, tx).await;
+        return relay_whole_reply::<A>(splicer, usage, resp, tx).await;
     }
     let mut framer = sse::Framer::default();
     let mut stream = resp.bytes_stream();
@@ -239,10 +280,10 @@ async fn relay_round<A: Api>(
     loop {
         let chunk = tokio::select! {
             c = stream.next() => c,
-            _ = tx.closed() => return false,
+            _ = tx.closed() => return Err(Outcome::ClientGone),
             _ = tick.tick(), if keep_alive => {
                 if tx.send(Bytes::from(splicer.keep_alive())).await.is_err() {
-                    return false;
+                    return Err(Outcome::ClientGone);
                 }
                 continue;
             }
@@ -253,37 +294,39 @@ async fn relay_round<A: Api>(
             Some(Err(e)) => {
                 let message = format!("the upstream broke off its stream: {}", e.without_url());
                 let _ = tx.send(round_failed::<A>(splicer, &message)).await;
-                return false;
+                return Err(Outcome::UpstreamError);
             }
         };
         tick.reset();
         for event in events {
+            usage.event(A::USAGE, &event.data);
             let out = splicer.event(event);
             if !out.is_empty() && tx.send(Bytes::from(out)).await.is_err() {
-                return false;
+                return Err(Outcome::ClientGone);
             }
         }
     }
     if splicer.failed() {
-        return false;
+        return Err(Outcome::UpstreamError);
     }
     // An event still without its blank line is dropped (the SSE rule for
     // a stream's end), so a stream cut mid-event ends here too.
     if !splicer.round_ended() {
         let message = "the upstream's stream ended before its last event";
         let _ = tx.send(round_failed::<A>(splicer, message)).await;
-        return false;
+        return Err(Outcome::UpstreamError);
     }
-    true
+    Ok(())
 }
 
 /// A whole JSON reply to a streamed request, relayed as the events the
 /// API would have streamed for it.
 async fn relay_whole_reply<A: Api>(
     splicer: &mut A::Splicer,
+    usage: &mut RoundUsage,
     resp: reqwest::Response,
     tx: &mpsc::Sender<Bytes>,
-) -> bool {
+) -> Result<(), Outcome> {
     let reply = match resp.bytes().await {
         Ok(bytes) => serde_json::from_slice::<Value>(&bytes).map_err(|e| e.to_string()),
         Err(e) => Err(e.to_string()),
@@ -294,16 +337,20 @@ async fn relay_whole_reply<A: Api>(
             let message =
                 format!("the upstream's whole reply to a streamed request is unreadable: {e}");
             let _ = tx.send(round_failed::<A>(splicer, &message)).await;
-            return false;
+            return Err(Outcome::UpstreamError);
         }
     };
     for event in A::stream_events(&reply) {
+        usage.event(A::USAGE, &event.data);
         let out = splicer.event(event);
         if !out.is_empty() && tx.send(Bytes::from(out)).await.is_err() {
-            return false;
+            return Err(Outcome::ClientGone);
         }
     }
-    !splicer.failed() && splicer.round_ended()
+    match !splicer.failed() && splicer.round_ended() {
+        true => Ok(()),
+        false => Err(Outcome::UpstreamError),
+    }
 }
 
 /// Our error event for a round that failed: it ends the client's stream

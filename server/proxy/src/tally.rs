@@ -1,16 +1,14 @@
-//! What each session's client sent and what the proxy forwarded for it:
-//! the figures `ctxproxy run` prints when its assistant exits. Kept only
-//! when asked for (`open`'s `tally`): the client's side costs a tokenizer
-//! pass over each request's whole history.
+//! What each session's client sent, what the proxy forwarded for it and
+//! what the provider reported it counted: the figures `ctxproxy run`
+//! prints when its assistant exits. Kept only when asked for (`open`'s
+//! `tally`).
 
 use std::collections::BTreeMap;
 use std::sync::Mutex;
 
-use ctxproxy_core::baseline;
-use ctxproxy_core::render::{MESSAGE_OVERHEAD, REPLY_PRIMER};
-use ctxproxy_core::tokens::{self, Encoding};
+use ctxproxy_core::usage::Usage;
 
-use super::Incoming;
+use super::accounting::Finished;
 
 /// One session's requests and their tokens.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -25,57 +23,39 @@ pub struct SessionTally {
     /// `tokens.total`; a passthrough forwards what was sent). Internal
     /// context-tool rounds add their answers on top of it.
     pub forwarded: u64,
+    /// What the provider reported, every round included; `None` when no
+    /// reply stated it.
+    pub usage: Option<Usage>,
 }
 
+#[derive(Default)]
 pub struct Tally {
-    encoding: Encoding,
     sessions: Mutex<BTreeMap<String, SessionTally>>,
 }
 
 impl Tally {
-    pub fn new(encoding: Encoding) -> Tally {
-        Tally {
-            encoding,
-            sessions: Mutex::new(BTreeMap::new()),
-        }
-    }
-
-    /// Adds a request of `session`: `forwarded`, the tokens of the prompt
-    /// forwarded for it (`None`: forwarded as the client sent it).
-    pub(super) fn record(&self, session: &str, incoming: &Incoming, forwarded: Option<u32>) {
-        let sent = self.sent_tokens(incoming);
+    /// Adds a request that ended.
+    pub(super) fn record(&self, finished: &Finished) {
+        let f = finished.figures;
         let mut sessions = self.sessions.lock().expect("tally lock");
         let entry = sessions
-            .entry(session.to_string())
+            .entry(f.session.clone())
             .or_insert_with(|| SessionTally {
-                session: session.to_string(),
+                session: f.session.clone(),
                 ..SessionTally::default()
             });
         entry.requests += 1;
-        entry.sent += u64::from(sent);
-        entry.forwarded += u64::from(forwarded.unwrap_or(sent));
+        entry.sent += f.client_tokens;
+        entry.forwarded += f.forwarded_tokens;
+        if let Some(u) = f.usage {
+            *entry.usage.get_or_insert_with(Usage::default) += u;
+        }
     }
 
     /// Every session's tally, by session id.
     pub fn sessions(&self) -> Vec<SessionTally> {
         let sessions = self.sessions.lock().expect("tally lock");
         sessions.values().cloned().collect()
-    }
-
-    fn sent_tokens(&self, incoming: &Incoming) -> u32 {
-        let enc = self.encoding;
-        let messages: u32 = incoming
-            .read
-            .history
-            .messages()
-            .iter()
-            .map(|m| baseline::message_tokens(m, enc))
-            .sum();
-        let system = match incoming.read.system.as_str() {
-            "" => 0,
-            s => tokens::count(enc, s) + MESSAGE_OVERHEAD,
-        };
-        messages + system + incoming.client_tools_tokens(enc) + REPLY_PRIMER
     }
 }
 
@@ -90,23 +70,37 @@ pub fn report(tallies: &[SessionTally]) -> String {
         out.push_str("ctxproxy: no model request went through the proxy\n");
         return out;
     }
+    let provider = |usage: &Option<Usage>| match usage {
+        None => String::new(),
+        Some(u) => format!(
+            "; the provider counted {} input ({} cached), {} output",
+            u.input, u.cached_input, u.output
+        ),
+    };
     for t in tallies {
         out.push_str(&format!(
-            "ctxproxy: session {}: {} request(s), the client sent {} tokens, ctxproxy forwarded {} ({})\n",
+            "ctxproxy: session {}: {} request(s), the client sent {} tokens, ctxproxy forwarded {} ({}){}\n",
             t.session,
             t.requests,
             t.sent,
             t.forwarded,
-            share(t.forwarded, t.sent)
+            share(t.forwarded, t.sent),
+            provider(&t.usage)
         ));
     }
     let (sent, forwarded) = tallies
         .iter()
         .fold((0, 0), |(s, f), t| (s + t.sent, f + t.forwarded));
+    let usage = tallies.iter().filter_map(|t| t.usage).fold(None, |sum, u| {
+        let mut sum: Usage = sum.unwrap_or_default();
+        sum += u;
+        Some(sum)
+    });
     out.push_str(&format!(
-        "ctxproxy: {} session(s): sent {sent} tokens, forwarded {forwarded} ({}); see `ctxproxy show-prompt SESSION pN`\n",
+        "ctxproxy: {} session(s): sent {sent} tokens, forwarded {forwarded} ({}){}; see `ctxproxy show-prompt SESSION pN`\n",
         tallies.len(),
-        share(forwarded, sent)
+        share(forwarded, sent),
+        provider(&usage)
     ));
     out
 }
@@ -123,18 +117,25 @@ mod tests {
                 requests: 2,
                 sent: 1000,
                 forwarded: 250,
+                usage: Some(Usage {
+                    input: 260,
+                    cached_input: 200,
+                    cache_write: 0,
+                    output: 30,
+                }),
             },
             SessionTally {
                 session: "s-b".into(),
                 requests: 1,
                 sent: 0,
                 forwarded: 0,
+                usage: None,
             },
         ];
         insta::assert_snapshot!(report(&tallies), @r"
-        ctxproxy: session s-a: 2 request(s), the client sent 1000 tokens, ctxproxy forwarded 250 (25.0%)
+        ctxproxy: session s-a: 2 request(s), the client sent 1000 tokens, ctxproxy forwarded 250 (25.0%); the provider counted 260 input (200 cached), 30 output
         ctxproxy: session s-b: 1 request(s), the client sent 0 tokens, ctxproxy forwarded 0 (-)
-        ctxproxy: 2 session(s): sent 1000 tokens, forwarded 250 (25.0%); see `ctxproxy show-prompt SESSION pN`
+        ctxproxy: 2 session(s): sent 1000 tokens, forwarded 250 (25.0%); the provider counted 260 input (200 cached), 30 output; see `ctxproxy show-prompt SESSION pN`
         ");
         assert_eq!(
             report(&[]),

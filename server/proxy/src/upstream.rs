@@ -101,14 +101,24 @@ pub fn request_headers(incoming: &HeaderMap, decoded: bool) -> HeaderMap {
     out
 }
 
+/// Whether the proxy rewrote a response's body (spliced rounds, our own
+/// events) or relays the upstream's bytes as they came.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Rewritten {
+    Yes,
+    No,
+}
+
 /// The upstream's response headers the client gets: all but the hop-by-hop
 /// ones; when the proxy rewrote the body, its encoding headers go too.
-pub fn response_headers(upstream: &HeaderMap, rewritten: bool) -> HeaderMap {
+pub fn response_headers(upstream: &HeaderMap, rewritten: Rewritten) -> HeaderMap {
     let hop_by_hop = hop_by_hop(upstream);
     let mut out = HeaderMap::new();
     for (name, value) in upstream {
         let n = name.as_str();
-        if hop_by_hop.iter().any(|h| h == n) || (rewritten && n == "content-encoding") {
+        if hop_by_hop.iter().any(|h| h == n)
+            || (rewritten == Rewritten::Yes && n == "content-encoding")
+        {
             continue;
         }
         out.append(name.clone(), value.clone());

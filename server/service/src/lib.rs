@@ -3,7 +3,7 @@
 //! drive it, so each computation has one place.
 //!
 //! Layers, bottom first (no module uses one above it): `error`, `from_json`; `api`,
-//! `config`, `format`, `retrieve`, `state`; `assemble`; `service`.
+//! `config`, `format`, `retrieve`, `state`; `assemble`; `service`; `requests` (the proxy's request log, over `service`).
 
 pub mod api;
 pub mod assemble;
@@ -11,6 +11,7 @@ pub mod config;
 pub mod error;
 pub mod format;
 pub mod from_json;
+pub mod requests;
 mod retrieve;
 pub mod service;
 pub mod state;

@@ -36,7 +36,7 @@ pub type Reply<T> = Result<T, ServiceError>;
 pub type EventSink = mpsc::UnboundedSender<CtxEvent>;
 
 pub struct Service {
-    store: Store,
+    pub(crate) store: Store,
     config: Mutex<Config>,
     events: Option<EventSink>,
     /// The last prompt assembled per session, for prefix-reuse figures.
@@ -422,15 +422,7 @@ impl Service {
     }
 
     pub async fn explain(&self, p: ExplainParams) -> Reply<ExplainResult> {
-        let id = match ItemId::parse(&p.prompt_id) {
-            Ok(ItemId::Prompt(id)) => id,
-            _ => {
-                return Err(ServiceError::InvalidParams(format!(
-                    "promptId: expected p<N>, got {:?}",
-                    p.prompt_id
-                )))
-            }
-        };
+        let id = prompt_id_of(&p.prompt_id)?;
         let session = p.session_id.clone();
         let record = self.store.read(move |r| r.prompt(&session, id)).await?;
         let prompt = assemble::read_record(&record, self.store.db_path())?;
@@ -660,6 +652,16 @@ impl Service {
             .read(move |r| r.stats(p.session_id.as_deref()))
             .await?;
         Ok(stats_result(&s))
+    }
+}
+
+/// A prompt's id as a client gave it (`p<N>`); the error names `promptId`.
+pub fn prompt_id_of(raw: &str) -> Result<PromptId, ServiceError> {
+    match ItemId::parse(raw) {
+        Ok(ItemId::Prompt(id)) => Ok(id),
+        _ => Err(ServiceError::InvalidParams(format!(
+            "promptId: expected p<N>, got {raw:?}"
+        ))),
     }
 }
 

@@ -21,6 +21,7 @@ mod path;
 pub mod prompt_record;
 mod read;
 mod recall;
+mod requests;
 mod schema;
 mod sessions;
 mod supersede;
@@ -45,6 +46,7 @@ pub use read::{
     BlobText, ExchangeListing, MessageItem, ParentKind, ParentLink, PromptRecord, Reader,
     SearchHit, SessionListing, Stats,
 };
+pub use requests::{LoggedRequest, RequestLog, SessionRequests};
 pub use sessions::{ChildCall, NewSession};
 pub use writer::{IngestSettings, Writer};
 

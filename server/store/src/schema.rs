@@ -193,6 +193,31 @@ DROP TABLE exchange_text;
 ALTER TABLE exchange_body RENAME TO exchange_text;
 "#,
     ),
+    // The proxy's request log (`requests`): what each model request sent,
+    // forwarded, and what the provider reported it counted (NULL usage:
+    // no reply stated one).
+    M::up(
+        r#"
+CREATE TABLE requests (
+    id                  INTEGER PRIMARY KEY,
+    session_id          TEXT NOT NULL REFERENCES sessions(id),
+    prompt_seq          INTEGER,
+    at                  TEXT NOT NULL,
+    api                 TEXT NOT NULL,
+    model               TEXT NOT NULL,
+    outcome             TEXT NOT NULL,
+    client_tokens       INTEGER NOT NULL,
+    forwarded_tokens    INTEGER NOT NULL,
+    rounds              INTEGER NOT NULL,
+    input_tokens        INTEGER,
+    cached_input_tokens INTEGER,
+    cache_write_tokens  INTEGER,
+    output_tokens       INTEGER,
+    added_ms            REAL NOT NULL
+);
+CREATE INDEX requests_by_session ON requests(session_id, prompt_seq);
+"#,
+    ),
 ];
 
 pub fn migrate(conn: &mut Connection) -> Result<(), rusqlite_migration::Error> {
@@ -241,7 +266,7 @@ mod tests {
     #[test]
     fn the_full_text_index_is_split_with_every_row_kept() {
         let mut conn = Connection::open_in_memory().unwrap();
-        let split = super::MIGRATIONS.len() - 1;
+        let split = super::MIGRATIONS.len() - 2;
         Migrations::from_slice(&super::MIGRATIONS[..split])
             .to_latest(&mut conn)
             .unwrap();

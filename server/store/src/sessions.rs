@@ -257,7 +257,7 @@ impl Writer {
             rows.collect::<rusqlite::Result<Vec<_>>>()?
         };
         fulltext::remove_session(c, session)?;
-        for table in ["messages", "exchanges", "file_reads", "prompts"] {
+        for table in ["messages", "exchanges", "file_reads", "prompts", "requests"] {
             c.execute(
                 &format!("DELETE FROM {table} WHERE session_id = ?1"),
                 [session],

@@ -1,0 +1,47 @@
+//! The proxy's request log through the service: each model request logged
+//! when it ends, read back by `show-prompt` and the proxy's dashboard.
+
+pub use ctxproxy_store::{LoggedRequest, RequestLog, SessionRequests};
+
+use crate::service::{prompt_id_of, Service, ServiceError};
+
+type Reply<T> = Result<T, ServiceError>;
+
+impl Service {
+    /// Logs a model request once it has ended (the reply recorded, or the
+    /// failure known).
+    pub async fn log_request(&self, request: RequestLog) -> Reply<()> {
+        Ok(ctxproxy_store::settle(self.store.write(move |w| w.log_request(&request))).await?)
+    }
+
+    /// A session's logged requests, oldest first.
+    pub async fn requests(&self, session: &str) -> Reply<Vec<LoggedRequest>> {
+        let session = session.to_string();
+        Ok(self.store.read(move |r| r.requests(&session)).await?)
+    }
+
+    /// The newest `limit` requests of every session, oldest first.
+    pub async fn recent_requests(&self, limit: u32) -> Reply<Vec<LoggedRequest>> {
+        Ok(self.store.read(move |r| r.recent_requests(limit)).await?)
+    }
+
+    /// The logged request prompt `prompt_id` (`p<N>`) was assembled for.
+    pub async fn request_of_prompt(
+        &self,
+        session: &str,
+        prompt_id: &str,
+    ) -> Reply<Option<LoggedRequest>> {
+        let id = prompt_id_of(prompt_id)?;
+        let session = session.to_string();
+        Ok(self
+            .store
+            .read(move |r| r.request_of_prompt(&session, id))
+            .await?)
+    }
+
+    /// Every session with logged requests, summed, the most recently
+    /// active first.
+    pub async fn sessions_with_requests(&self) -> Reply<Vec<SessionRequests>> {
+        Ok(self.store.read(|r| r.sessions_with_requests()).await?)
+    }
+}
