@@ -89,23 +89,24 @@ def expected_usage(api: str, turns: list[Turn]) -> tuple[int, int, int]:
     return inp, sum(t.cached_tokens for t in turns), sum(t.output_tokens for t in turns)
 
 
-def send(api: str, proxy, stream: bool) -> str:
+def send(api: str, proxy, stream: bool, headers: dict | None = None) -> str:
     """One request of the conversation in `api`'s shape; returns the reply's text."""
+    headers = headers or {}
     if api == "openai":
-        c = openai.OpenAI(base_url=proxy.url + "/v1", api_key=KEY, max_retries=0)
+        c = openai.OpenAI(base_url=proxy.url + "/v1", api_key=KEY, max_retries=0, default_headers=headers)
         if stream:
             chunks = c.chat.completions.create(model=MODEL, messages=HISTORY, stream=True)
             return "".join(ch.choices[0].delta.content or "" for ch in chunks if ch.choices)
         return c.chat.completions.create(model=MODEL, messages=HISTORY).choices[0].message.content
     if api == "anthropic":
-        c = anthropic.Anthropic(base_url=proxy.url, api_key=KEY, max_retries=0)
+        c = anthropic.Anthropic(base_url=proxy.url, api_key=KEY, max_retries=0, default_headers=headers)
         if stream:
             with c.messages.stream(model=MODEL, max_tokens=100, messages=HISTORY) as s:
                 return s.get_final_text()
         reply = c.messages.create(model=MODEL, max_tokens=100, messages=HISTORY)
         return "".join(b.text for b in reply.content if b.type == "text")
     if api == "responses":
-        c = openai.OpenAI(base_url=proxy.url + "/v1", api_key=KEY, max_retries=0)
+        c = openai.OpenAI(base_url=proxy.url + "/v1", api_key=KEY, max_retries=0, default_headers=headers)
         if stream:
             text = ""
             for event in c.responses.create(model=MODEL, input=HISTORY, stream=True):
@@ -119,7 +120,7 @@ def send(api: str, proxy, stream: bool) -> str:
     method = "streamGenerateContent?alt=sse" if stream else "generateContent"
     status, _, body = proxylib.raw_request(
         f"{proxy.url}/v1beta/models/{MODEL}:{method}", "POST", json.dumps({"contents": contents}).encode(),
-        {"content-type": "application/json", "x-goog-api-key": KEY})
+        {"content-type": "application/json", "x-goog-api-key": KEY, **headers})
     assert status == 200, body
     if not stream:
         return "".join(p.get("text", "") for p in json.loads(body)["candidates"][0]["content"]["parts"])
@@ -216,10 +217,11 @@ def chromium(tmp: pathlib.Path, *args) -> subprocess.CompletedProcess:
 def test_the_dashboard_shows_every_session_and_its_newest_prompt(upstream, tmp_path):
     token = "dash-token-in-browser"
     with open_proxy(tmp_path / "store.db", upstream, "--token", token) as p:
+        ours = {"x-ctxproxy-token": token}
         upstream.push(*rounds())
-        send("openai", p, stream=True)
+        send("openai", p, stream=True, headers=ours)
         upstream.push(Turn(text="Thursday.", input_tokens=900, cached_tokens=640, output_tokens=4))
-        send("anthropic", p, stream=False)
+        send("anthropic", p, stream=False, headers=ours)
         overview = json.loads(proxylib.raw_request(
             p.url + "/dashboard/api/overview", headers={"x-ctxproxy-token": token})[2])
         sessions = {s["session"]: s for s in overview["sessions"]}
