@@ -245,3 +245,66 @@ def test_the_dashboard_shows_every_session_and_its_newest_prompt(upstream, tmp_p
         assert 'id="layers"' in dom
         assert "When does the release train leave?" in dom, "what the model saw"
         assert "640" in dom, "the provider's cached tokens for this prompt"
+
+
+# ------------------------------------------------------------------------- traces
+
+class Collector:
+    """An OTLP/HTTP collector on loopback that keeps every JSON export."""
+
+    def __init__(self):
+        import http.server
+        import threading
+        bodies = self.bodies = []
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def log_message(self, *args):
+                pass
+
+            def do_POST(self):
+                body = self.rfile.read(int(self.headers["content-length"]))
+                bodies.append((self.path, self.headers.get("content-type"), json.loads(body)))
+                self.send_response(200)
+                self.send_header("content-type", "application/json")
+                self.end_headers()
+                self.wfile.write(b"{}")
+
+        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+    def spans(self) -> list[dict]:
+        return [s for _, _, b in self.bodies for rs in b["resourceSpans"]
+                for ss in rs["scopeSpans"] for s in ss["spans"]]
+
+
+def test_traces_give_one_span_per_request_and_no_content(upstream, tmp_path):
+    collector = Collector()
+    env = dict(proxylib.env_without_proxies(), OTEL_EXPORTER_OTLP_ENDPOINT=collector.url,
+               OTEL_EXPORTER_OTLP_PROTOCOL="http/json")
+    with proxylib.Proxy(tmp_path / "store.db", upstream.url, upstream.url, env=env) as p:
+        upstream.push(*rounds())
+        send("openai", p, stream=False)
+        upstream.push(Turn(text="Thursday.", input_tokens=900, cached_tokens=640, cache_write_tokens=60,
+                           output_tokens=4))
+        send("anthropic", p, stream=True)
+    # The proxy exports what is batched when it stops.
+    collector.server.shutdown()
+    assert {path for path, _, _ in collector.bodies} == {"/v1/traces"}
+    spans = sorted(collector.spans(), key=lambda s: int(s["startTimeUnixNano"]))
+    assert [s["name"] for s in spans] == [f"chat {MODEL}"] * 2
+    assert all(s["kind"] == 3 for s in spans), "client spans"
+
+    def attrs(span):
+        return {a["key"]: next(iter(a["value"].values())) for a in span["attributes"]}
+
+    first, second = attrs(spans[0]), attrs(spans[1])
+    assert first["gen_ai.provider.name"] == "openai" and second["gen_ai.provider.name"] == "anthropic"
+    assert first["gen_ai.request.model"] == MODEL
+    assert int(first["gen_ai.usage.input_tokens"]) == 1200 + 1350
+    assert int(first["gen_ai.usage.output_tokens"]) == 17 + 9
+    assert int(first["ctxproxy.rounds"]) == 2
+    assert int(second["gen_ai.usage.input_tokens"]) == 900 + 640 + 60
+    assert int(second["gen_ai.usage.cache_read.input_tokens"]) == 640
+    exported = json.dumps(collector.bodies)
+    assert "release train" not in exported and KEY not in exported, "never any content"

@@ -1,11 +1,11 @@
 //! What a forwarded model request is accounted as when it ends: what the
 //! client sent and what was forwarded (ctxproxy's counts), what the
 //! provider reported it counted over every round, and the time ctxproxy
-//! added. One place hands it to the three that keep it: the metrics, the
-//! store's request log (the dashboard, `show-prompt`) and `ctxproxy run`'s
-//! tally.
+//! added. One place hands it to those that keep it: the metrics, the
+//! store's request log (the dashboard, `show-prompt`), `ctxproxy run`'s
+//! tally and, when exported, the traces.
 
-use std::time::Duration;
+use std::time::{Duration, SystemTime};
 
 use ctxproxy_core::usage::Usage;
 use ctxproxy_service::requests::RequestLog;
@@ -55,6 +55,8 @@ pub struct RequestFigures {
     pub usage: Option<Usage>,
     /// Finding the session, storing, assembling and recording.
     pub added: Duration,
+    /// When the request arrived (its span's start).
+    pub started: Option<SystemTime>,
 }
 
 /// A request that ended, as the metrics count it.
@@ -72,6 +74,9 @@ pub async fn settle(proxy: &Proxy, figures: RequestFigures, outcome: Outcome) {
     proxy.metrics.observe(&finished);
     if let Some(tally) = &proxy.tally {
         tally.record(&finished);
+    }
+    if let (Some(traces), Some(started)) = (&proxy.traces, figures.started) {
+        traces.record(&figures, outcome, started);
     }
     let log = RequestLog {
         prompt: figures.prompt.as_deref().and_then(|p| prompt_id_of(p).ok()),

@@ -26,6 +26,7 @@ mod rounds;
 mod session;
 mod sse;
 pub mod tally;
+mod traces;
 mod upstream;
 
 use std::net::SocketAddr;
@@ -137,6 +138,8 @@ pub struct Proxy {
     tally: Option<tally::Tally>,
     /// What `GET /metrics` and the dashboard's totals show.
     metrics: metrics::Metrics,
+    /// A span per request, when `OTEL_EXPORTER_OTLP_ENDPOINT` is set.
+    traces: Option<traces::Traces>,
 }
 
 impl Proxy {
@@ -159,6 +162,7 @@ impl Proxy {
             body_timeout: timeouts.body,
             tally: None,
             metrics: metrics::Metrics::default(),
+            traces: traces::Traces::from_env().context("OTEL_EXPORTER_OTLP_ENDPOINT")?,
         })
     }
 
@@ -258,6 +262,13 @@ impl Opened {
                 deadlines.shutdown
             );
         }
+        let exporting = proxy.clone();
+        let _ = tokio::task::spawn_blocking(move || {
+            if let Some(t) = &exporting.traces {
+                t.shutdown();
+            }
+        })
+        .await;
         proxy.service.checkpoint().await?;
         Ok(proxy
             .tally
@@ -639,6 +650,7 @@ async fn model<A: Api>(State(proxy): State<Arc<Proxy>>, request: Request) -> Res
         Err(refusal) => return refusal,
     };
     let service = &proxy.service;
+    let started_at = std::time::SystemTime::now();
     let started = Instant::now();
     let mut turn = match proxy
         .sessions
@@ -689,6 +701,7 @@ async fn model<A: Api>(State(proxy): State<Arc<Proxy>>, request: Request) -> Res
         prompt: prompt_id.clone(),
         client_tokens,
         forwarded_tokens: forwarded_tokens.map_or(client_tokens, u64::from),
+        started: Some(started_at),
         ..accounting::RequestFigures::default()
     };
     let stream = incoming.read.stream;
