@@ -84,6 +84,10 @@ pub struct Call {
     /// The facts the exchange's question needs (its first call only), and
     /// how many of them are in what the upstream got.
     pub facts: (u32, u32),
+    /// The input tokens the reply through the proxy says the upstream
+    /// counted (the scripted upstream reports its own count, as a provider
+    /// does); `None` when the reply stated no usage.
+    pub reported_input: Option<u64>,
 }
 
 impl Call {
@@ -281,11 +285,36 @@ async fn answer(State(up): State<Arc<Upstream>>, body: Bytes) -> Response {
     drop(body);
     let mut script = up.script.lock().expect("script lock");
     let reply = script.replies.pop_front().unwrap_or_default();
+    let reply = match &got {
+        Ok((tokens, _)) => with_input_usage(up.api, &reply, *tokens),
+        Err(_) => reply,
+    };
     let elapsed = started.elapsed();
     script
         .received
         .push(got.map(|(tokens, text)| (tokens, elapsed, text)));
     json_reply(reply)
+}
+
+/// A recorded reply stating `input` as the input tokens the upstream
+/// counted, in the API's usage fields, as a provider's reply does.
+fn with_input_usage(api: ModelApi, reply: &Bytes, input: u32) -> Bytes {
+    let Ok(mut value) = serde_json::from_slice::<Value>(reply) else {
+        return reply.clone();
+    };
+    value[match api {
+        ModelApi::Gemini => "usageMetadata",
+        _ => "usage",
+    }] = match api {
+        ModelApi::ChatCompletions => {
+            json!({"prompt_tokens": input, "completion_tokens": 0, "total_tokens": input})
+        }
+        ModelApi::Responses | ModelApi::Messages => {
+            json!({"input_tokens": input, "output_tokens": 0})
+        }
+        ModelApi::Gemini => json!({"promptTokenCount": input, "candidatesTokenCount": 0}),
+    };
+    Bytes::from(value.to_string())
 }
 
 /// The client's direct requests: the current call's recorded reply, the
@@ -463,6 +492,10 @@ pub async fn run(
                     },
                     store: via.store,
                     facts,
+                    reported_input: api
+                        .usage_shape()
+                        .of_reply(&via.reply)
+                        .map(|u| api.usage_shape().read(u).input),
                 });
             }
             history_tokens += message_tokens(m, encoding);
@@ -525,6 +558,7 @@ impl Spreads {
 pub fn report(calls: &[Call], as_json: bool) -> String {
     let sent: u64 = calls.iter().map(|c| u64::from(c.sent_tokens)).sum();
     let forwarded: u64 = calls.iter().map(|c| u64::from(c.forwarded_tokens)).sum();
+    let reported: u64 = calls.iter().filter_map(|c| c.reported_input).sum();
     let needed: u32 = calls.iter().map(|c| c.facts.0).sum();
     let reached: u32 = calls.iter().map(|c| c.facts.1).sum();
     let t = Spreads::of(calls);
@@ -537,6 +571,7 @@ pub fn report(calls: &[Call], as_json: bool) -> String {
         return serde_json::to_string_pretty(&json!({
             "calls": calls.iter().map(|c| json!({
                 "exchange": c.exchange, "sentTokens": c.sent_tokens, "forwardedTokens": c.forwarded_tokens,
+                "reportedInputTokens": c.reported_input,
                 "addedMs": ms(c.added()), "storeMs": ms(c.store),
                 "waitMs": ms(c.via_proxy.wait), "upstreamMs": ms(c.via_proxy.upstream),
                 "directWaitMs": ms(c.direct.wait), "directUpstreamMs": ms(c.direct.upstream),
@@ -545,6 +580,7 @@ pub fn report(calls: &[Call], as_json: bool) -> String {
                 "beyondStoreOverDirectMs": c.beyond_store_over_direct_ms(),
             })).collect::<Vec<_>>(),
             "total": {"calls": calls.len(), "sentTokens": sent, "forwardedTokens": forwarded, "forwardedPercent": share,
+                      "reportedInputTokens": reported,
                       "factsNeeded": needed, "factsInUpstreamPrompt": reached,
                       "addedMsP50": t.added.p50, "addedMsP99": t.added.p99,
                       "beyondStoreMsP50": t.beyond_store.p50, "beyondStoreMsP99": t.beyond_store.p99,
@@ -578,7 +614,8 @@ pub fn report(calls: &[Call], as_json: bool) -> String {
         ));
     }
     out.push_str(&format!(
-        "\n{} calls: the client sent {sent} tokens, the upstream got {forwarded} ({share:.1}%)\n\
+        "\n{} calls: the client sent {sent} tokens, the upstream got {forwarded} ({share:.1}%) \
+         and reported {reported} input tokens in its usage figures\n\
          facts the questions need in what the upstream got: {reached} of {needed}\n\
          time the proxy added (its wait less the upstream's own time): p50 {:.2} ms, p99 {:.2} ms; \
          beyond the store's work (ingest, assembly, recording): p50 {:.2} ms, p99 {:.2} ms\n\

@@ -76,6 +76,13 @@ async fn every_api_carries_a_session_to_the_same_figures() {
                 "{key} through {api:?}"
             );
         }
+        // The upstream reports what it counted; the usage the proxy reads
+        // back from every reply is that count, call by call.
+        assert_eq!(
+            figures(&other, "reportedInputTokens"),
+            figures(&other, "forwardedTokens"),
+            "the usage read through {api:?}"
+        );
         let forwarded = figures(&chat, "forwardedTokens");
         let got = figures(&other, "forwardedTokens");
         // Messages and Gemini join a tool result and the text after it into

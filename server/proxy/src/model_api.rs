@@ -3,6 +3,8 @@
 //! prompt takes, and a history and a reply read as the proxy reads them.
 
 use ctxproxy_core::message::Message;
+use ctxproxy_model_apis::usage::UsageShape;
+use ctxproxy_model_apis::Shape;
 use ctxproxy_service::format::Format;
 use serde_json::Value;
 
@@ -59,6 +61,16 @@ impl ModelApi {
             ModelApi::Responses => read::<Responses>(body),
             ModelApi::Messages => read::<Anthropic>(body),
             ModelApi::Gemini => read::<Gemini>(body),
+        }
+    }
+
+    /// Where this API's replies state the provider's usage.
+    pub fn usage_shape(self) -> UsageShape {
+        match self {
+            ModelApi::ChatCompletions => OpenAi::USAGE,
+            ModelApi::Responses => Responses::USAGE,
+            ModelApi::Messages => Anthropic::USAGE,
+            ModelApi::Gemini => Gemini::USAGE,
         }
     }
 
