@@ -3,11 +3,12 @@
 //! drive `via_proxy` directly.
 //!
 //! Layers, bottom first (no module uses one above it): `timing`, `report`;
-//! `report_html`, `via_proxy`; `replay`, `bench`, `inspect`, `doctor`, `run`.
+//! `report_html`, `via_proxy`; `proxy_args`; `replay`, `bench`, `inspect`, `doctor`, `run`.
 
 pub mod bench;
 pub mod doctor;
 pub mod inspect;
+pub mod proxy_args;
 pub mod replay;
 pub mod report;
 pub mod report_html;

@@ -4,7 +4,7 @@
 use std::path::PathBuf;
 
 use clap::{Parser, Subcommand};
-use ctxproxy::{bench, doctor, inspect, replay, run};
+use ctxproxy::{bench, doctor, inspect, proxy_args, replay, run};
 use ctxproxy_lsp::server;
 use ctxproxy_proxy as proxy;
 use ctxproxy_service::config;
@@ -40,7 +40,7 @@ enum Command {
         store: StoreArg,
     },
     /// Serve the OpenAI / Anthropic model APIs over HTTP: assistants use ctxproxy by changing their base URL.
-    Proxy(proxy::Args),
+    Proxy(proxy_args::ProxyArgs),
     /// Run an assistant through a proxy of its own on a free loopback port (`ctxproxy run claude -p "…"`);
     /// prints what each session was sent and forwarded, and exits with the assistant's status.
     Run(run::Args),
@@ -145,7 +145,9 @@ fn main() -> anyhow::Result<()> {
             // (and the process) alive: leave at once, as LSP's `exit` asks.
             std::process::exit(code)
         }
-        Command::Proxy(args) => runtime.block_on(proxy::serve(args)),
+        Command::Proxy(args) => {
+            runtime.block_on(proxy::serve(args.options.into(), args.listen, args.token))
+        }
         Command::Run(args) => {
             let code = runtime.block_on(run::run(args))?;
             std::process::exit(code)

@@ -62,7 +62,7 @@ pub struct Args {
     /// The model API --via-proxy's client speaks.
     #[arg(
         long,
-        value_enum,
+        value_parser = crate::proxy_args::model_api(),
         default_value = "chat-completions",
         requires = "via_proxy"
     )]

@@ -17,7 +17,7 @@ use ctxproxy_proxy::{self as proxy, tally};
 #[derive(clap::Args)]
 pub struct Args {
     #[command(flatten)]
-    options: proxy::Options,
+    options: crate::proxy_args::OptionsArgs,
     /// The assistant and its arguments (claude, aider, qwen, cn, opencode, codex, gemini, …),
     /// or any command after `--`.
     #[arg(
@@ -69,7 +69,7 @@ pub async fn run(args: Args) -> anyhow::Result<i32> {
         .split_first()
         .context("ctxproxy run: name the assistant to run")?;
     let listen = SocketAddr::from((Ipv4Addr::LOCALHOST, 0));
-    let opened = proxy::open(args.options, listen, None, true).await?;
+    let opened = proxy::open(args.options.into(), listen, None, true).await?;
     let addr = opened.addr;
     let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
     let serving = tokio::spawn(opened.serve_until(async {

@@ -15,10 +15,8 @@ use super::history::read_whole;
 use super::openai::OpenAi;
 use super::responses::Responses;
 
-/// The model APIs by the names `--api` takes (`chat-completions`,
-/// `responses`, `messages`, `gemini`). The variants have no doc comments: clap would print one
-/// line of help for each and turn the whole command's help into its long form.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+/// The model APIs by the names `--api` takes (`ModelApi::name`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum ModelApi {
     ChatCompletions,
     Responses,
@@ -33,6 +31,16 @@ impl ModelApi {
         ModelApi::Messages,
         ModelApi::Gemini,
     ];
+
+    /// Its name on the command line.
+    pub fn name(self) -> &'static str {
+        match self {
+            ModelApi::ChatCompletions => "chat-completions",
+            ModelApi::Responses => "responses",
+            ModelApi::Messages => "messages",
+            ModelApi::Gemini => "gemini",
+        }
+    }
 
     /// The path a request of this API is posted to.
     pub fn path(self) -> &'static str {

@@ -10,10 +10,10 @@ use serde_json::{json, Value};
 
 use super::anthropic::Anthropic;
 use super::api::Api;
+use super::history::cache::HistoryCache;
+use super::history::receive::receive;
 use super::history::{read_whole, Read};
-use super::history_cache::HistoryCache;
 use super::openai::OpenAi;
-use super::receive::receive;
 use super::responses::Responses;
 use ctxproxy_service::api::WireMessage;
 

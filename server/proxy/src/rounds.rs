@@ -21,9 +21,11 @@ use ctxproxy_model_apis::usage::RoundUsage;
 
 use super::accounting::{self, Outcome, RequestFigures};
 use super::api::{Api, ErrorKind, Splicer};
+use super::errors::error;
+use super::router::{channel_body, server_timing};
 use super::session::Turn;
 use super::upstream::Rewritten;
-use super::{channel_body, context_tools, error, server_timing, sse, upstream, Proxy};
+use super::{context_tools, sse, upstream, Proxy};
 
 /// Internal context-tool rounds answered per request.
 pub const MAX_ROUNDS: usize = 4;

@@ -34,6 +34,11 @@ pub struct Upstreams {
 }
 
 impl Upstreams {
+    /// The real APIs' base URLs, the command line's defaults.
+    pub const OPENAI: &'static str = "https://api.openai.com";
+    pub const ANTHROPIC: &'static str = "https://api.anthropic.com";
+    pub const GEMINI: &'static str = "https://generativelanguage.googleapis.com";
+
     /// `/v1/messages*` (and `/messages*`) go to Anthropic, `/v1beta/*`
     /// (and `/v1/models/*:…`, Gemini's methods) to Gemini, every other path
     /// to OpenAI; the path is appended to the base URL.

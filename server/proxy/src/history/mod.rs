@@ -13,6 +13,9 @@
 //! vouched for this way is read whole (`read_whole`), which is also what
 //! words every error.
 
+pub mod cache;
+pub mod receive;
+
 use ctxproxy_core::baseline;
 use ctxproxy_core::message::{Message, Role};
 use ctxproxy_core::tokens::Encoding;
@@ -20,8 +23,8 @@ use serde::de::DeserializeSeed;
 use serde_json::value::RawValue;
 use serde_json::{Map, Value};
 
-use super::api::{expected, push_read, stream_flag, Api, BadRequest, ClientBody};
-use super::session::{exact, Fingerprint, Sent};
+use crate::api::{expected, push_read, stream_flag, Api, BadRequest, ClientBody};
+use crate::session::{exact, Fingerprint, Sent};
 
 /// How deeply a message read on its own may nest: far below the parser's
 /// limit on the whole body (128), so a message accepted here would be

@@ -10,7 +10,7 @@
 
 use std::sync::Mutex;
 
-use super::history::History;
+use super::History;
 use ctxproxy_service::format::Format;
 
 /// Conversations kept: a sidecar serves one developer's assistants and

@@ -9,9 +9,9 @@
 use axum::body::{Body, Bytes};
 use futures_util::StreamExt;
 
-use super::api::{Api, BadRequest};
-use super::history::{read_resumed, read_whole, History, Read};
-use super::history_cache::{common_prefix, HistoryCache};
+use super::cache::{common_prefix, HistoryCache};
+use super::{read_resumed, read_whole, History, Read};
+use crate::api::{Api, BadRequest};
 use ctxproxy_service::format::Format;
 
 /// The first bytes a body is matched to a kept history by: enough to tell

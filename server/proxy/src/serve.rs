@@ -1,0 +1,133 @@
+//! Opening a proxy (the store, the settings, the listener) and serving it
+//! until a shutdown signal or its caller's future, then checkpointing the
+//! store (`ctxproxy proxy` and `ctxproxy run`).
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+
+use anyhow::Context;
+use ctxproxy_service::service::Service;
+use serde_json::Value;
+
+use crate::router::router;
+use crate::{listen, tally, Options, Proxy};
+
+/// `ctxproxy proxy`: serves until SIGTERM or Ctrl-C. `token`, when given,
+/// is required on every request; without it only loopback is served.
+pub async fn serve(
+    options: Options,
+    listen: SocketAddr,
+    token: Option<String>,
+) -> anyhow::Result<()> {
+    if !listen.ip().is_loopback() && token.is_none() {
+        anyhow::bail!(
+            "--listen {listen}: not a loopback address; give --token T to accept requests from other hosts"
+        );
+    }
+    let opened = open(options, listen, token, false).await?;
+    eprintln!("ctxproxy proxy listening on http://{}", opened.addr);
+    opened.serve_until(shutdown_signal()).await?;
+    Ok(())
+}
+
+/// A proxy bound to its address, not yet serving.
+pub struct Opened {
+    pub addr: SocketAddr,
+    proxy: Arc<Proxy>,
+    listener: tokio::net::TcpListener,
+    deadlines: listen::Deadlines,
+}
+
+/// Opens the store and binds `listen`; with `tally`, the proxy keeps what
+/// each session was sent and forwarded (`Opened::serve_until` returns it).
+pub async fn open(
+    args: Options,
+    listen: SocketAddr,
+    token: Option<String>,
+    tally: bool,
+) -> anyhow::Result<Opened> {
+    let mut config = ctxproxy_core::config::Config::default();
+    let mut store_path = None;
+    if let Some(text) = &args.config {
+        let value: Value = serde_json::from_str(text).context("--config is not JSON")?;
+        let (c, path) = ctxproxy_service::config::apply(&config, value)
+            .map_err(|e| anyhow::anyhow!("--config: {e}"))?;
+        config = c;
+        store_path = path;
+    }
+    let store_path = args
+        .store
+        .or(store_path)
+        .unwrap_or_else(ctxproxy_service::config::default_store_path);
+    if let Some(dir) = store_path.parent() {
+        std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
+    }
+    std::thread::spawn(ctxproxy_core::tokens::warm_up);
+    let service = Service::open(store_path, config, None)?;
+    let mut proxy = Proxy::new(service, args.upstreams, args.timeouts, token)?;
+    proxy.tally = tally.then(tally::Tally::default);
+    let proxy = Arc::new(proxy);
+    let listener = tokio::net::TcpListener::bind(listen)
+        .await
+        .with_context(|| format!("listening on {listen}"))?;
+    Ok(Opened {
+        addr: listener.local_addr()?,
+        proxy,
+        listener,
+        deadlines: listen::Deadlines {
+            headers: args.timeouts.header,
+            shutdown: args.timeouts.shutdown,
+        },
+    })
+}
+
+impl Opened {
+    /// Serves until `shutdown` completes and the requests in flight finish
+    /// (or `--shutdown-timeout` passes), then checkpoints the store. Returns
+    /// the tally, when kept.
+    pub async fn serve_until(
+        self,
+        shutdown: impl std::future::Future<Output = ()>,
+    ) -> anyhow::Result<Vec<tally::SessionTally>> {
+        let Opened {
+            proxy,
+            listener,
+            deadlines,
+            ..
+        } = self;
+        let cancelled = listen::serve(listener, router(proxy.clone()), deadlines, shutdown).await;
+        if cancelled > 0 {
+            eprintln!(
+                "ctxproxy proxy: {cancelled} connection(s) still busy after {:?}: cancelled, nothing recorded for their turns",
+                deadlines.shutdown
+            );
+        }
+        let exporting = proxy.clone();
+        let _ = tokio::task::spawn_blocking(move || {
+            if let Some(t) = &exporting.traces {
+                t.shutdown();
+            }
+        })
+        .await;
+        proxy.service.checkpoint().await?;
+        Ok(proxy
+            .tally
+            .as_ref()
+            .map(tally::Tally::sessions)
+            .unwrap_or_default())
+    }
+}
+
+async fn shutdown_signal() {
+    #[cfg(unix)]
+    {
+        let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
+            .expect("SIGTERM handler");
+        tokio::select! {
+            _ = tokio::signal::ctrl_c() => {}
+            _ = term.recv() => {}
+        }
+    }
+    #[cfg(not(unix))]
+    let _ = tokio::signal::ctrl_c().await;
+}
