@@ -172,3 +172,20 @@ def test_digest_of_a_binary_file_names_its_size_and_type(tmp_path):
     out = cli("digest", f, "--tool", "read_file", "--args", '{"path": "logo.png"}').stdout
     assert out.startswith(f"logo.png: binary, {len(png)} bytes, PNG image\n"), out
     assert "\ufffd" not in out and "IHDR" not in out, out
+
+
+@pytest.mark.parametrize("args", [
+    ["proxy", "--listen", "127.0.0.1:0", "--store", "postgres://ctx@db.example:5432/ctx"],
+    ["sessions", "--store", "postgresql://ctx@localhost/ctx"],
+    ["doctor", "--store", "postgres://ctx@localhost/ctx"],
+    ["replay", str(MINIMAL), "--store", "postgres://ctx@localhost/ctx"],
+    ["replay", str(MINIMAL), "--config", '{"storePath": "postgres://ctx@localhost/ctx"}'],
+], ids=["proxy", "sessions", "doctor", "replay", "replay-storePath"])
+def test_a_store_that_names_a_database_server_is_refused_at_start(tmp_path, args):
+    """A database URL given as the store is not taken for a file name (it would
+    become a SQLite file at that relative path, in silence)."""
+    p = subprocess.run([str(ctxlib.binary()), *args], cwd=tmp_path, capture_output=True,
+                       text=True, timeout=60, env=dict(os.environ, CTXPROXY_STORE=str(tmp_path / "unused.db")))
+    assert p.returncode != 0
+    assert re.search(r"names a postgres(ql)? server, and the store is a SQLite file", p.stderr), p.stderr
+    assert list(tmp_path.iterdir()) == [], "no file made"

@@ -158,32 +158,32 @@ fn main() -> anyhow::Result<()> {
             id,
             full,
             store,
-        } => inspect::inspect(&store_path(store), &session, &id, full),
+        } => inspect::inspect(&store_path(store)?, &session, &id, full),
         Command::ShowPrompt {
             session,
             prompt,
             json,
             store,
-        } => inspect::show_prompt(&store_path(store), &session, &prompt, json),
+        } => inspect::show_prompt(&store_path(store)?, &session, &prompt, json),
         Command::Path {
             session,
             exchange,
             json,
             store,
-        } => inspect::path(&store_path(store), &session, exchange.as_deref(), json),
-        Command::Sessions { store } => inspect::sessions(&store_path(store)),
-        Command::Stats { store, json } => inspect::stats(&store_path(store), json),
+        } => inspect::path(&store_path(store)?, &session, exchange.as_deref(), json),
+        Command::Sessions { store } => inspect::sessions(&store_path(store)?),
+        Command::Stats { store, json } => inspect::stats(&store_path(store)?, json),
         Command::Digest(args) => inspect::digest(args),
         Command::Bench(args) => runtime.block_on(bench::run(args)),
-        Command::Backup { store, dest } => doctor::backup(&store_path(store), &dest),
+        Command::Backup { store, dest } => doctor::backup(&store_path(store)?, &dest),
         Command::Doctor { store, salvage } => {
-            doctor::doctor(&store_path(store), salvage.as_deref())
+            doctor::doctor(&store_path(store)?, salvage.as_deref())
         }
     }
 }
 
-fn store_path(given: StoreArg) -> PathBuf {
-    given.store.unwrap_or_else(config::default_store_path)
+fn store_path(given: StoreArg) -> anyhow::Result<PathBuf> {
+    Ok(config::store_location(given.store)?)
 }
 
 /// The printing commands end quietly when their reader goes away

@@ -99,17 +99,13 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
         }
     }
     let temp = tempfile::tempdir()?;
-    let store_path = args
-        .store
-        .clone()
-        .unwrap_or_else(|| temp.path().join("store.db"));
-    let mut config = ctxproxy_core::config::Config::default();
-    if let Some(text) = &args.config {
-        let value: Value = serde_json::from_str(text).context("--config is not JSON")?;
-        config = ctxproxy_service::config::apply(&config, value)
-            .map_err(|e| anyhow::anyhow!("--config: {e}"))?
-            .0;
-    }
+    let settings = ctxproxy_service::config::settings_text(args.config.as_deref())?;
+    let (mut config, store_path) = ctxproxy_service::config::load(
+        settings,
+        ctxproxy_service::config::SettingsSource::ConfigFlag,
+        args.store.clone(),
+        || temp.path().join("store.db"),
+    )?;
     if let Some(b) = args.budget {
         config.budget = b;
     }

@@ -114,16 +114,13 @@ impl Backend {
 impl LanguageServer for Backend {
     async fn initialize(&self, params: InitializeParams) -> Result<InitializeResult> {
         let options = params.initialization_options.unwrap_or(Value::Null);
-        let (config, store_path) = config::apply(&Config::default(), options).map_err(|e| {
-            rpc_error(ServiceError::InvalidParams(format!(
-                "initializationOptions.{e}"
-            )))
-        })?;
-        let store_path = self
-            .store_override
-            .clone()
-            .or(store_path)
-            .unwrap_or_else(config::default_store_path);
+        let (config, store_path) = config::load(
+            options,
+            config::SettingsSource::InitializationOptions,
+            self.store_override.clone(),
+            config::default_store_path,
+        )
+        .map_err(rpc_error)?;
         let (tx, mut rx) = mpsc::unbounded_channel::<CtxEvent>();
         let service = Service::open(store_path.clone(), config, Some(tx)).map_err(rpc_error)?;
         self.follow_payload_limit(&service);

@@ -7,7 +7,6 @@ use std::sync::Arc;
 
 use anyhow::Context;
 use ctxproxy_service::service::Service;
-use serde_json::Value;
 
 use crate::router::router;
 use crate::{listen, tally, Options, Proxy};
@@ -46,19 +45,13 @@ pub async fn open(
     token: Option<String>,
     tally: bool,
 ) -> anyhow::Result<Opened> {
-    let mut config = ctxproxy_core::config::Config::default();
-    let mut store_path = None;
-    if let Some(text) = &args.config {
-        let value: Value = serde_json::from_str(text).context("--config is not JSON")?;
-        let (c, path) = ctxproxy_service::config::apply(&config, value)
-            .map_err(|e| anyhow::anyhow!("--config: {e}"))?;
-        config = c;
-        store_path = path;
-    }
-    let store_path = args
-        .store
-        .or(store_path)
-        .unwrap_or_else(ctxproxy_service::config::default_store_path);
+    let settings = ctxproxy_service::config::settings_text(args.config.as_deref())?;
+    let (config, store_path) = ctxproxy_service::config::load(
+        settings,
+        ctxproxy_service::config::SettingsSource::ConfigFlag,
+        args.store,
+        ctxproxy_service::config::default_store_path,
+    )?;
     if let Some(dir) = store_path.parent() {
         std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
     }

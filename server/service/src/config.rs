@@ -1,7 +1,7 @@
 //! Configuration from initializationOptions, `workspace/didChangeConfiguration`
 //! (section `ctx`) and the CLI, applied over the defaults in `core::config`.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use ctxproxy_core::config::{Config, LayerOrder};
 use ctxproxy_core::tokens::Encoding;
@@ -168,6 +168,71 @@ pub fn ingest_settings(c: &Config) -> IngestSettings {
     }
 }
 
+/// The settings and the store every entry point starts from (the LSP
+/// server, the proxy, replay): `settings` (an editor's initializationOptions,
+/// or `--config`'s JSON: `settings_text`) over the defaults; the store is
+/// `store` (the command line's `--store`), else the settings' `storePath`,
+/// else `fallback` (`default_store_path`, or replay's scratch store).
+/// Errors name the field or the flag.
+pub fn load(
+    settings: Value,
+    source: SettingsSource,
+    store: Option<PathBuf>,
+    fallback: impl FnOnce() -> PathBuf,
+) -> Result<(Config, PathBuf), ServiceError> {
+    let (config, from_settings) = apply(&Config::default(), settings).map_err(|e| {
+        ServiceError::InvalidParams(match source {
+            SettingsSource::InitializationOptions => format!("initializationOptions.{e}"),
+            SettingsSource::ConfigFlag => format!("--config: {e}"),
+        })
+    })?;
+    let path = store.or(from_settings).unwrap_or_else(fallback);
+    check_store_location(&path)?;
+    Ok((config, path))
+}
+
+/// Where settings came from, for their errors to say.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SettingsSource {
+    /// An editor's LSP `initializationOptions`.
+    InitializationOptions,
+    /// The command line's `--config`.
+    ConfigFlag,
+}
+
+/// `--config`'s text as settings; the error names the flag.
+pub fn settings_text(text: Option<&str>) -> Result<Value, ServiceError> {
+    match text {
+        None => Ok(Value::Null),
+        Some(t) => serde_json::from_str(t)
+            .map_err(|e| ServiceError::InvalidParams(format!("--config: not JSON: {e}"))),
+    }
+}
+
+/// The command line's `--store`, else `$CTXPROXY_STORE`, else the data
+/// dir's: for the commands that read a store without settings.
+pub fn store_location(store: Option<PathBuf>) -> Result<PathBuf, ServiceError> {
+    let path = store.unwrap_or_else(default_store_path);
+    check_store_location(&path)?;
+    Ok(path)
+}
+
+/// A store is a SQLite file: a location that names a database server
+/// (`postgres://user@host/db`) would otherwise become a file of that
+/// relative name, a silent misconfiguration.
+pub fn check_store_location(path: &Path) -> Result<(), ServiceError> {
+    let text = path.to_string_lossy();
+    let scheme = text.split_once("://").map(|(s, _)| s);
+    match scheme {
+        Some(s) if !s.is_empty() && s.chars().all(|c| c.is_ascii_alphanumeric() || "+-.".contains(c)) => {
+            Err(ServiceError::InvalidParams(format!(
+                "store {text:?}: names a {s} server, and the store is a SQLite file: give a file path (--store, storePath or CTXPROXY_STORE)"
+            )))
+        }
+        _ => Ok(()),
+    }
+}
+
 /// `$CTXPROXY_STORE`, else `<data dir>/ctxproxy/store.db`.
 pub fn default_store_path() -> PathBuf {
     if let Some(p) = std::env::var_os("CTXPROXY_STORE") {
@@ -205,6 +270,46 @@ fn data_dir() -> PathBuf {
 mod tests {
     use super::*;
     use serde_json::json;
+
+    #[test]
+    fn a_store_is_a_file_path_never_a_server_url() {
+        for url in [
+            "postgres://u@h:5432/ctx",
+            "postgresql://localhost/ctx",
+            "mysql://a/b",
+        ] {
+            let e = check_store_location(Path::new(url))
+                .unwrap_err()
+                .to_string();
+            assert!(e.contains("the store is a SQLite file"), "{e}");
+        }
+        for path in [
+            "store.db",
+            "/var/lib/ctx/store.db",
+            "a:b/store.db",
+            "C:\\ctx\\store.db",
+            "://x",
+        ] {
+            assert!(check_store_location(Path::new(path)).is_ok(), "{path}");
+        }
+        let settings = json!({"storePath": "postgres://u@h/ctx"});
+        let e = load(
+            settings,
+            SettingsSource::InitializationOptions,
+            None,
+            PathBuf::new,
+        )
+        .unwrap_err();
+        assert!(e.to_string().contains("names a postgres server"), "{e}");
+        let e = load(
+            json!({"budget": 0}),
+            SettingsSource::ConfigFlag,
+            None,
+            PathBuf::new,
+        )
+        .unwrap_err();
+        assert!(e.to_string().contains("--config: budget"), "{e}");
+    }
 
     fn check(value: Value, expect: &str) {
         let got = match apply(&Config::default(), value) {
