@@ -555,6 +555,35 @@ fn module_graph_is_acyclic() {
     }
 }
 
+/// The largest file the repository tracks outside `fixtures/`: a clone
+/// carries every version of every file for good, so an output left behind
+/// by mistake (a 41 MB profile once sat at the root) is caught before it is
+/// committed, not after.
+const LARGEST_TRACKED: u64 = 5 * 1024 * 1024;
+
+#[test]
+fn no_large_file_is_tracked_outside_fixtures() {
+    let out = std::process::Command::new("git")
+        .args(["ls-files", "-z"])
+        .current_dir(root())
+        .output()
+        .expect("run git ls-files");
+    assert!(out.status.success(), "git ls-files failed: {out:?}");
+    let large: Vec<String> = String::from_utf8_lossy(&out.stdout)
+        .split('\0')
+        .filter(|f| !f.is_empty() && !f.starts_with("fixtures/"))
+        // A file deleted but not yet staged has no size: it is on its way out.
+        .filter_map(|f| Some((f, std::fs::metadata(root().join(f)).ok()?.len())))
+        .filter(|(_, len)| *len > LARGEST_TRACKED)
+        .map(|(f, len)| format!("{f} ({len} bytes)"))
+        .collect();
+    assert!(
+        large.is_empty(),
+        "tracked files over {LARGEST_TRACKED} bytes outside fixtures/: {}",
+        large.join(", ")
+    );
+}
+
 /// Regexes match word boundaries the ASCII way, `(?-u:\b)`. With a Unicode
 /// `\b`, the regex crate's fast automaton gives up on a text with any
 /// non-ASCII byte and the search falls back to its slowest engine: one such
