@@ -1,7 +1,7 @@
 // Replays a recorded session file into new sessions: per exchange, assemble a prompt that ends with its user
 // input, then append the exchange (with its `supersedes`). A file may hold several sessions (forks and child
 // calls, opened where declared). No vscode import. The format is the replay format of fixtures/README.md, the
-// one document the Rust parser (server/core/src/recorded.rs) follows too.
+// one document the Rust parser (server/core/src/session_file.rs) follows too.
 import { AssembleResult, Message, OpenSessionParams } from "./protocol";
 import { Sidecar } from "./sidecar";
 

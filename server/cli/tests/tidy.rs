@@ -555,6 +555,282 @@ fn module_graph_is_acyclic() {
     }
 }
 
+/// The largest file the repository tracks outside `fixtures/`: a clone
+/// carries every version of every file for good, so an output left behind
+/// by mistake (a 41 MB profile once sat at the root) is caught before it is
+/// committed, not after.
+const LARGEST_TRACKED: u64 = 5 * 1024 * 1024;
+
+#[test]
+fn no_large_file_is_tracked_outside_fixtures() {
+    let out = std::process::Command::new("git")
+        .args(["ls-files", "-z"])
+        .current_dir(root())
+        .output()
+        .expect("run git ls-files");
+    assert!(out.status.success(), "git ls-files failed: {out:?}");
+    let large: Vec<String> = String::from_utf8_lossy(&out.stdout)
+        .split('\0')
+        .filter(|f| !f.is_empty() && !f.starts_with("fixtures/"))
+        // A file deleted but not yet staged has no size: it is on its way out.
+        .filter_map(|f| Some((f, std::fs::metadata(root().join(f)).ok()?.len())))
+        .filter(|(_, len)| *len > LARGEST_TRACKED)
+        .map(|(f, len)| format!("{f} ({len} bytes)"))
+        .collect();
+    assert!(
+        large.is_empty(),
+        "tracked files over {LARGEST_TRACKED} bytes outside fixtures/: {}",
+        large.join(", ")
+    );
+}
+
+/// A place a document names in backticks, and where it may be: it exists
+/// when any of `candidates` does.
+#[derive(Debug, PartialEq)]
+struct NamedPath {
+    span: String,
+    candidates: Vec<PathBuf>,
+}
+
+/// A document's prose as blocks: a paragraph or a list item, its
+/// continuation lines joined, a heading or a table row, one line each;
+/// fenced code left out (its backticks are not spans).
+fn blocks(doc: &str) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    let (mut fenced, mut open) = (false, false);
+    for line in doc.lines() {
+        if line.starts_with("```") {
+            (fenced, open) = (!fenced, false);
+            continue;
+        }
+        let numbered = line
+            .split_once(". ")
+            .is_some_and(|(n, _)| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()));
+        let starts = line.starts_with("- ") || line.starts_with(['|', '#']) || numbered;
+        match (fenced, line.trim().is_empty()) {
+            (true, _) => {}
+            (false, true) => open = false,
+            (false, false) if open && !starts => {
+                let last = out.last_mut().expect("an open block");
+                last.push(' ');
+                last.push_str(line.trim());
+            }
+            (false, false) => {
+                out.push(line.to_string());
+                open = !line.starts_with(['|', '#']);
+            }
+        }
+    }
+    out
+}
+
+/// The backticked spans of a block, and whether each comes before the
+/// block's first colon outside backticks (the names a list item leads
+/// with: `- `a`, `b`: what they hold`). A block with an odd number of
+/// backticks has no spans: they could not be paired.
+fn spans(block: &str) -> Vec<(&str, bool)> {
+    let parts: Vec<&str> = block.split('`').collect();
+    // `is_multiple_of` would be the plain test, but it is newer than the
+    // Rust 1.85 that README asks for.
+    if parts.len() % 2 != 1 {
+        return Vec::new();
+    }
+    let mut leading = true;
+    let mut out = Vec::new();
+    for (i, part) in parts.iter().enumerate() {
+        match i % 2 {
+            0 => leading &= !part.contains(':'),
+            _ => out.push((*part, leading)),
+        }
+    }
+    out
+}
+
+fn path_like(span: &str, allowed: impl Fn(char) -> bool) -> bool {
+    !span.is_empty() && span.chars().all(|c| allowed(c) || c == '/' || c == '.')
+}
+
+/// The files and modules `doc` names, by three rules, each for a form that
+/// only ever names a path (what else is backticked, a method `ctx/append`
+/// or a field, is not read):
+///
+/// 1. anywhere, a span that starts with `server/` and holds nothing but a
+///    path's characters is a path from the repository's root;
+/// 2. in a table whose first header cell is ``module (`DIR`)``, every span
+///    of a row's first cell is a path in DIR;
+/// 3. under a code-map heading ``### `crate` (server/x)``, up to the next
+///    `## `: the lowercase spans a list item leads with (before its first
+///    colon: ``- `openai`, `anthropic`: …``) and every lowercase span with a
+///    `/` whose first part `is_module` of that crate (`openai/stream`,
+///    `summary/`) are a module, a folder or a file of the crate:
+///    `src/NAME.rs`, `src/NAME` or `NAME` in the crate's folder.
+fn named_paths(doc: &str, is_module: impl Fn(&str, &str) -> bool) -> Vec<NamedPath> {
+    let lowercase = |c: char| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_';
+    let mut out = Vec::new();
+    let mut table: Option<String> = None;
+    let mut krate: Option<String> = None;
+    for block in blocks(doc) {
+        if block.starts_with("## ") {
+            krate = None;
+        }
+        if let Some(heading) = block.strip_prefix("### ") {
+            krate = heading
+                .split_once(" (server/")
+                .and_then(|(_, rest)| rest.strip_suffix(')'))
+                .filter(|name| path_like(name, lowercase))
+                .map(|name| format!("server/{name}"));
+        }
+        let header = block.strip_prefix("| module (`");
+        if let Some(dir) = header {
+            table = dir.split_once('`').map(|(dir, _)| dir.to_string());
+        } else if !block.starts_with('|') {
+            table = None;
+        }
+        for (span, _) in spans(&block) {
+            let file_name = |c: char| c.is_ascii_alphanumeric() || c == '_' || c == '-';
+            if span.starts_with("server/") && path_like(span, file_name) {
+                out.push(NamedPath {
+                    span: span.to_string(),
+                    candidates: vec![PathBuf::from(span)],
+                });
+            }
+        }
+        if let (Some(dir), None) = (&table, header) {
+            let first_cell = block.split('|').nth(1).unwrap_or_default();
+            if !first_cell.starts_with("---") {
+                for (span, _) in spans(first_cell) {
+                    out.push(NamedPath {
+                        span: span.to_string(),
+                        candidates: vec![Path::new(dir).join(span)],
+                    });
+                }
+            }
+        }
+        let Some(krate) = &krate else {
+            continue;
+        };
+        for (span, leading) in spans(&block) {
+            let first = span.split('/').next().unwrap_or_default();
+            let module_path = span.contains('/') && is_module(krate, first);
+            if path_like(span, lowercase) && (leading && block.starts_with("- ") || module_path) {
+                let name = span.trim_end_matches('/');
+                let at = Path::new(krate);
+                out.push(NamedPath {
+                    span: span.to_string(),
+                    candidates: vec![
+                        at.join("src").join(format!("{name}.rs")),
+                        at.join("src").join(name),
+                        at.join(name),
+                    ],
+                });
+            }
+        }
+    }
+    out
+}
+
+/// The documents that name the code: README.md and docs/*.md.
+fn code_docs() -> Vec<PathBuf> {
+    let mut docs = vec![root().join("README.md")];
+    for e in std::fs::read_dir(root().join("docs")).unwrap().flatten() {
+        if e.path().extension().is_some_and(|x| x == "md") {
+            docs.push(e.path());
+        }
+    }
+    docs.sort();
+    docs
+}
+
+/// Every file, folder and module the documents name exists
+/// (`named_paths` says which spans name one).
+#[test]
+fn docs_name_only_modules_that_exist() {
+    let root = root();
+    let is_module = |krate: &str, name: &str| {
+        let src = root.join(krate).join("src");
+        src.join(format!("{name}.rs")).is_file() || src.join(name).is_dir()
+    };
+    let mut missing = Vec::new();
+    let mut checked = 0;
+    for doc in code_docs() {
+        for named in named_paths(&read(&doc), is_module) {
+            checked += 1;
+            if !named.candidates.iter().any(|c| root.join(c).exists()) {
+                let name = doc.strip_prefix(&root).unwrap_or(&doc).display();
+                missing.push(format!("{name}: `{}`", named.span));
+            }
+        }
+    }
+    assert!(checked >= 100, "read only {checked} names");
+    assert!(
+        missing.is_empty(),
+        "named in the docs but not in the tree:\n{}",
+        missing.join("\n")
+    );
+}
+
+/// What the rules read, and what they leave alone.
+#[test]
+fn docs_name_paths_by_three_rules() {
+    let doc = "\
+Start at `server/store/src/lib.rs`; `ctx/append` is a method.
+
+| module (`server/proxy/src/`) | job |
+|---|---|
+| `openai.rs`, `openai/stream.rs` | Chat Completions, not `api.rs` |
+
+### `ctxproxy-core` (server/core)
+From the bottom up:
+- `ids`, `text` (plain): what `x12` means; `tokens/split`, `ctx/append`
+  and `summary/`.
+- `Store`: a type. Some prose: `fit`.
+
+```
+`server/in/a/fence.rs`
+```
+## Next
+- `outside`: no crate.
+";
+    let is_module =
+        |krate: &str, name: &str| krate == "server/core" && ["tokens", "summary"].contains(&name);
+    let spans: Vec<String> = named_paths(doc, is_module)
+        .into_iter()
+        .map(|n| n.span)
+        .collect();
+    assert_eq!(
+        spans,
+        [
+            "server/store/src/lib.rs",
+            "server/proxy/src/",
+            "openai.rs",
+            "openai/stream.rs",
+            "ids",
+            "text",
+            "tokens/split",
+            "summary/",
+        ]
+    );
+    let candidates = |span: &str| {
+        named_paths(doc, is_module)
+            .into_iter()
+            .find(|n| n.span == span)
+            .unwrap()
+            .candidates
+    };
+    assert_eq!(
+        candidates("openai/stream.rs"),
+        [PathBuf::from("server/proxy/src/openai/stream.rs")]
+    );
+    assert_eq!(
+        candidates("tokens/split"),
+        [
+            PathBuf::from("server/core/src/tokens/split.rs"),
+            PathBuf::from("server/core/src/tokens/split"),
+            PathBuf::from("server/core/tokens/split"),
+        ]
+    );
+}
+
 /// Regexes match word boundaries the ASCII way, `(?-u:\b)`. With a Unicode
 /// `\b`, the regex crate's fast automaton gives up on a text with any
 /// non-ASCII byte and the search falls back to its slowest engine: one such
