@@ -66,7 +66,7 @@ pub struct Finished<'a> {
 }
 
 /// Hands an ended request to the metrics, the tally and the request log.
-pub async fn settle(proxy: &Proxy, figures: RequestFigures, outcome: Outcome) {
+pub fn settle(proxy: &Proxy, figures: RequestFigures, outcome: Outcome) {
     let finished = Finished {
         figures: &figures,
         outcome,
@@ -90,7 +90,11 @@ pub async fn settle(proxy: &Proxy, figures: RequestFigures, outcome: Outcome) {
         session: figures.session,
         model: figures.model,
     };
-    if let Err(e) = proxy.service.log_request(log).await {
-        eprintln!("ctxproxy proxy: logging a request failed: {e}");
-    }
+    // Queued now, behind the reply's record; the client need not wait on it.
+    let logged = proxy.service.log_request(log);
+    tokio::spawn(async move {
+        if let Err(e) = logged.await {
+            eprintln!("ctxproxy proxy: logging a request failed: {e}");
+        }
+    });
 }

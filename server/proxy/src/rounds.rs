@@ -77,7 +77,7 @@ impl ModelCall {
         }
         self.timing.push(("record", started.elapsed()));
         self.figures.added = self.timing.iter().map(|(_, d)| *d).sum();
-        accounting::settle(&self.proxy, self.figures, outcome).await;
+        accounting::settle(&self.proxy, self.figures, outcome);
     }
 
     /// Adds one upstream round's usage.

@@ -9,9 +9,15 @@ type Reply<T> = Result<T, ServiceError>;
 
 impl Service {
     /// Logs a model request once it has ended (the reply recorded, or the
-    /// failure known).
-    pub async fn log_request(&self, request: RequestLog) -> Reply<()> {
-        Ok(ctxproxy_store::settle(self.store.write(move |w| w.log_request(&request))).await?)
+    /// failure known). The write is queued at this call, in order with the
+    /// writes and reads after it (a dashboard read sees it); the returned
+    /// future only reports how it went, so the request need not wait on it.
+    pub fn log_request(
+        &self,
+        request: RequestLog,
+    ) -> impl std::future::Future<Output = Reply<()>> + Send + 'static {
+        let pending = self.store.write(move |w| w.log_request(&request));
+        async move { Ok(ctxproxy_store::settle(pending).await?) }
     }
 
     /// A session's logged requests, oldest first.
