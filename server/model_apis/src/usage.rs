@@ -24,13 +24,17 @@ pub enum UsageShape {
 }
 
 impl UsageShape {
+    /// The field of a whole reply that holds its usage.
+    pub fn reply_field(self) -> &'static str {
+        match self {
+            UsageShape::Gemini => "usageMetadata",
+            _ => "usage",
+        }
+    }
+
     /// The usage object of a whole reply, if it has one.
     pub fn of_reply(self, reply: &Value) -> Option<&Map<String, Value>> {
-        match self {
-            UsageShape::Gemini => reply.get("usageMetadata"),
-            _ => reply.get("usage"),
-        }
-        .and_then(Value::as_object)
+        reply.get(self.reply_field()).and_then(Value::as_object)
     }
 
     /// The usage object a streamed event's data states, if any. Within one

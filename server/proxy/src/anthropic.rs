@@ -9,8 +9,8 @@ use ctxproxy_core::message::Message;
 use serde_json::{json, Value};
 
 use super::api::{
-    add_usage, function_tool, is_context_tool, put_tools, Api, BadRequest, ClientBody, ContextCall,
-    ErrorKind,
+    function_tool, is_context_tool, put_summed_usage, put_tools, Api, BadRequest, ClientBody,
+    ContextCall, ErrorKind,
 };
 use super::sse;
 pub use ctxproxy_model_apis::anthropic::Anthropic;
@@ -293,14 +293,8 @@ impl Api for Anthropic {
             })
             .collect();
         let own_calls = content.iter().any(|b| b["type"] == "tool_use");
-        let mut usage = Value::Null;
-        for r in rounds {
-            add_usage(&mut usage, &r["usage"]);
-        }
         out["content"] = Value::Array(content);
-        if !usage.is_null() {
-            out["usage"] = usage;
-        }
+        put_summed_usage::<Self>(&mut out, rounds);
         if out["stop_reason"] == "tool_use" && !own_calls {
             out["stop_reason"] = json!("end_turn");
         }

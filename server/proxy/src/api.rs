@@ -164,6 +164,20 @@ pub trait Splicer: Send + 'static {
     fn error_event(&self, body: &Value) -> Vec<u8>;
 }
 
+/// Puts in `out` (the reply the client gets) the usage of every round's
+/// reply summed, in the API's own field and shape; a reply stating none
+/// gets none.
+pub fn put_summed_usage<A: Api>(out: &mut Value, rounds: &[Value]) {
+    let field = A::USAGE.reply_field();
+    let mut usage = Value::Null;
+    for r in rounds {
+        add_usage(&mut usage, &r[field]);
+    }
+    if !usage.is_null() {
+        out[field] = usage;
+    }
+}
+
 /// Sums two usage objects number by number (nested objects too); other
 /// values keep the latest.
 pub fn add_usage(total: &mut Value, more: &Value) {

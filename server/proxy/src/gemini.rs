@@ -12,7 +12,8 @@ use ctxproxy_core::message::Message;
 use serde_json::{json, Value};
 
 use super::api::{
-    add_usage, function_tool, is_context_tool, Api, BadRequest, ClientBody, ContextCall, ErrorKind,
+    function_tool, is_context_tool, put_summed_usage, Api, BadRequest, ClientBody, ContextCall,
+    ErrorKind,
 };
 use super::sse;
 pub use ctxproxy_model_apis::gemini::Gemini;
@@ -347,13 +348,7 @@ impl Api for Gemini {
                 p
             })
             .collect();
-        let mut usage = Value::Null;
-        for r in rounds {
-            add_usage(&mut usage, &r["usageMetadata"]);
-        }
-        if !usage.is_null() {
-            out["usageMetadata"] = usage;
-        }
+        put_summed_usage::<Self>(&mut out, rounds);
         if out["candidates"][0].is_object() {
             out["candidates"][0]["content"] = json!({"role": "model", "parts": parts});
         }

@@ -8,8 +8,8 @@ use std::collections::HashMap;
 use serde_json::{json, Value};
 
 use super::api::{
-    add_usage, function_tool, is_context_tool, put_tools, Api, BadRequest, ClientBody, ContextCall,
-    ErrorKind,
+    function_tool, is_context_tool, put_summed_usage, put_tools, Api, BadRequest, ClientBody,
+    ContextCall, ErrorKind,
 };
 use super::sse;
 pub use ctxproxy_model_apis::openai::OpenAi;
@@ -181,13 +181,7 @@ impl Api for OpenAi {
             .iter()
             .filter_map(|r| r["choices"][0]["message"]["content"].as_str())
             .collect();
-        let mut usage = Value::Null;
-        for r in rounds {
-            add_usage(&mut usage, &r["usage"]);
-        }
-        if !usage.is_null() {
-            out["usage"] = usage;
-        }
+        put_summed_usage::<Self>(&mut out, rounds);
         if let Some(choice) = out["choices"].get_mut(0) {
             let message = &mut choice["message"];
             if !content.is_empty() {

@@ -13,8 +13,8 @@ use ctxproxy_core::message::Message;
 use serde_json::{json, Value};
 
 use super::api::{
-    add_usage, expected, function_tool, is_context_tool, push_read, put_tools, Api, BadRequest,
-    ClientBody, ContextCall, ErrorKind,
+    expected, function_tool, is_context_tool, push_read, put_summed_usage, put_tools, Api,
+    BadRequest, ClientBody, ContextCall, ErrorKind,
 };
 use super::openai::OpenAi;
 use super::sse;
@@ -332,13 +332,7 @@ impl Api for Responses {
             .iter()
             .flat_map(|r| client_items(r["output"].as_array().map_or(&[], Vec::as_slice)))
             .collect();
-        let mut usage = Value::Null;
-        for r in rounds {
-            add_usage(&mut usage, &r["usage"]);
-        }
-        if !usage.is_null() {
-            out["usage"] = usage;
-        }
+        put_summed_usage::<Self>(&mut out, rounds);
         out
     }
 
