@@ -23,7 +23,7 @@ use ctxproxy_service::format::Format;
 
 mod stream;
 
-pub use stream::ChunkSplicer;
+pub use stream::GeminiChunkSplicer;
 
 /// The methods the proxy reads; any other (`countTokens`, …) is forwarded.
 pub const METHODS: [&str; 2] = [":generateContent", ":streamGenerateContent"];
@@ -362,9 +362,9 @@ impl Api for Gemini {
         }]
     }
 
-    type Splicer = ChunkSplicer;
-    fn splicer(_client: &Value) -> ChunkSplicer {
-        ChunkSplicer::default()
+    type Splicer = GeminiChunkSplicer;
+    fn splicer(_client: &Value) -> GeminiChunkSplicer {
+        GeminiChunkSplicer::default()
     }
 }
 

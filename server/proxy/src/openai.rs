@@ -19,7 +19,7 @@ use ctxproxy_service::format::Format;
 
 mod stream;
 
-pub use stream::ChunkSplicer;
+pub use stream::ChatChunkSplicer;
 use stream::DONE;
 
 /// Roles that state the system prompt when they lead the history.
@@ -249,9 +249,9 @@ impl Api for OpenAi {
             .collect()
     }
 
-    type Splicer = ChunkSplicer;
-    fn splicer(client: &Value) -> ChunkSplicer {
-        ChunkSplicer::new(client["stream_options"]["include_usage"] == true)
+    type Splicer = ChatChunkSplicer;
+    fn splicer(client: &Value) -> ChatChunkSplicer {
+        ChatChunkSplicer::new(client["stream_options"]["include_usage"] == true)
     }
 }
 

@@ -13,7 +13,7 @@ use crate::sse;
 /// `finishReason` and `usageMetadata` held back for one closing chunk
 /// with the last reason and the usage summed over the rounds.
 #[derive(Default)]
-pub struct ChunkSplicer {
+pub struct GeminiChunkSplicer {
     /// The first chunk: its model version and response id go on the closing one.
     first: Option<Value>,
     /// This round's parts, context calls included, thoughts left out.
@@ -41,7 +41,7 @@ fn content_of(parts: Vec<Value>) -> Value {
     json!({"role": "model", "parts": parts})
 }
 
-impl Splicer for ChunkSplicer {
+impl Splicer for GeminiChunkSplicer {
     fn event(&mut self, event: sse::Event) -> Vec<u8> {
         let Ok(mut chunk) = serde_json::from_str::<Value>(&event.data) else {
             return Vec::new();

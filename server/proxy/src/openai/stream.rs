@@ -23,7 +23,7 @@ pub const DONE: &str = "[DONE]";
 /// round's id and role, client tool-call indexes renumbered, context calls
 /// withheld, one final chunk with the summed usage, one `[DONE]`.
 #[derive(Default)]
-pub struct ChunkSplicer {
+pub struct ChatChunkSplicer {
     client_wants_usage: bool,
     /// The first chunk, as the template of the closing ones.
     first: Option<Value>,
@@ -41,13 +41,13 @@ pub struct ChunkSplicer {
     round_done: bool,
 }
 
-impl ChunkSplicer {
+impl ChatChunkSplicer {
     /// `client_wants_usage`: the client asked for a usage chunk
     /// (`stream_options.include_usage`).
-    pub fn new(client_wants_usage: bool) -> ChunkSplicer {
-        ChunkSplicer {
+    pub fn new(client_wants_usage: bool) -> ChatChunkSplicer {
+        ChatChunkSplicer {
             client_wants_usage,
-            ..ChunkSplicer::default()
+            ..ChatChunkSplicer::default()
         }
     }
 
@@ -71,7 +71,7 @@ impl ChunkSplicer {
     }
 }
 
-impl Splicer for ChunkSplicer {
+impl Splicer for ChatChunkSplicer {
     fn event(&mut self, event: sse::Event) -> Vec<u8> {
         if event.data == DONE {
             // Ours is sent once, by `finish`.
