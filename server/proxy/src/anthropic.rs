@@ -10,7 +10,7 @@ use serde_json::{json, Value};
 
 use super::api::{
     function_tool, is_context_tool, put_summed_usage, put_tools, Api, BadRequest, ClientBody,
-    ContextCall, ErrorKind,
+    ClientCalls, ContextCall, ErrorKind, TurnCalls,
 };
 use super::sse;
 pub use ctxproxy_model_apis::anthropic::Anthropic;
@@ -250,9 +250,9 @@ impl Api for Anthropic {
         json!({"role": "assistant", "content": reply["content"].as_array().cloned().unwrap_or_default()})
     }
 
-    fn calls(turn: &Value) -> (Vec<ContextCall>, bool) {
+    fn calls(turn: &Value) -> TurnCalls {
         let mut context = Vec::new();
-        let mut own = false;
+        let mut client = ClientCalls::None;
         for b in turn["content"].as_array().into_iter().flatten() {
             if b["type"] != "tool_use" {
                 continue;
@@ -265,10 +265,10 @@ impl Api for Anthropic {
                     arguments: b["input"].to_string(),
                 });
             } else {
-                own = true;
+                client = ClientCalls::Some;
             }
         }
-        (context, own)
+        TurnCalls { context, client }
     }
 
     fn continue_with(body: &mut Value, turn: &Value, answers: &[(ContextCall, String)]) {
@@ -630,8 +630,9 @@ mod tests {
             out.extend(s.event(e));
         }
         let turn1 = s.end_round();
-        let (calls, own) = Anthropic::calls(&turn1);
-        assert_eq!((calls.len(), own), (1, false));
+        let calls = Anthropic::calls(&turn1);
+        assert_eq!((calls.context.len(), calls.client), (1, ClientCalls::None));
+        let calls = calls.context;
         assert_eq!(calls[0].arguments, "{\"ids\":[\"x2\"]}");
         out.extend(s.keep_alive());
         for e in round2 {
@@ -663,7 +664,7 @@ mod tests {
             ],
             "usage": {"input_tokens": 100, "output_tokens": 10}});
         let turn = Anthropic::assistant_turn(&round1);
-        let (calls, _) = Anthropic::calls(&turn);
+        let calls = Anthropic::calls(&turn).context;
         let mut body = json!({"messages": []});
         Anthropic::continue_with(
             &mut body,

@@ -37,6 +37,31 @@ pub struct ContextCall {
     pub arguments: String,
 }
 
+/// The calls an assistant turn made.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TurnCalls {
+    /// The calls of the two tools the proxy answers itself.
+    pub context: Vec<ContextCall>,
+    /// Whether the client's own tools were called too.
+    pub client: ClientCalls,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ClientCalls {
+    /// Only context tools (or none) were called.
+    None,
+    /// A tool of the client's was called: the turn is the client's to answer.
+    Some,
+}
+
+impl TurnCalls {
+    /// Whether the proxy answers this turn itself and asks again: it called
+    /// context tools and nothing of the client's.
+    pub fn answered_inside(&self) -> bool {
+        !self.context.is_empty() && self.client == ClientCalls::None
+    }
+}
+
 /// Which of our own error bodies to write.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ErrorKind {
@@ -123,7 +148,7 @@ pub trait Api: Shape + Send + Sync + 'static {
 
     /// The calls of an assistant turn: context-tool calls, and whether the
     /// client's own tools were called too.
-    fn calls(turn: &Value) -> (Vec<ContextCall>, bool);
+    fn calls(turn: &Value) -> TurnCalls;
 
     /// Appends an assistant turn and the answers to its context calls to a
     /// request body, for the next round.

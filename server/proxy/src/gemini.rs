@@ -12,8 +12,8 @@ use ctxproxy_core::message::Message;
 use serde_json::{json, Value};
 
 use super::api::{
-    function_tool, is_context_tool, put_summed_usage, Api, BadRequest, ClientBody, ContextCall,
-    ErrorKind,
+    function_tool, is_context_tool, put_summed_usage, Api, BadRequest, ClientBody, ClientCalls,
+    ContextCall, ErrorKind, TurnCalls,
 };
 use super::sse;
 pub use ctxproxy_model_apis::gemini::Gemini;
@@ -295,9 +295,9 @@ impl Api for Gemini {
         json!({"role": "model", "parts": reply_parts(reply)})
     }
 
-    fn calls(turn: &Value) -> (Vec<ContextCall>, bool) {
+    fn calls(turn: &Value) -> TurnCalls {
         let mut context = Vec::new();
-        let mut own = false;
+        let mut client = ClientCalls::None;
         for p in turn["parts"].as_array().into_iter().flatten() {
             let call = &p["functionCall"];
             let Some(name) = call["name"].as_str() else {
@@ -313,10 +313,10 @@ impl Api for Gemini {
                     },
                 });
             } else {
-                own = true;
+                client = ClientCalls::Some;
             }
         }
-        (context, own)
+        TurnCalls { context, client }
     }
 
     fn continue_with(body: &mut Value, turn: &Value, answers: &[(ContextCall, String)]) {

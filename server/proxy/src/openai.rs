@@ -9,7 +9,7 @@ use serde_json::{json, Value};
 
 use super::api::{
     function_tool, is_context_tool, put_summed_usage, put_tools, Api, BadRequest, ClientBody,
-    ContextCall, ErrorKind,
+    ClientCalls, ContextCall, ErrorKind, TurnCalls,
 };
 use super::sse;
 pub use ctxproxy_model_apis::openai::OpenAi;
@@ -144,9 +144,9 @@ impl Api for OpenAi {
         turn
     }
 
-    fn calls(turn: &Value) -> (Vec<ContextCall>, bool) {
+    fn calls(turn: &Value) -> TurnCalls {
         let mut context = Vec::new();
-        let mut own = false;
+        let mut client = ClientCalls::None;
         for c in turn["tool_calls"].as_array().into_iter().flatten() {
             let name = c["function"]["name"].as_str().unwrap_or_default();
             if is_context_tool(name) {
@@ -159,10 +159,10 @@ impl Api for OpenAi {
                         .to_string(),
                 });
             } else {
-                own = true;
+                client = ClientCalls::Some;
             }
         }
-        (context, own)
+        TurnCalls { context, client }
     }
 
     fn continue_with(body: &mut Value, turn: &Value, answers: &[(ContextCall, String)]) {
@@ -371,9 +371,12 @@ mod tests {
             "usage": {"prompt_tokens": 100, "completion_tokens": 10, "total_tokens": 110, "prompt_tokens_details": {"cached_tokens": 64}}
         });
         let turn = OpenAi::assistant_turn(&round1);
-        let (calls, own) = OpenAi::calls(&turn);
+        let TurnCalls {
+            context: calls,
+            client,
+        } = OpenAi::calls(&turn);
         assert_eq!(calls.len(), 1);
-        assert!(!own);
+        assert_eq!(client, ClientCalls::None);
         let mut body = json!({"messages": []});
         OpenAi::continue_with(
             &mut body,

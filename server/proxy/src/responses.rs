@@ -14,7 +14,7 @@ use serde_json::{json, Value};
 
 use super::api::{
     expected, function_tool, is_context_tool, push_read, put_summed_usage, put_tools, Api,
-    BadRequest, ClientBody, ContextCall, ErrorKind,
+    BadRequest, ClientBody, ClientCalls, ContextCall, ErrorKind, TurnCalls,
 };
 use super::openai::OpenAi;
 use super::sse;
@@ -296,9 +296,9 @@ impl Api for Responses {
         Value::Array(reply["output"].as_array().cloned().unwrap_or_default())
     }
 
-    fn calls(turn: &Value) -> (Vec<ContextCall>, bool) {
+    fn calls(turn: &Value) -> TurnCalls {
         let mut context = Vec::new();
-        let mut own = false;
+        let mut client = ClientCalls::None;
         for item in turn.as_array().into_iter().flatten() {
             if is_context_call(item) {
                 context.push(ContextCall {
@@ -307,10 +307,10 @@ impl Api for Responses {
                     arguments: item["arguments"].as_str().unwrap_or("{}").to_string(),
                 });
             } else if CLIENT_CALLS.contains(&kind(item)) {
-                own = true;
+                client = ClientCalls::Some;
             }
         }
-        (context, own)
+        TurnCalls { context, client }
     }
 
     fn continue_with(body: &mut Value, turn: &Value, answers: &[(ContextCall, String)]) {
@@ -593,8 +593,11 @@ mod tests {
             100,
         );
         let turn = Responses::assistant_turn(&round1);
-        let (calls, own) = Responses::calls(&turn);
-        assert_eq!((calls.len(), own), (1, false));
+        let TurnCalls {
+            context: calls,
+            client,
+        } = Responses::calls(&turn);
+        assert_eq!((calls.len(), client), (1, ClientCalls::None));
         let mut body = json!({"input": []});
         Responses::continue_with(
             &mut body,
@@ -608,7 +611,10 @@ mod tests {
                    {"type": "function_call", "id": "fc_b", "call_id": "call_run", "name": "exec_command", "arguments": "{}", "status": "completed"}]),
             130,
         );
-        assert!(Responses::calls(&Responses::assistant_turn(&round2)).1);
+        assert_eq!(
+            Responses::calls(&Responses::assistant_turn(&round2)).client,
+            ClientCalls::Some
+        );
         let spliced = Responses::splice(&[round1, round2]);
         insta::assert_snapshot!(pretty(&json!({"continuation": body, "client": spliced})));
         let recorded = Responses::turn_messages(&Responses::assistant_turn(&spliced));

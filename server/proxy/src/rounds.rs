@@ -152,12 +152,13 @@ pub async fn whole<A: Api>(mut x: ModelCall) -> Response {
         };
         x.add_round(A::USAGE.of_reply(&reply).map(|u| A::USAGE.read(u)));
         let turn = A::assistant_turn(&reply);
-        let (calls, own) = A::calls(&turn);
+        let calls = A::calls(&turn);
         replies.push(reply);
-        if calls.is_empty() || own || answered == MAX_ROUNDS {
+        if !calls.answered_inside() || answered == MAX_ROUNDS {
             break headers;
         }
-        let answers = context_tools::answer_all(&x.proxy.service, &x.turn.session, &calls).await;
+        let answers =
+            context_tools::answer_all(&x.proxy.service, &x.turn.session, &calls.context).await;
         answered += 1;
         A::continue_with(&mut body, &turn, &answers);
     };
@@ -218,15 +219,16 @@ async fn pump<A: Api>(mut x: ModelCall, first: reqwest::Response, tx: mpsc::Send
             return;
         }
         let turn = splicer.end_round();
-        let (calls, own) = A::calls(&turn);
-        if calls.is_empty() || own || answered == MAX_ROUNDS {
+        let calls = A::calls(&turn);
+        if !calls.answered_inside() || answered == MAX_ROUNDS {
             break;
         }
         if tx.send(Bytes::from(splicer.keep_alive())).await.is_err() {
             x.finish::<A>(Outcome::ClientGone, None).await;
             return;
         }
-        let answers = context_tools::answer_all(&x.proxy.service, &x.turn.session, &calls).await;
+        let answers =
+            context_tools::answer_all(&x.proxy.service, &x.turn.session, &calls.context).await;
         answered += 1;
         A::continue_with(&mut body, &turn, &answers);
         let Some(next) = with_keep_alives(x.send(&body), &splicer.keep_alive(), &tx).await else {

@@ -183,9 +183,12 @@ fn whole_replies_splice_over_context_rounds() {
         json!({"promptTokenCount": 100, "candidatesTokenCount": 10, "totalTokenCount": 110}),
     );
     let turn = Gemini::assistant_turn(&round1);
-    let (calls, own) = Gemini::calls(&turn);
+    let crate::api::TurnCalls {
+        context: calls,
+        client,
+    } = Gemini::calls(&turn);
     assert_eq!(calls.len(), 1);
-    assert!(!own);
+    assert_eq!(client, crate::api::ClientCalls::None);
     let mut body = json!({"contents": []});
     Gemini::continue_with(
         &mut body,
