@@ -1,6 +1,7 @@
 //! Tidy checks, as rust-analyzer keeps them: the invariants that
-//! docs/ARCHITECTURE.md states about dependencies, module docs and the
-//! protocol document, checked on the source tree instead of only written.
+//! docs/ARCHITECTURE.md states about dependencies, module docs, the
+//! documents and what the repository tracks, checked on the source tree
+//! instead of only written.
 
 use std::path::{Path, PathBuf};
 
