@@ -5,12 +5,14 @@
 //! prefixes such as `AKIA`, `ghp_`, `sk-ant-`, PEM blocks,
 //! `scheme://user:pass@`), then gitleaks' maintained rules (`gitleaks`), both
 //! everywhere; then, in tool output only, values named like secrets (`named`,
-//! docs/DIGESTS.md, "Masking secrets"). A value an earlier rule masked is
-//! left to it. Bare hex and ids are no shape, so git SHAs, `b3:` ids, uuids
+//! docs/DIGESTS.md, "Masking secrets"). `literal` says what a value looks
+//! like (a placeholder, a reference, code) for all three. A value an earlier
+//! rule masked is left to it. Bare hex and ids are no shape, so git SHAs, `b3:` ids, uuids
 //! and sha256 digests stay. Every pattern runs on the `regex` crate's
 //! automata: linear in the input.
 
 mod gitleaks;
+mod literal;
 mod named;
 mod shapes;
 
@@ -95,9 +97,6 @@ fn shannon_entropy(v: &str) -> f64 {
 
 const MARK_PREFIX: &str = "[secret:";
 
-/// Whether a rule's match is a secret.
-type Accept = fn(&Captures) -> bool;
-
 /// Whether `text` holds a mask put in place of a secret.
 pub fn is_masked(text: &str) -> bool {
     text.contains(MARK_PREFIX)
@@ -154,7 +153,7 @@ pub fn mask(text: &str, source: Source) -> Masked<'_> {
                 &rule.pattern,
                 SecretKind::NamedSecret,
                 &mut found,
-                |_, c| (rule.accept)(c).then(|| value_range(c)),
+                |_, c| (rule.secret)(c),
             );
         }
     }
@@ -164,12 +163,16 @@ pub fn mask(text: &str, source: Source) -> Masked<'_> {
     }
 }
 
-/// `text` with what gitleaks' rules find masked.
+/// `text` with what gitleaks' rules find masked, less the placeholders
+/// their patterns also match (`curl -H "Authorization: Bearer YOUR_TOKEN"`
+/// in a docstring).
 fn mask_gitleaks<'t>(mut text: Cow<'t, str>, found: &mut Vec<SecretKind>) -> Cow<'t, str> {
     for rule in GITLEAKS.candidates(&text) {
         let kind = SecretKind::Gitleaks(&rule.id);
         text = replace(text, &rule.regex, kind, found, |text, c| {
-            GITLEAKS.secret(rule, text, c)
+            GITLEAKS
+                .secret(rule, text, c)
+                .filter(|s| !literal::stand_in(literal::unquoted(&text[s.clone()]).0))
         });
     }
     text
@@ -178,7 +181,7 @@ fn mask_gitleaks<'t>(mut text: Cow<'t, str>, found: &mut Vec<SecretKind>) -> Cow
 /// Where the value of group `s` is in the text, inside its quotes if it has them.
 fn value_range(c: &Captures) -> Range<usize> {
     let s = c.name("s").expect("every rule names its secret `s`");
-    let quotes = usize::from(named::literal(c).1);
+    let quotes = usize::from(literal::literal(c).1);
     s.start() + quotes..s.end() - quotes
 }
 
@@ -358,6 +361,50 @@ mod tests {
                 "HF_TOKEN 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",
                 "HF_TOKEN [secret:huggingface-access-token]",
             ),
+            // Passwords as config files write them: camel case, a bare
+            // `pass`, a number after the name, `#`, `,` and `:` inside, a
+            // leading `!` or `%`, a compose item quoted whole or in a flow
+            // list, JSON on one line, `declare -x`.
+            (
+                "rootPass: Gx7!kd#2",
+                "rootPass: [secret:named-secret]",
+            ),
+            (
+                "    pass: 'w1ld#Card'",
+                "    pass: '[secret:named-secret]'",
+            ),
+            (
+                "DB_PASSWORD_2=%Qx9z!w",
+                "DB_PASSWORD_2=[secret:named-secret]",
+            ),
+            (
+                "export SMTP_PASS=ab,cd#12:x,",
+                "export SMTP_PASS=[secret:named-secret]",
+            ),
+            (
+                "PASSWORD=!castle6060",
+                "PASSWORD=[secret:named-secret]",
+            ),
+            (
+                "vault_password: violet.Maple4691",
+                "vault_password: [secret:named-secret]",
+            ),
+            (
+                "      - \"MYSQL_PASSWORD=two words 9\"",
+                "      - \"MYSQL_PASSWORD=[secret:named-secret]\"",
+            ),
+            (
+                "    environment: [\"REDIS_PASSWORD=r3d!s#x\"]",
+                "    environment: [\"REDIS_PASSWORD=[secret:named-secret]\"]",
+            ),
+            (
+                r#"{"db":{"user":"app","password":"sunny day now"}}"#,
+                r#"{"db":{"user":"app","password":"[secret:named-secret]"}}"#,
+            ),
+            (
+                "declare -x ADMIN_PWD='Adm1n$x'",
+                "declare -x ADMIN_PWD='[secret:named-secret]'",
+            ),
         ];
         for (input, want) in cases {
             assert_eq!(mask(input, Source::ToolOutput).text, want, "{input}");
@@ -403,6 +450,37 @@ mod tests {
             "notes = \"Maven - io.jsonwebtoken:jjwt-jackson-0.11.2\"",
             "csrf-token=Mj2qykJO5rELyHgezQ69nzUX0i3OH67V7+V4eUrLfpuyOuxmiW9rhROG/Whikle15syazJOk",
             "-----BEGIN PRIVATE KEY-----\nanything\n-----END PRIVATE KEY-----",
+            // A key named `token` or `password` in code, its value no secret:
+            // a style table's colour, a paginator's field name, a type, a
+            // reference, a call, a format field, a doc's stand-in.
+            "        Token:                  '#f8f8f2',",
+            "        Token.Keyword:          'bold #000',",
+            "        Token:                  '',",
+            "        \"input_token\": \"next_token\",",
+            "            'AWS_SECRET_ACCESS_KEY': 'secret_key',",
+            "ACL_CREDENTIALS = \"Access-Control-Allow-Credentials\"",
+            "    force_pass: match env::var(\"INSTA_FORCE_PASS\").as_deref() {",
+            "        secret: \"sensitive_value\".into(),",
+            "        private_key: &[u8],",
+            "        secret: &OkmBlock,",
+            "        fn_token: Token![fn],",
+            "    if isinstance(self.private_key, X25519PrivateKey):",
+            "        bytes_hash_to_token: FnvHashMap<u32, u32>,",
+            "            Token::U32(123),",
+            "    long_auth = 'username:' + 'password'*10",
+            "    raise SyntaxError(f'Syntax error; token: \"{current_phrase}\"')",
+            "    out.write('password={0}\\n'.format(signature))",
+            "    events={'(?i)password':'secret\\n'}",
+            "    ('--jobserver-auth=3,4 -j2', Some('3,4')),",
+            "    >>> fetch('https://api.example.com/v1/me?access_token=YOUR_ACCESS_TOKEN')",
+            "    >>> fetch('https://example.com/api?access_token=token123&page=2')",
+            "    curl -H \"Authorization: Bearer YOUR_TOKEN\" https://api.example.com/v1/me",
+            "        Authorization: Bearer <token>",
+            "        Authorization: Bearer ACCESS_TOKEN",
+            "        Authorization: Bearer os.environ[\"TOKEN\"]",
+            "    PASSWORD = \"PASSWORD\"",
+            "PASS: t/basic.sh",
+            "pub const ER_BUS_MISSING_COMPRESSION_TOKEN: QStatus = 36947i32;",
         ];
         for text in keep {
             let masked = mask(text, Source::ToolOutput);

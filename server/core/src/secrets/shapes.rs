@@ -6,9 +6,11 @@ use regex::{Captures, Regex};
 use std::sync::LazyLock;
 
 use super::gitleaks::GITLEAKS;
-use super::named::{filler, literal, placeholder};
-use super::Accept;
+use super::literal::{code_expression, filler, literal, placeholder};
 use super::SecretKind::{self, *};
+
+/// Whether a rule's match is a secret.
+type Accept = fn(&Captures) -> bool;
 
 /// A pattern and its kind. The secret is the group named `s`; text around it
 /// (a variable name, `user:` of a URL) stays.
@@ -110,10 +112,11 @@ pub(super) static RULES: LazyLock<Vec<Rule>> = LazyLock::new(|| {
             r#"(?-u:\b)curl(?-u:\b)[^\n]*?[ \t](?:-u|--user)(?:[ \t]+|=)["']?[^\s:"'$]+:(?P<s>[^\s"']+)"#,
             not_placeholder,
         ),
+        // `Bearer ACCESS_TOKEN` and `Bearer os.environ[…]` in docs are no tokens.
         (
             BasicAuth,
             r#"(?i)(?-u:\b)(?:proxy-)?authorization["']?[ \t]*[:=][ \t]*["']?(?:basic|bearer|token|digest)[ \t]+(?P<s>[A-Za-z0-9+/=._~\-]{8,})"#,
-            not_placeholder,
+            not_placeholder_or_code,
         ),
     ];
     table
@@ -137,6 +140,11 @@ fn any(_: &Captures) -> bool {
 
 fn not_placeholder(c: &Captures) -> bool {
     !placeholder(literal(c).0)
+}
+
+fn not_placeholder_or_code(c: &Captures) -> bool {
+    let v = literal(c).0;
+    !placeholder(v) && !code_expression(v)
 }
 
 fn not_filler(c: &Captures) -> bool {
