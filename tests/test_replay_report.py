@@ -111,8 +111,12 @@ def test_via_proxy_names_every_time_column_and_times_each_call_against_a_direct_
     assert "time the proxy added (its wait less the upstream's own time)" in totals
     assert "a direct call (the same request straight to the upstream" in totals
     assert "added over a direct call (per call, added less direct; signed)" in totals
-    per_call = {"exchange", "sentTokens", "forwardedTokens", "addedMs", "storeMs", "waitMs", "upstreamMs",
-                "directWaitMs", "directUpstreamMs", "directMs", "addedOverDirectMs", "beyondStoreOverDirectMs"}
+    per_call = {"exchange", "sentTokens", "forwardedTokens", "reportedInputTokens", "addedMs", "storeMs",
+                "waitMs", "upstreamMs", "directWaitMs", "directUpstreamMs", "directMs", "addedOverDirectMs",
+                "beyondStoreOverDirectMs"}
     assert all(set(c) == per_call for c in report["calls"]), report["calls"][0]
+    # The upstream states what it counted; the replies the client got carry it back.
+    assert all(c["reportedInputTokens"] == c["forwardedTokens"] for c in report["calls"])
+    assert report["total"]["reportedInputTokens"] == report["total"]["forwardedTokens"]
     for key in ["added", "beyondStore", "direct", "addedOverDirect", "beyondStoreOverDirect"]:
         assert report["total"][f"{key}MsP50"] <= report["total"][f"{key}MsP99"], key
