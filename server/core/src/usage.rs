@@ -27,13 +27,3 @@ impl AddAssign for Usage {
         self.output += more.output;
     }
 }
-
-impl Usage {
-    /// The share of input the provider's cache served, 0.0 to 1.0.
-    pub fn cache_hit_rate(&self) -> f64 {
-        match self.input {
-            0 => 0.0,
-            n => self.cached_input as f64 / n as f64,
-        }
-    }
-}
