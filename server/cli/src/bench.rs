@@ -2,7 +2,8 @@
 //! ingests them through the service, and prints assemble p50/p99, ingest
 //! rate, peak memory and start-up time to answering `initialize`; then the
 //! time to append one single-line tool output of 1 MB and of 4 MB (their
-//! ratio is about 4 when ingest is linear in the length of a line).
+//! ratio is about 4 when ingest is linear in the length of a line), and the
+//! time and memory of the first token count in a fresh process.
 //! `--over-stdio` drives a spawned `ctxproxy serve` instead and times
 //! `ctx/assemble` as an editor sees it, reply on stdout included.
 //! `--via-proxy` times the proxy's own path per model request instead
@@ -15,6 +16,7 @@ use std::time::{Duration, Instant};
 use serde_json::{json, Value};
 
 use crate::timing::percentile;
+use ctxproxy_core::tokens::{self, Encoding};
 use ctxproxy_service::api::OpenSessionResult;
 use ctxproxy_service::from_json;
 use ctxproxy_service::service::Service;
@@ -42,6 +44,11 @@ pub struct Args {
     /// resends the history: use sizes up to a few thousand.
     #[arg(long, conflicts_with = "over_stdio")]
     via_proxy: bool,
+    /// Count one short text in this process, before anything else counts,
+    /// and print the time and peak memory growth of that count as JSON
+    /// (what `bench` runs in fresh processes of its own binary).
+    #[arg(long, hide = true)]
+    first_count: bool,
 }
 
 impl Args {
@@ -76,12 +83,14 @@ fn exchange(i: u32) -> Vec<Value> {
     ]
 }
 
-fn peak_rss_kib() -> Option<u64> {
+/// A figure of this process's /proc/self/status in KiB (`VmHWM`: peak
+/// resident memory; `VmRSS`: resident now).
+fn status_kib(field: &str) -> Option<u64> {
     let status = std::fs::read_to_string("/proc/self/status").ok()?;
     status
         .lines()
-        .find(|l| l.starts_with("VmHWM:"))
-        .and_then(|l| l.split_whitespace().nth(1))
+        .find_map(|l| l.strip_prefix(field)?.strip_prefix(':'))
+        .and_then(|v| v.split_whitespace().next())
         .and_then(|v| v.parse().ok())
 }
 
@@ -92,9 +101,12 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
     if args.via_proxy {
         return via_proxy(&args.sizes()).await;
     }
+    if args.first_count {
+        return first_count_here();
+    }
     // Steady state: the tokenizer tables load once per process, as `serve`
     // does in the background at start (start-up is measured separately).
-    ctxproxy_core::tokens::warm_up();
+    tokens::warm_up();
     println!(
         "{:>9} {:>12} {:>14} {:>11} {:>11} {:>11} {:>12}",
         "exchanges", "ingest x/s", "x/CPU-second", "assemble p50", "p99", "max", "prompt tok"
@@ -150,7 +162,7 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
         // background while the next figures are taken.
         service.checkpoint().await?;
     }
-    if let Some(kib) = peak_rss_kib() {
+    if let Some(kib) = status_kib("VmHWM") {
         println!("peak memory (VmHWM): {:.1} MiB", kib as f64 / 1024.0);
     }
     let one = long_line_append(1 << 20).await?;
@@ -168,6 +180,68 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
         ),
         Err(e) => println!("start-up not measured: {e}"),
     }
+    match first_count() {
+        Ok(first) => println!(
+            "first token count in a fresh process ({}, median of {FIRST_COUNT_RUNS}): {:.1} ms, peak memory +{:.1} MiB",
+            Encoding::O200kBase.as_str(),
+            first.ms,
+            first.peak_growth_kib as f64 / 1024.0
+        ),
+        Err(e) => println!("first token count not measured: {e}"),
+    }
+    Ok(())
+}
+
+/// What one fresh process reports of its first token count.
+#[derive(serde::Serialize, serde::Deserialize)]
+struct FirstCount {
+    ms: f64,
+    /// The count's peak resident memory over the resident memory before it.
+    peak_growth_kib: u64,
+}
+
+/// A line as a CLI call or a server's first request counts first.
+const FIRST_COUNT_TEXT: &str =
+    "Why does handler_7 fail on empty input in src/module_7.rs? Check the parser.";
+const FIRST_COUNT_RUNS: usize = 5;
+
+/// Runs `bench --first-count` in fresh processes of this binary and returns
+/// the median time and the median memory growth (each its own median).
+fn first_count() -> anyhow::Result<FirstCount> {
+    let mut runs = Vec::with_capacity(FIRST_COUNT_RUNS);
+    for _ in 0..FIRST_COUNT_RUNS {
+        let out = Command::new(std::env::current_exe()?)
+            .args(["bench", "--first-count"])
+            .stderr(Stdio::inherit())
+            .output()?;
+        anyhow::ensure!(out.status.success(), "bench --first-count: {}", out.status);
+        runs.push(serde_json::from_slice::<FirstCount>(&out.stdout)?);
+    }
+    let mut ms: Vec<f64> = runs.iter().map(|r| r.ms).collect();
+    let mut kib: Vec<u64> = runs.iter().map(|r| r.peak_growth_kib).collect();
+    ms.sort_by(f64::total_cmp);
+    kib.sort();
+    Ok(FirstCount {
+        ms: ms[FIRST_COUNT_RUNS / 2],
+        peak_growth_kib: kib[FIRST_COUNT_RUNS / 2],
+    })
+}
+
+/// `--first-count`: this process's first token count, timed, with its
+/// peak memory growth (the peak reset first, so an earlier one does not
+/// hide it).
+fn first_count_here() -> anyhow::Result<()> {
+    std::fs::write("/proc/self/clear_refs", "5")?;
+    let before = status_kib("VmRSS").ok_or_else(|| anyhow::anyhow!("no VmRSS"))?;
+    let started = Instant::now();
+    std::hint::black_box(tokens::count(Encoding::O200kBase, FIRST_COUNT_TEXT));
+    let ms = ms(started.elapsed());
+    let peak = status_kib("VmHWM").ok_or_else(|| anyhow::anyhow!("no VmHWM"))?;
+    let first = FirstCount {
+        ms,
+        peak_growth_kib: peak.saturating_sub(before),
+    };
+    println!("{}", serde_json::to_string(&first)?);
     Ok(())
 }
 
