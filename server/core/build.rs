@@ -1,125 +1,63 @@
-//! Packs the byte-pair encodings of o200k_base and cl100k_base into
-//! `$OUT_DIR/{name}.bpe.zst`, which `src/tokens/tables.rs` embeds and
-//! unpacks at an encoding's first use.
+//! Lays out the mergeable ranks of o200k_base and cl100k_base as
+//! `$OUT_DIR/{name}.{tokens,starts,slots}`, which `src/tokens/ranks.rs`
+//! embeds and reads in place (the layout of a slot is
+//! `src/tokens/ranks/layout.rs`, shared with it).
 //!
-//! The tables are bpe-openai's own (its `BytePairEncoding`, read here from
-//! the crate), so the counts are the same by construction. bpe-openai embeds
-//! them as 47 MB of MessagePack, which made a 65 MB stripped binary; this
-//! keeps what is expensive to rebuild (the three Aho-Corasick automata, 3 s
-//! to build for o200k, and the merge table) with the tokens, and compresses
-//! them with zstd: 13.4 MB. The token hash map, the pair map and the
-//! next-prefix table are recomputed at first use from the tokens.
-//!
-//! The packed layout (little-endian), compressed as one zstd frame:
-//!   u64 hash factor
-//!   u32 token count n, then n bytes: each token's length
-//!   u32 length, the tokens' bytes concatenated
-//!   u32 length, the longest-match automaton (daachorse's serialization)
-//!   u32 length, the overlapping automaton XOR the longest-match one (same length)
-//!   u32 length, the reversed overlapping automaton
-//!   u32 length, the merge table: for each token the pair it merges from
-//!     (u32, u32), or itself twice
+//! The tokens are bpe-openai's (tiktoken's, a token's id its rank), read
+//! from the crate. Per encoding:
+//!   tokens: every token's bytes, in rank order, end to end
+//!   starts: where each token starts in `tokens`, and where the last ends
+//!     (u32, little-endian)
+//!   slots: an open-addressing hash table of 2^k slots (u32, little-endian),
+//!     at most 40% full, probed linearly from a token's home slot
 
 use std::path::PathBuf;
 
-use serde::de::{Deserializer, IgnoredAny, Visitor};
-use serde::Deserialize;
-
-/// Level 19 keeps the packed tables at 13.4 MB, which takes a minute of
-/// this script; levels up to 15 are much faster and about 3 MB larger, so
-/// debug builds (tests, CI) use 3: the tables are the same once unpacked.
-fn zstd_level() -> i32 {
-    match std::env::var("PROFILE").as_deref() {
-        Ok("release") => 19,
-        _ => 3,
-    }
-}
+#[allow(dead_code)]
+#[path = "src/tokens/ranks/layout.rs"]
+mod layout;
 
 fn main() {
     println!("cargo::rerun-if-changed=build.rs");
+    println!("cargo::rerun-if-changed=src/tokens/ranks/layout.rs");
     let out = PathBuf::from(std::env::var("OUT_DIR").expect("OUT_DIR is set during build"));
     for (name, tokenizer) in [
         ("o200k_base", bpe_openai::o200k_base()),
         ("cl100k_base", bpe_openai::cl100k_base()),
     ] {
-        let serialized = rmp_serde::to_vec(&tokenizer.bpe).expect("the tables serialize");
-        let parts: Parts = rmp_serde::from_slice(&serialized).expect("the tables read back");
-        let packed = pack(&parts);
-        let compressed = zstd::bulk::compress(&packed, zstd_level()).expect("zstd compresses");
-        std::fs::write(out.join(format!("{name}.bpe.zst")), compressed)
-            .expect("OUT_DIR is writable");
-    }
-}
-
-fn pack(parts: &Parts) -> Vec<u8> {
-    let mut packed = Vec::new();
-    packed.extend_from_slice(&parts.hash_factor.to_le_bytes());
-    let n = parts.token_starts.len() - 1;
-    packed.extend_from_slice(&(n as u32).to_le_bytes());
-    for w in parts.token_starts.windows(2) {
-        let len = w[1] - w[0];
-        assert!((1..256).contains(&len), "a token of {len} bytes");
-        packed.push(len as u8);
-    }
-    let section = |packed: &mut Vec<u8>, bytes: &[u8]| {
-        packed.extend_from_slice(&(bytes.len() as u32).to_le_bytes());
-        packed.extend_from_slice(bytes);
-    };
-    section(&mut packed, &parts.all_tokens);
-    section(&mut packed, &parts.longest_searcher.0);
-    assert_eq!(
-        parts.overlapping_searcher.0.len(),
-        parts.longest_searcher.0.len()
-    );
-    let xor: Vec<u8> = parts
-        .overlapping_searcher
-        .0
-        .iter()
-        .zip(&parts.longest_searcher.0)
-        .map(|(a, b)| a ^ b)
-        .collect();
-    section(&mut packed, &xor);
-    section(&mut packed, &parts.overlapping_searcher_rev.0);
-    let split: Vec<u8> = parts
-        .split_table
-        .iter()
-        .flat_map(|&(a, b)| [a.to_le_bytes(), b.to_le_bytes()])
-        .flatten()
-        .collect();
-    section(&mut packed, &split);
-    packed
-}
-
-/// `bpe::byte_pair_encoding::BytePairEncoding`'s fields, in its order, as
-/// its `Serialize` writes them; the ones recomputed at first use are skipped.
-#[derive(Deserialize)]
-struct Parts {
-    all_tokens: Vec<u8>,
-    token_starts: Vec<u32>,
-    _bytes_hash_to_token: IgnoredAny,
-    split_table: Vec<(u32, u32)>,
-    _pair_lookup: IgnoredAny,
-    longest_searcher: Bytes,
-    overlapping_searcher: Bytes,
-    overlapping_searcher_rev: Bytes,
-    _next_prefix_match: IgnoredAny,
-    hash_factor: u64,
-}
-
-struct Bytes(Vec<u8>);
-
-impl<'de> Deserialize<'de> for Bytes {
-    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        struct V;
-        impl Visitor<'_> for V {
-            type Value = Bytes;
-            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
-                f.write_str("bytes")
-            }
-            fn visit_bytes<E>(self, v: &[u8]) -> Result<Bytes, E> {
-                Ok(Bytes(v.to_vec()))
-            }
+        let tokens: Vec<&[u8]> = (0..tokenizer.bpe.num_tokens() as u32)
+            .map(|id| tokenizer.bpe.token_bytes(id))
+            .collect();
+        let write = |ext: &str, bytes: &[u8]| {
+            std::fs::write(out.join(format!("{name}.{ext}")), bytes).expect("OUT_DIR is writable")
+        };
+        write("tokens", &tokens.concat());
+        let mut starts = vec![0u32];
+        for token in &tokens {
+            assert!(token.len() <= layout::LONGEST_TOKEN, "{name}: {token:?}");
+            starts.push(starts.last().expect("a start") + token.len() as u32);
         }
-        d.deserialize_bytes(V)
+        write("starts", &le_bytes(&starts));
+        write("slots", &le_bytes(&slots(&tokens)));
     }
+}
+
+/// The hash table: each token in the first empty slot from its home.
+fn slots(tokens: &[&[u8]]) -> Vec<u32> {
+    let bits = (tokens.len() * 5 / 2).next_power_of_two().trailing_zeros();
+    let mut slots = vec![0u32; 1 << bits];
+    let mask = slots.len() - 1;
+    for (rank, token) in tokens.iter().enumerate() {
+        let hash = layout::hash(token);
+        let mut at = layout::home(hash, bits);
+        while !layout::is_empty(slots[at]) {
+            at = (at + 1) & mask;
+        }
+        slots[at] = layout::slot(rank as u32, hash);
+    }
+    slots
+}
+
+fn le_bytes(words: &[u32]) -> Vec<u8> {
+    words.iter().flat_map(|w| w.to_le_bytes()).collect()
 }

@@ -1,9 +1,13 @@
-//! The token tables' first-use cost per encoding, and counting speed:
+//! The first count's cost per encoding (a line of ASCII, then a line with
+//! characters outside ASCII, which builds the pre-tokenizer's regex), and
+//! counting speed after it: code, and one piece of 1 MB (a run of letters,
+//! which merges through the heap):
 //!
-//!   cargo run --release -p ctxproxy-core --example token_tables            # ctxproxy's packed tables
-//!   cargo run --release -p ctxproxy-core --example token_tables bpe-openai # bpe-openai's own
+//!   cargo run --release -p ctxproxy-core --example token_tables            # tokens::count
+//!   cargo run --release -p ctxproxy-core --example token_tables bpe-openai # bpe-openai's, for comparison
 //!
-//! Run it a few times: each run loads each encoding once, as a process does.
+//! Run it a few times: each run counts in each encoding for the first time
+//! once, as a process does.
 
 use std::time::Instant;
 
@@ -11,6 +15,11 @@ use ctxproxy_core::tokens::{self, Encoding};
 
 fn main() {
     let bpe_openai = std::env::args().nth(1).as_deref() == Some("bpe-openai");
+    let count = |encoding: Encoding, text: &str| match (bpe_openai, encoding) {
+        (false, _) => tokens::count(encoding, text) as usize,
+        (true, Encoding::O200kBase) => bpe_openai::o200k_base().count(text),
+        (true, Encoding::Cl100kBase) => bpe_openai::cl100k_base().count(text),
+    };
     let source = concat!(
         include_str!("../src/packer/mod.rs"),
         include_str!("../src/tokens.rs"),
@@ -30,27 +39,37 @@ fn main() {
             text
         })
         .collect();
+    // Lower-case letters from an LCG: one piece, no repetition.
+    let mut x: u64 = 1;
+    let run: String = (0..1 << 20)
+        .map(|_| {
+            x = x
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            (b'a' + ((x >> 33) % 26) as u8) as char
+        })
+        .collect();
     for encoding in Encoding::ALL {
-        let start = Instant::now();
-        let tokenizer = match (bpe_openai, encoding) {
-            (false, _) => tokens::tokenizer(encoding),
-            (true, Encoding::O200kBase) => bpe_openai::o200k_base(),
-            (true, Encoding::Cl100kBase) => bpe_openai::cl100k_base(),
+        let first = |text: &str| {
+            let start = Instant::now();
+            std::hint::black_box(count(encoding, text));
+            start.elapsed().as_secs_f64() * 1e3
         };
-        let loaded = start.elapsed();
-        // Counted straight through the tokenizer (tokens::count's caches aside).
+        let ascii = first("Why does handler_7 fail on empty input? Check the parser.");
+        let unicode = first("Pourquoi handler_7 échoue-t-il sur une entrée vide ?");
         let start = Instant::now();
-        let total: usize = texts
-            .iter()
-            .map(|text| tokenizer.count(text.as_str()))
-            .sum();
+        let total: usize = texts.iter().map(|text| count(encoding, text)).sum();
         let secs = start.elapsed().as_secs_f64();
         let mb = texts.iter().map(String::len).sum::<usize>() as f64 / 1e6;
+        let start = Instant::now();
+        let run_tokens = count(encoding, &run);
+        let run_ms = start.elapsed().as_secs_f64() * 1e3;
         println!(
-            "{} {}: first use {:.1} ms; counted {mb:.1} MB ({total} tokens) at {:.2} MB/s",
+            "{} {}: first count {ascii:.2} ms, then outside ASCII {unicode:.2} ms; \
+             counted {mb:.1} MB of code ({total} tokens) at {:.2} MB/s; \
+             a run of 1 MiB of letters ({run_tokens} tokens) in {run_ms:.0} ms",
             if bpe_openai { "bpe-openai" } else { "ctxproxy" },
             encoding.as_str(),
-            loaded.as_secs_f64() * 1e3,
             mb / secs,
         );
     }

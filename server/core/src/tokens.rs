@@ -1,21 +1,23 @@
 //! The token counting facade: one place that knows the tokenizer.
 //!
 //! Counts are OpenAI's tiktoken counts exactly (special tokens counted as
-//! ordinary text), computed with GitHub's `bpe-openai`: the same
-//! pre-tokenization, then a byte-pair encoder whose time is linear in the
-//! length of a piece. A 4 MB line without whitespace costs what 4 MB of prose
-//! costs; nothing is sliced or estimated. The tables load once per process
-//! (0.15-0.4 s, `tokens/tables`), lazily, per encoding. Two per-thread
-//! caches make repeated work cheap without changing a count: the counts of
-//! short pieces, and the last few counts of large texts (docs/PERFORMANCE.md
-//! has the figures).
+//! ordinary text), by tiktoken's own algorithm: the text is cut into pieces
+//! by its pre-tokenizer's patterns (`tokens/split`, `tokens/pattern`), and
+//! each piece's bytes merge pair by pair in the order of the encoding's
+//! ranks (`tokens/merge`). A long piece costs n log n, not n squared: a
+//! 4 MB line without whitespace is counted, never sliced or estimated. The
+//! ranks are tables in the binary (`tokens/ranks`), read in place, so a
+//! process's first count costs what any count does (docs/PERFORMANCE.md has
+//! the figures). Two per-thread caches make repeated work cheap without
+//! changing a count: the counts of short pieces, and the last few counts of
+//! large texts.
 
+mod merge;
+mod pattern;
+mod ranks;
 mod split;
-mod tables;
 
-use std::sync::LazyLock;
-
-use bpe_openai::Tokenizer;
+use ranks::Ranks;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Default)]
 pub enum Encoding {
@@ -33,35 +35,17 @@ impl Encoding {
             Encoding::Cl100kBase => "cl100k_base",
         }
     }
-
-    fn tokenizer(self) -> &'static Tokenizer {
-        static O200K_BASE: LazyLock<Tokenizer> =
-            LazyLock::new(|| tables::tokenizer(Encoding::O200kBase));
-        static CL100K_BASE: LazyLock<Tokenizer> =
-            LazyLock::new(|| tables::tokenizer(Encoding::Cl100kBase));
-        match self {
-            Encoding::O200kBase => &O200K_BASE,
-            Encoding::Cl100kBase => &CL100K_BASE,
-        }
-    }
 }
 
 crate::wire_name!(Encoding: O200kBase, Cl100kBase);
 
-/// The tokenizer of `encoding`, built at its first use; for benches that
-/// compare it with bpe-openai's (`examples/token_tables.rs`).
-#[doc(hidden)]
-pub fn tokenizer(encoding: Encoding) -> &'static Tokenizer {
-    encoding.tokenizer()
-}
-
-/// Loads o200k's tables, which every ingest counts in
-/// (`exchange_record::counted_at_ingest`), so the first count does not pay for it;
-/// servers call this on a background thread at start. Another encoding's
-/// tables load at its first count: loaded unasked, they would cost tens of
-/// MB in a process that never counts in them.
+/// Builds what o200k's first count of text outside ASCII would wait for
+/// (its pre-tokenizer's regex, a few milliseconds), as servers do on a
+/// background thread at start: every ingest counts in o200k
+/// (`exchange_record::counted_at_ingest`). Another encoding's regex is
+/// built at its first use.
 pub fn warm_up() {
-    count(Encoding::O200kBase, " ");
+    pattern::warm_up(Encoding::O200kBase);
 }
 
 /// The number of tokens of `text` in `encoding` (special tokens as ordinary text).
@@ -82,14 +66,14 @@ pub fn count(encoding: Encoding, text: &str) -> u32 {
     n
 }
 
-/// The sum of the counts of `text`'s pre-tokenized pieces (what
-/// `Tokenizer::count` does), short pieces recalled from this thread's cache.
+/// The sum of the counts of `text`'s pre-tokenized pieces, short pieces
+/// recalled from this thread's cache.
 fn count_pieces(encoding: Encoding, text: &str) -> u32 {
-    let tokenizer = encoding.tokenizer();
+    let ranks = Ranks::of(encoding);
     PIECES.with_borrow_mut(|caches| {
         let slots = caches[encoding as usize]
             .get_or_insert_with(|| vec![([0; PIECE_KEY_BYTES], 0); PIECE_SLOTS].into_boxed_slice());
-        split::split(encoding, tokenizer, text)
+        split::split(encoding, text)
             .map(|piece| {
                 let bytes = piece.as_bytes();
                 // Every byte is a token of its own in both encodings.
@@ -97,14 +81,14 @@ fn count_pieces(encoding: Encoding, text: &str) -> u32 {
                     return 1;
                 }
                 if bytes.len() >= PIECE_KEY_BYTES {
-                    return tokenizer.bpe.count(bytes) as u32;
+                    return merge::count(ranks, bytes) as u32;
                 }
                 let mut key = [0u8; PIECE_KEY_BYTES];
                 key[0] = bytes.len() as u8;
                 key[1..=bytes.len()].copy_from_slice(bytes);
                 let slot = &mut slots[slot_of(&key)];
                 if slot.0 != key {
-                    *slot = (key, tokenizer.bpe.count(bytes) as u32);
+                    *slot = (key, merge::count(ranks, bytes) as u32);
                 }
                 slot.1
             })
@@ -155,35 +139,28 @@ thread_local! {
 /// the whole text when it fits, otherwise the first tokens of its encoding
 /// up to `max`, less the few that would end inside a character.
 pub fn truncate(encoding: Encoding, text: &str, max: u32) -> &str {
-    let tokenizer = encoding.tokenizer();
+    let ranks = Ranks::of(encoding);
     let max = max as usize;
     let mut used = 0;
-    for piece in tokenizer.split(text) {
-        let start = piece.as_ptr() as usize - text.as_ptr() as usize;
-        let n = tokenizer.bpe.count(piece.as_bytes());
+    let mut start = 0;
+    for piece in split::split(encoding, text) {
+        let n = merge::count(ranks, piece.as_bytes());
         if used + n <= max {
             used += n;
+            start += piece.len();
             continue;
         }
         // The cut falls in this piece: after as many of its tokens as fit.
         // Candidate ends, longest first; each is checked by counting the
         // prefix itself, so the cap holds whatever the pre-tokenizer makes
         // of the shortened text.
-        let mut end = start;
-        let mut ends = vec![start];
-        for t in tokenizer
-            .bpe
-            .encode_via_backtracking(piece.as_bytes())
-            .into_iter()
-            .take(max - used)
-        {
-            end += tokenizer.bpe.token_len(t);
-            ends.push(end);
-        }
-        let fits =
-            |&end: &usize| text.is_char_boundary(end) && tokenizer.count(&text[..end]) <= max;
-        return match ends.iter().rev().find(|e| fits(e)) {
-            Some(&end) => &text[..end],
+        let ends = merge::token_ends(ranks, piece.as_bytes());
+        let ends = std::iter::once(start).chain(ends.iter().take(max - used).map(|e| start + e));
+        let fits = |&end: &usize| {
+            text.is_char_boundary(end) && count_pieces(encoding, &text[..end]) as usize <= max
+        };
+        return match ends.rev().find(fits) {
+            Some(end) => &text[..end],
             // Even the pieces before the cut recount over `max` (a
             // pre-tokenizer look-ahead changed at the new end): back off
             // char by char; this terminates at the empty prefix.
@@ -192,7 +169,7 @@ pub fn truncate(encoding: Encoding, text: &str, max: u32) -> &str {
                     .char_indices()
                     .map(|(i, _)| i)
                     .rev()
-                    .find(|&i| tokenizer.count(&text[..i]) <= max)
+                    .find(|&i| count_pieces(encoding, &text[..i]) as usize <= max)
                     .unwrap_or(0);
                 &text[..end]
             }
