@@ -10,6 +10,8 @@
 //!     (u32, little-endian)
 //!   slots: an open-addressing hash table of 2^k slots (u32, little-endian),
 //!     at most 40% full, probed linearly from a token's home slot
+//!   pairs: the rank of each two-byte string [a, b] at a * 256 + b, or
+//!     u32::MAX (u32, little-endian)
 
 use std::path::PathBuf;
 
@@ -39,6 +41,13 @@ fn main() {
         }
         write("starts", &le_bytes(&starts));
         write("slots", &le_bytes(&slots(&tokens)));
+        let mut pairs = vec![u32::MAX; 1 << 16];
+        for (rank, token) in tokens.iter().enumerate() {
+            if let &[a, b] = *token {
+                pairs[usize::from(a) << 8 | usize::from(b)] = rank as u32;
+            }
+        }
+        write("pairs", &le_bytes(&pairs));
     }
 }
 

@@ -1,8 +1,11 @@
 //! An encoding's mergeable ranks, tiktoken's token -> rank map (a token's
 //! rank is its id), as `build.rs` lays them out in the binary: the tokens'
-//! bytes end to end, where each one starts, and an open-addressing hash
-//! table of slots (`ranks/layout`). Nothing is built or unpacked at run
-//! time: a lookup reads the few pages of the binary it needs, so a
+//! bytes end to end, where each one starts, an open-addressing hash table
+//! of slots (`ranks/layout`), and the rank of every two-byte string, which
+//! every merge looks up first for each pair of bytes (256 KB, where the
+//! hash table and the tokens it points to are megabytes: a byte pair's
+//! rank is one read, mostly from cache). Nothing is built or unpacked at
+//! run time: a lookup reads the few pages of the binary it needs, so a
 //! process's first count costs what any count costs.
 
 mod layout;
@@ -20,6 +23,9 @@ pub(super) struct Ranks {
     /// `2^slot_bits` little-endian `u32` slots.
     slots: &'static [u8],
     slot_bits: u32,
+    /// The rank of each two-byte string `[a, b]` at `a * 256 + b`, or
+    /// `u32::MAX`: a little-endian `u32` each.
+    pairs: &'static [u8],
 }
 
 macro_rules! table {
@@ -28,6 +34,7 @@ macro_rules! table {
             include_bytes!(concat!(env!("OUT_DIR"), "/", $name, ".tokens")),
             include_bytes!(concat!(env!("OUT_DIR"), "/", $name, ".starts")),
             include_bytes!(concat!(env!("OUT_DIR"), "/", $name, ".slots")),
+            include_bytes!(concat!(env!("OUT_DIR"), "/", $name, ".pairs")),
         )
     };
 }
@@ -43,22 +50,39 @@ impl Ranks {
         }
     }
 
-    const fn new(tokens: &'static [u8], starts: &'static [u8], slots: &'static [u8]) -> Ranks {
+    const fn new(
+        tokens: &'static [u8],
+        starts: &'static [u8],
+        slots: &'static [u8],
+        pairs: &'static [u8],
+    ) -> Ranks {
         let slot_count = slots.len() / 4;
         assert!(slot_count.is_power_of_two(), "a power of two of slots");
+        assert!(pairs.len() == 4 << 16, "a rank for each two-byte string");
         Ranks {
             tokens,
             starts,
             slots,
             slot_bits: slot_count.trailing_zeros(),
+            pairs,
         }
     }
 
     /// The rank of the token whose bytes are `bytes`, if one is.
     pub(super) fn rank(&self, bytes: &[u8]) -> Option<u32> {
-        if bytes.len() > LONGEST_TOKEN {
-            return None;
+        match bytes.len() {
+            2 => Some(word(
+                self.pairs,
+                usize::from(bytes[0]) << 8 | usize::from(bytes[1]),
+            ))
+            .filter(|&rank| rank != u32::MAX),
+            n if n > LONGEST_TOKEN => None,
+            _ => self.hashed_rank(bytes),
         }
+    }
+
+    /// `rank`, through the hash table.
+    fn hashed_rank(&self, bytes: &[u8]) -> Option<u32> {
         let hash = layout::hash(bytes);
         let mask = (1 << self.slot_bits) - 1;
         let mut at = layout::home(hash, self.slot_bits);
@@ -114,6 +138,7 @@ mod tests {
             }
             for no_token in [
                 &b"xq7Zk\x00\xff"[..],
+                &b"\xff\xfe"[..],
                 "漢字仮名한국어éü".as_bytes(),
                 &[b'a'; LONGEST_TOKEN + 1],
             ] {
