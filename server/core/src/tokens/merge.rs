@@ -95,49 +95,66 @@ fn rescanning(ranks: &Ranks, piece: &[u8], mut end: impl FnMut(usize)) {
 /// value, and an entry is current exactly when its rank is the pair's.
 fn queued(ranks: &Ranks, piece: &[u8], mut end: impl FnMut(usize)) {
     let n = piece.len();
-    // For the part that starts at byte s: next[s], where the next part
-    // starts (n after the last); prev[s], where the part before starts;
-    // rank[s], the rank of it merged with the next (NONE when they do not
-    // merge, or when s no longer starts a part).
-    let mut next: Vec<u32> = (1..=n as u32).collect();
-    let mut prev: Vec<u32> = (0..n as u32).map(|s| s.saturating_sub(1)).collect();
-    let mut rank = vec![NONE; n];
-    let pair = |next: &[u32], s: usize| match next[s] as usize {
-        after if after < n => ranks.rank(&piece[s..next[after] as usize]).unwrap_or(NONE),
+    // The part that starts at byte s is parts[s], its links and its pair's
+    // rank side by side: a merge reads and writes a few neighbouring parts.
+    let mut parts: Vec<Part> = (0..n as u32)
+        .map(|s| Part {
+            next: s + 1,
+            prev: s.saturating_sub(1),
+            rank: NONE,
+        })
+        .collect();
+    let pair = |parts: &[Part], s: usize| match parts[s].next as usize {
+        after if after < n => {
+            let end = parts.get(after).map_or(n, |p| p.next as usize);
+            ranks.rank(&piece[s..end]).unwrap_or(NONE)
+        }
         _ => NONE,
     };
     // Entries are rank then start in one integer, the smallest first.
-    let mut heap = BinaryHeap::with_capacity(n);
-    let queue = |heap: &mut BinaryHeap<_>, rank: &mut [u32], next: &[u32], s: usize| {
-        rank[s] = pair(next, s);
-        if rank[s] != NONE {
-            heap.push(Reverse(u64::from(rank[s]) << 32 | s as u64));
-        }
-    };
+    let entry = |rank: u32, s: usize| Reverse(u64::from(rank) << 32 | s as u64);
     for s in 0..n - 1 {
-        queue(&mut heap, &mut rank, &next, s);
+        parts[s].rank = pair(&parts, s);
     }
-    while let Some(Reverse(entry)) = heap.pop() {
-        let (r, s) = ((entry >> 32) as u32, entry as u32 as usize);
-        if rank[s] != r {
+    let mut heap: BinaryHeap<_> = (parts.iter().enumerate())
+        .filter(|(_, part)| part.rank != NONE)
+        .map(|(s, part)| entry(part.rank, s))
+        .collect();
+    while let Some(Reverse(top)) = heap.pop() {
+        let (rank, s) = ((top >> 32) as u32, top as u32 as usize);
+        if parts[s].rank != rank {
             continue;
         }
-        let merged = next[s] as usize;
-        rank[merged] = NONE;
-        next[s] = next[merged];
-        if let Some(p) = prev.get_mut(next[s] as usize) {
-            *p = s as u32;
+        let merged = parts[s].next as usize;
+        parts[merged].rank = NONE;
+        parts[s].next = parts[merged].next;
+        let after = parts[s].next as usize;
+        if let Some(after) = parts.get_mut(after) {
+            after.prev = s as u32;
         }
-        queue(&mut heap, &mut rank, &next, s);
-        if s > 0 {
-            queue(&mut heap, &mut rank, &next, prev[s] as usize);
+        let before = parts[s].prev as usize;
+        for s in [s].into_iter().chain((s > 0).then_some(before)) {
+            parts[s].rank = pair(&parts, s);
+            if parts[s].rank != NONE {
+                heap.push(entry(parts[s].rank, s));
+            }
         }
     }
     let mut s = 0;
     while s < n {
-        s = next[s] as usize;
+        s = parts[s].next as usize;
         end(s);
     }
+}
+
+/// A part of a piece being merged, by where it starts: where the next part
+/// starts (the piece's length after the last), where the part before
+/// starts, and the rank of it merged with the next (NONE when they do not
+/// merge, or when it no longer starts a part).
+struct Part {
+    next: u32,
+    prev: u32,
+    rank: u32,
 }
 
 #[cfg(test)]
