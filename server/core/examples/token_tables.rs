@@ -1,7 +1,7 @@
 //! The first count's cost per encoding (a line of ASCII, then a line with
 //! characters outside ASCII, which builds the pre-tokenizer's regex), and
-//! counting speed after it: code, and one piece of 1 MB (a run of letters,
-//! which merges through the heap):
+//! counting speed after it: code, and single pieces of 1 MiB (a run of
+//! letters, a run of spaces), which merge through the heap:
 //!
 //!   cargo run --release -p ctxproxy-core --example token_tables            # tokens::count
 //!   cargo run --release -p ctxproxy-core --example token_tables bpe-openai # bpe-openai's, for comparison
@@ -39,9 +39,10 @@ fn main() {
             text
         })
         .collect();
-    // Lower-case letters from an LCG: one piece, no repetition.
+    // Lower-case letters from an LCG (no repetition), and spaces: each
+    // one piece.
     let mut x: u64 = 1;
-    let run: String = (0..1 << 20)
+    let letters: String = (0..1 << 20)
         .map(|_| {
             x = x
                 .wrapping_mul(6364136223846793005)
@@ -49,6 +50,7 @@ fn main() {
             (b'a' + ((x >> 33) % 26) as u8) as char
         })
         .collect();
+    let spaces = format!("{}x", " ".repeat(1 << 20));
     for encoding in Encoding::ALL {
         let first = |text: &str| {
             let start = Instant::now();
@@ -61,16 +63,20 @@ fn main() {
         let total: usize = texts.iter().map(|text| count(encoding, text)).sum();
         let secs = start.elapsed().as_secs_f64();
         let mb = texts.iter().map(String::len).sum::<usize>() as f64 / 1e6;
-        let start = Instant::now();
-        let run_tokens = count(encoding, &run);
-        let run_ms = start.elapsed().as_secs_f64() * 1e3;
+        let run_ms = |run: &str| {
+            let start = Instant::now();
+            std::hint::black_box(count(encoding, run));
+            start.elapsed().as_secs_f64() * 1e3
+        };
         println!(
             "{} {}: first count {ascii:.2} ms, then outside ASCII {unicode:.2} ms; \
              counted {mb:.1} MB of code ({total} tokens) at {:.2} MB/s; \
-             a run of 1 MiB of letters ({run_tokens} tokens) in {run_ms:.0} ms",
+             runs of 1 MiB: letters {:.0} ms, spaces {:.0} ms",
             if bpe_openai { "bpe-openai" } else { "ctxproxy" },
             encoding.as_str(),
             mb / secs,
+            run_ms(&letters),
+            run_ms(&spaces),
         );
     }
 }
