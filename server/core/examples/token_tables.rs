@@ -1,7 +1,7 @@
 //! The first count's cost per encoding (a line of ASCII, then a line with
 //! characters outside ASCII, which builds the pre-tokenizer's regex), and
-//! counting speed after it: code, and single pieces of 1 MiB (a run of
-//! letters, a run of spaces), which merge through the heap:
+//! counting speed after it: code, and single pieces of 64 KiB and 1 MiB (a
+//! run of letters, a run of spaces), which merge through the heap:
 //!
 //!   cargo run --release -p ctxproxy-core --example token_tables            # tokens::count
 //!   cargo run --release -p ctxproxy-core --example token_tables bpe-openai # bpe-openai's, for comparison
@@ -39,8 +39,8 @@ fn main() {
             text
         })
         .collect();
-    // Lower-case letters from an LCG (no repetition), and spaces: each
-    // one piece.
+    // Lower-case letters from an LCG (no repetition), and spaces: one
+    // piece each.
     let mut x: u64 = 1;
     let letters: String = (0..1 << 20)
         .map(|_| {
@@ -50,7 +50,7 @@ fn main() {
             (b'a' + ((x >> 33) % 26) as u8) as char
         })
         .collect();
-    let spaces = format!("{}x", " ".repeat(1 << 20));
+    let spaces = " ".repeat(1 << 20);
     for encoding in Encoding::ALL {
         let first = |text: &str| {
             let start = Instant::now();
@@ -63,20 +63,25 @@ fn main() {
         let total: usize = texts.iter().map(|text| count(encoding, text)).sum();
         let secs = start.elapsed().as_secs_f64();
         let mb = texts.iter().map(String::len).sum::<usize>() as f64 / 1e6;
-        let run_ms = |run: &str| {
+        // The run's first `bytes`, then an `x` (whitespace at the end of a
+        // text is a piece of another kind).
+        let run_ms = |run: &str, bytes: usize| {
+            let run = format!("{}x", &run[..bytes]);
             let start = Instant::now();
-            std::hint::black_box(count(encoding, run));
+            std::hint::black_box(count(encoding, &run));
             start.elapsed().as_secs_f64() * 1e3
         };
         println!(
             "{} {}: first count {ascii:.2} ms, then outside ASCII {unicode:.2} ms; \
              counted {mb:.1} MB of code ({total} tokens) at {:.2} MB/s; \
-             runs of 1 MiB: letters {:.0} ms, spaces {:.0} ms",
+             runs of 64 KiB / 1 MiB: letters {:.1} / {:.0} ms, spaces {:.1} / {:.0} ms",
             if bpe_openai { "bpe-openai" } else { "ctxproxy" },
             encoding.as_str(),
             mb / secs,
-            run_ms(&letters),
-            run_ms(&spaces),
+            run_ms(&letters, 64 << 10),
+            run_ms(&letters, 1 << 20),
+            run_ms(&spaces, 64 << 10),
+            run_ms(&spaces, 1 << 20),
         );
     }
 }
