@@ -104,8 +104,9 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
     if args.first_count {
         return first_count_here();
     }
-    // Steady state: the tokenizer tables load once per process, as `serve`
-    // does in the background at start (start-up is measured separately).
+    // Steady state: o200k's pre-tokenizer regex is built once per process,
+    // as `serve` does in the background at start (start-up and the first
+    // count are measured separately).
     tokens::warm_up();
     println!(
         "{:>9} {:>12} {:>14} {:>11} {:>11} {:>11} {:>12}",
