@@ -3,8 +3,9 @@
 //
 //   node scripts/package-bundled.mjs [--binary PATH] [--target TARGET]
 //
-// --binary: the ctxproxy binary to ship (default: $CTXPROXY_BIN, else ../target/release/ctxproxy, built
-//   with `cargo build --release -p ctxproxy`); it must be built for TARGET.
+// --binary: the ctxproxy binary to ship (default: $CTXPROXY_BIN, else ../target/dist/ctxproxy, built
+//   with `cargo build --locked --profile dist -p ctxproxy`, the profile of what is shipped); it must be
+//   built for TARGET.
 // --target: the vsce target (default: this machine's, e.g. linux-x64); the .vsix is ctxproxy-TARGET.vsix
 //   and VS Code installs it only on that platform.
 // Offline: builds the extension, copies the binary to server/ with server/platform.json naming the
@@ -34,9 +35,9 @@ const { vsceTarget } = await import(join(clientDir, "out", "src", "serverPath.js
 const target = option("--target") ?? vsceTarget(process.platform, process.arch);
 if (!target) fail(`no vsce target for ${process.platform}-${process.arch}: pass --target`);
 const binary = resolve(
-  option("--binary") ?? process.env.CTXPROXY_BIN ?? join(clientDir, "..", "target", "release", "ctxproxy"),
+  option("--binary") ?? process.env.CTXPROXY_BIN ?? join(clientDir, "..", "target", "dist", "ctxproxy"),
 );
-if (!existsSync(binary)) fail(`${binary} not found: build it with \`cargo build --release -p ctxproxy\` or pass --binary`);
+if (!existsSync(binary)) fail(`${binary} not found: build it with \`cargo build --locked --profile dist -p ctxproxy\` or pass --binary`);
 
 const serverDir = join(clientDir, "server");
 const bundled = join(serverDir, target.startsWith("win32-") ? "ctxproxy.exe" : "ctxproxy");
