@@ -106,7 +106,7 @@ async def test_misspelt_initialization_options_are_refused_with_the_right_spelli
 
 # retrieve's per-item errors reach the model: one clear sentence each.
 ITEM_ERRORS = [
-    ("b3:zzzz", "`b3:zzzz` is not an id: expected x<N>, x<N>.<M>, p<N> or b3:<8 to 64 hex characters>"),
+    ("b3:zzzz", "`b3:zzzz` is not an id: expected x<N>, x<N>.<M>, p<N> or b3:<8 to 64 hex characters>, each optionally after its session's id and `/` (s-k3v9qa/x12)"),
     ("p1", "`p1` is a prompt, not an item to retrieve: ctx/explain shows a prompt"),
     ("x99", "unknown id `x99`"),
     ("x0", "`x0`: sequence numbers start at 1"),

@@ -5,6 +5,7 @@
 //! Layers, bottom first (no module uses one above it): `timing`, `report`;
 //! `report_html`, `via_proxy`; `proxy_args`; `replay`, `bench`, `inspect`, `doctor`, `run`.
 
+pub mod across;
 pub mod bench;
 pub mod doctor;
 pub mod inspect;

@@ -12,6 +12,7 @@ use std::path::PathBuf;
 use anyhow::{bail, Context};
 use serde_json::{json, Value};
 
+use crate::across::AcrossSessions;
 use crate::report::TurnSeen;
 use crate::{report, report_html};
 use ctxproxy_core::ids::{ExchangeId, ItemId};
@@ -181,13 +182,18 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
         let header = SessionHeader::read(&service, &session_file, i, id).await?;
         reports.push((header, out, stats));
     }
+    let across = AcrossSessions::of_file(&session_file, &replayed.ids, &replayed.turns);
     let single = reports.len() == 1;
     let data: Vec<Value> = reports
         .iter()
-        .map(|(h, out, stats)| {
+        .zip(&across)
+        .map(|((h, out, stats), across)| {
             let mut data = out.to_json(&h.id, stats);
             if !single {
                 h.add_to(&mut data);
+            }
+            if across.needs > 0 {
+                data["acrossSessions"] = across.to_json();
             }
             data
         })
@@ -209,11 +215,12 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
         };
         println!("{}", serde_json::to_string_pretty(&out)?);
     } else {
-        for (h, out, stats) in &reports {
+        for ((h, out, stats), across) in reports.iter().zip(&across) {
             if !single {
                 println!("{}", h.to_text());
             }
             print!("{}", out.to_text(&h.id, stats));
+            print!("{}", across.to_text());
             if !single {
                 println!();
             }
@@ -375,8 +382,15 @@ async fn replay_file(
 ) -> anyhow::Result<()> {
     let opened = service
         .open_session(OpenSessionParams {
-            title: Some(title.to_string()),
-            workspace: Some("replay".into()),
+            title: Some(
+                file.sessions[0]
+                    .title
+                    .clone()
+                    .unwrap_or_else(|| title.to_string()),
+            ),
+            // A session without a project sees no other: a file's sessions
+            // only share memory when they say they are of one project.
+            workspace: file.sessions[0].project.clone(),
             ..OpenSessionParams::default()
         })
         .await?;
@@ -412,7 +426,7 @@ async fn replay_file(
                             .clone()
                             .unwrap_or_else(|| format!("{title} {}", s.name)),
                     ),
-                    workspace: Some("replay".into()),
+                    workspace: s.project.clone(),
                     parent,
                     child,
                 };
@@ -452,6 +466,7 @@ async fn replay_turn(
         let found = service
             .search(SearchParams {
                 session_id: Some(session.to_string()),
+                project: None,
                 workspace: None,
                 query: question.clone(),
                 limit: Some(SEARCH_DEPTH),

@@ -168,8 +168,15 @@ impl Report {
             }
             let text = p.prompt.text.as_deref().unwrap_or_default();
             let question = exchanges[i].first().map_or("", |m| m.content.as_str());
-            for (k, need) in session[i].needs.iter().enumerate() {
-                let from = ExchangeId(need.from);
+            // A need of an earlier session is project memory's
+            // (`across::AcrossSessions`).
+            let own = session[i]
+                .needs
+                .iter()
+                .enumerate()
+                .filter(|(_, n)| n.session.is_none());
+            for (k, need) in own {
+                let from = &ExchangeId(need.from).to_string();
                 let blobs = turns
                     .get(need.from as usize - 1)
                     .map(|t| t.blobs.clone())

@@ -46,6 +46,13 @@ pub struct LayerCaps {
     /// The recall block: at most this many tokens of earlier exchanges'
     /// lines that match the question.
     pub recall_max: u32,
+    /// Project memory's standing section: at most this many tokens of what
+    /// the project's earlier sessions did, the same on every prompt of a
+    /// session.
+    pub memory_tokens: u32,
+    /// Project memory's recall: at most this many tokens of the lines of
+    /// the project's other sessions that match the question.
+    pub project_recall_max: u32,
 }
 
 /// The budget a prompt gets when neither the request nor the settings say.
@@ -59,8 +66,9 @@ impl LayerCaps {
     /// header, a summary, L0) stay put. At the default budget: a tail of
     /// 3,000 tokens of exchanges that ran tools and 11,000 in all, 2,000 of
     /// what the person said before it, 5 exchanges that ran tools kept in
-    /// full at a compaction, 40 summaries, 200 headers, 30 references and
-    /// 1,000 tokens of recall (docs/ASSEMBLY.md: how the shares were chosen).
+    /// full at a compaction, 40 summaries, 200 headers, 30 references,
+    /// 1,000 tokens of recall, 500 of project memory's standing section and
+    /// 1,000 of its recall (docs/ASSEMBLY.md: how the shares were chosen).
     pub fn for_budget(budget: u32) -> LayerCaps {
         let share =
             |num: u32, den: u32| (u64::from(budget) * u64::from(num) / u64::from(den)) as u32;
@@ -76,6 +84,8 @@ impl LayerCaps {
             max_headers: share(1, 80).max(50),
             max_references: share(1, 530).max(8),
             recall_max: share(1, 16),
+            memory_tokens: share(1, 32),
+            project_recall_max: share(1, 16),
         }
     }
 }
@@ -101,6 +111,8 @@ pub struct LayerSettings {
     pub max_headers: Option<u32>,
     pub max_references: Option<u32>,
     pub recall_max: Option<u32>,
+    pub memory_tokens: Option<u32>,
+    pub project_recall_max: Option<u32>,
 }
 
 impl LayerSettings {
@@ -122,6 +134,8 @@ impl LayerSettings {
             max_headers: self.max_headers.unwrap_or(sized.max_headers),
             max_references: self.max_references.unwrap_or(sized.max_references),
             recall_max: self.recall_max.unwrap_or(sized.recall_max),
+            memory_tokens: self.memory_tokens.unwrap_or(sized.memory_tokens),
+            project_recall_max: self.project_recall_max.unwrap_or(sized.project_recall_max),
         }
     }
 }
@@ -197,6 +211,10 @@ pub struct Config {
     /// (`packer::Shape::Whole`). Off: every prompt is layered and offers the
     /// context tools from the first.
     pub whole_history: bool,
+    /// Project memory: a session's prompts may show what the project's
+    /// earlier sessions did and said (`memoryTokens`,
+    /// `projectRecallMax`). Off: a session sees only itself.
+    pub memory: bool,
     pub redact_secrets: bool,
     pub max_payload_bytes: u64,
 }
@@ -211,6 +229,7 @@ impl Default for Config {
             calls: CallLimits::default(),
             order: LayerOrder::default(),
             whole_history: true,
+            memory: true,
             redact_secrets: true,
             max_payload_bytes: 64 * 1024 * 1024,
         }

@@ -6,7 +6,6 @@ use std::sync::LazyLock;
 
 use regex::Regex;
 
-use crate::ids::ExchangeId;
 use crate::summary;
 use crate::text;
 
@@ -105,7 +104,8 @@ fn spelled(text: &str) -> String {
     format!(" {} ", text::one_line(&kept))
 }
 
-/// `fact` from exchange `from` (whose tool outputs are stored as `blobs`,
+/// `fact` from exchange `from` (its id as the prompt names it: `x12`, or
+/// `s-k3v9qa/x12` for another session's; its tool outputs are stored as `blobs`,
 /// `b3:…` ids) against the text of a prompt, for the question that needs
 /// it. A fact that is not in the prompt is one retrieve away when a line
 /// naming its exchange (or a line continuing it) carries a word of the
@@ -117,7 +117,7 @@ pub fn fact_status(
     fact: &str,
     question: &str,
     cues: &[String],
-    from: ExchangeId,
+    from: &str,
     blobs: &[String],
     prompt_text: &str,
 ) -> FactStatus {
@@ -140,7 +140,13 @@ pub fn fact_status(
         .flat_map(|e| words(e).collect::<Vec<_>>())
         .chain(fact.split_whitespace().filter(identifier).flat_map(words))
         .collect();
-    let id = Regex::new(&format!(r"(?-u:\b){from}(?:\.\d+)?(?-u:\b)")).unwrap();
+    // A bare id is this session's: not the same id after another
+    // session's `s-…/`.
+    let id = Regex::new(&format!(
+        r"(?:^|[^/\w]){}(?:\.\d+)?(?-u:\b)",
+        regex::escape(from)
+    ))
+    .unwrap();
     let blob_hexes: Vec<String> = blobs
         .iter()
         .filter_map(|b| b.strip_prefix("b3:"))
@@ -194,7 +200,7 @@ mod tests {
     fn check(fact: &str, question: &str, from: u32, prompt: &str, expect: FactStatus) {
         let blobs = ["b3:1a2b3c4d5e6f".to_string()];
         assert_eq!(
-            fact_status(fact, question, &[], ExchangeId(from), &blobs, prompt),
+            fact_status(fact, question, &[], &format!("x{from}"), &blobs, prompt),
             expect,
             "{fact} for {question:?} in\n{prompt}"
         );

@@ -90,7 +90,7 @@ pub enum ItemId {
 
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 pub enum IdError {
-    #[error("`{0}` is not an id: expected x<N>, x<N>.<M>, p<N> or b3:<8 to 64 hex characters>")]
+    #[error("`{0}` is not an id: expected x<N>, x<N>.<M>, p<N> or b3:<8 to 64 hex characters>, each optionally after its session's id and `/` (s-k3v9qa/x12)")]
     Malformed(String),
     #[error("`{0}`: sequence numbers start at 1")]
     Zero(String),
@@ -147,9 +147,70 @@ impl fmt::Display for ItemId {
     }
 }
 
+/// An id a model or client may ask for, of this session or, prefixed by
+/// its session's id, of another session of the project: `x12`,
+/// `s-k3v9qa/x12`, `s-k3v9qa/b3:…`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct QualifiedId {
+    pub session: Option<String>,
+    pub item: ItemId,
+}
+
+impl QualifiedId {
+    pub fn parse(raw: &str) -> Result<QualifiedId, IdError> {
+        let s = raw.trim();
+        let Some((session, item)) = s.split_once('/') else {
+            return Ok(QualifiedId {
+                session: None,
+                item: ItemId::parse(s)?,
+            });
+        };
+        let well_formed = session.strip_prefix("s-").is_some_and(|rest| {
+            !rest.is_empty() && rest.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-')
+        });
+        if !well_formed {
+            return Err(IdError::Malformed(raw.to_string()));
+        }
+        Ok(QualifiedId {
+            session: Some(session.to_string()),
+            item: ItemId::parse(item).map_err(|e| match e {
+                IdError::Malformed(_) => IdError::Malformed(raw.to_string()),
+                IdError::Zero(_) => IdError::Zero(raw.to_string()),
+            })?,
+        })
+    }
+}
+
+/// `id` as a prompt names it: bare in its own session, prefixed by its
+/// session's id in another's.
+pub fn qualified(session: Option<&str>, id: impl fmt::Display) -> String {
+    match session {
+        Some(s) => format!("{s}/{id}"),
+        None => id.to_string(),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn parses_ids_of_other_sessions() {
+        let q = QualifiedId::parse("s-k3v9qa/x12").unwrap();
+        assert_eq!(q.session.as_deref(), Some("s-k3v9qa"));
+        assert_eq!(q.item, ItemId::Exchange(ExchangeId(12)));
+        let q = QualifiedId::parse(" s-k3v9qa/b3:1A2b3c4d").unwrap();
+        assert_eq!(q.item, ItemId::Blob("1a2b3c4d".into()));
+        assert_eq!(QualifiedId::parse("x3").unwrap().session, None);
+        for bad in ["k3v9qa/x12", "s-/x1", "s-k3/y1", "s-k3 v/x1"] {
+            assert!(
+                matches!(QualifiedId::parse(bad), Err(IdError::Malformed(ref r)) if r == bad),
+                "{bad}"
+            );
+        }
+        assert_eq!(qualified(Some("s-k3v9qa"), ExchangeId(12)), "s-k3v9qa/x12");
+        assert_eq!(qualified(None, ExchangeId(12)), "x12");
+    }
 
     fn check(raw: &str, expected: &str) {
         let got = match ItemId::parse(raw) {
@@ -174,10 +235,10 @@ mod tests {
     #[test]
     fn rejects_bad_ids() {
         check("x0", "error: `x0`: sequence numbers start at 1");
-        check("b3:1234567", "error: `b3:1234567` is not an id: expected x<N>, x<N>.<M>, p<N> or b3:<8 to 64 hex characters>");
-        check("x1.", "error: `x1.` is not an id: expected x<N>, x<N>.<M>, p<N> or b3:<8 to 64 hex characters>");
-        check("y3", "error: `y3` is not an id: expected x<N>, x<N>.<M>, p<N> or b3:<8 to 64 hex characters>");
-        check("b3:zzzzzzzz", "error: `b3:zzzzzzzz` is not an id: expected x<N>, x<N>.<M>, p<N> or b3:<8 to 64 hex characters>");
+        check("b3:1234567", "error: `b3:1234567` is not an id: expected x<N>, x<N>.<M>, p<N> or b3:<8 to 64 hex characters>, each optionally after its session's id and `/` (s-k3v9qa/x12)");
+        check("x1.", "error: `x1.` is not an id: expected x<N>, x<N>.<M>, p<N> or b3:<8 to 64 hex characters>, each optionally after its session's id and `/` (s-k3v9qa/x12)");
+        check("y3", "error: `y3` is not an id: expected x<N>, x<N>.<M>, p<N> or b3:<8 to 64 hex characters>, each optionally after its session's id and `/` (s-k3v9qa/x12)");
+        check("b3:zzzzzzzz", "error: `b3:zzzzzzzz` is not an id: expected x<N>, x<N>.<M>, p<N> or b3:<8 to 64 hex characters>, each optionally after its session's id and `/` (s-k3v9qa/x12)");
     }
 
     #[test]

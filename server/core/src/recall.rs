@@ -10,7 +10,7 @@
 //! call of one exchange gets the same block, byte for byte.
 
 use crate::exchange::Counted;
-use crate::ids::{BlobHash, ExchangeId, MessageId};
+use crate::ids::{self, BlobHash, ExchangeId, MessageId};
 use crate::summary::is_stopword;
 use crate::tokens::{self, Encoding};
 
@@ -38,12 +38,22 @@ pub struct RecallText {
 /// the ids and line numbers to fetch more.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct RecallHit {
+    /// The session of the exchange when it is another of the project's
+    /// (project memory); `None` in the prompt's own session.
+    pub session: Option<String>,
     pub exchange: ExchangeId,
     /// The question words the passage matched, rarest first.
     pub words: Vec<String>,
     pub passage: Counted,
     /// How well its best line matched: distinctive words, then words.
     pub strength: (usize, usize),
+}
+
+impl RecallHit {
+    /// The exchange's id as the prompt names it (`x12`, `s-k3v9qa/x12`).
+    pub fn id(&self) -> String {
+        ids::qualified(self.session.as_deref(), self.exchange)
+    }
 }
 
 /// The hits worth showing, best first: those whose best line matched as
@@ -55,6 +65,7 @@ pub fn choose(mut hits: Vec<RecallHit>) -> Vec<RecallHit> {
         b.strength
             .cmp(&a.strength)
             .then(b.exchange.cmp(&a.exchange))
+            .then(a.session.cmp(&b.session))
     });
     let Some(best) = hits.first().map(|h| h.strength) else {
         return hits;
@@ -171,8 +182,10 @@ pub fn relevant(matched: &[&RecallWord]) -> bool {
 /// matches the most of the question's words (rarest first on ties,
 /// earliest after that), and of those the best `TEXTS_PER_HIT` that pass
 /// `relevant`, each with the lines around it, at most `max_tokens` in all.
-/// `None` when no line passes, or `max_tokens` is too few for a line.
+/// `None` when no line passes, or `max_tokens` is too few for a line. The
+/// ids are `session`'s when the exchange is another session's.
 pub fn passage(
+    session: Option<&str>,
     exchange: ExchangeId,
     texts: &[RecallText],
     words: &[RecallWord],
@@ -215,15 +228,20 @@ pub fn passage(
                 names.push(words[w].word.clone());
             }
         }
-        whole.push_str(&quote(exchange, &texts[*t], *l, hits, words));
+        whole.push_str(&quote(session, exchange, &texts[*t], *l, hits, words));
     }
     let (strength, _, _, first) = best.first()?;
     let strength = (strength.0, strength.1);
     let first: Vec<&str> = first.iter().map(|&w| words[w].word.as_str()).collect();
-    let head = format!("{exchange} ({}):\n", first.join(", "));
+    let head = format!(
+        "{} ({}):\n",
+        ids::qualified(session, exchange),
+        first.join(", ")
+    );
     let text = format!("{head}{whole}");
     let cut = tokens::truncate(enc, &text, max_tokens);
     Some(RecallHit {
+        session: session.map(str::to_string),
         exchange,
         words: names,
         passage: Counted {
@@ -238,6 +256,7 @@ pub fn passage(
 /// alone (a message's), under where to fetch more: the blob and its line
 /// numbers, or the message id.
 fn quote(
+    session: Option<&str>,
     exchange: ExchangeId,
     text: &RecallText,
     l: usize,
@@ -254,12 +273,13 @@ fn quote(
     };
     let mut out = match &text.blob {
         Some(blob) => format!(
-            "{exchange} {} lines {}-{}:\n",
-            blob.short_id(),
+            "{} {} lines {}-{}:\n",
+            ids::qualified(session, exchange),
+            ids::qualified(session, blob.short_id()),
             from + 1,
             to + 1
         ),
-        None => format!("{}:\n", text.message),
+        None => format!("{}:\n", ids::qualified(session, text.message)),
     };
     let first_word = hits
         .iter()
@@ -411,7 +431,15 @@ mod tests {
             },
         ];
         let words = [w("printf", 1), w("vet", 2), w("format", 6)];
-        let hit = passage(ExchangeId(7), &texts, &words, Encoding::O200kBase, 400).unwrap();
+        let hit = passage(
+            None,
+            ExchangeId(7),
+            &texts,
+            &words,
+            Encoding::O200kBase,
+            400,
+        )
+        .unwrap();
         assert_eq!(
             hit.passage.text,
             "x7 (printf, vet, format):\nx7.4:\nvet flags the Printf format in parse.go.\n\
@@ -442,13 +470,29 @@ mod tests {
             text: "the parser test".into(),
         }];
         let words = [w("parser", 4)];
-        assert!(passage(ExchangeId(2), &texts, &words, Encoding::O200kBase, 400).is_none());
+        assert!(passage(
+            None,
+            ExchangeId(2),
+            &texts,
+            &words,
+            Encoding::O200kBase,
+            400
+        )
+        .is_none());
         let rare = [w("parser", 1)];
-        assert!(passage(ExchangeId(2), &texts, &rare, Encoding::O200kBase, 400).is_some());
+        assert!(passage(None, ExchangeId(2), &texts, &rare, Encoding::O200kBase, 400).is_some());
         let common = [w("the", 30), w("test", 20)];
-        assert!(passage(ExchangeId(2), &texts, &common, Encoding::O200kBase, 400).is_none());
+        assert!(passage(
+            None,
+            ExchangeId(2),
+            &texts,
+            &common,
+            Encoding::O200kBase,
+            400
+        )
+        .is_none());
         let both = [w("parser", 4), w("test", 20)];
-        assert!(passage(ExchangeId(2), &texts, &both, Encoding::O200kBase, 400).is_some());
+        assert!(passage(None, ExchangeId(2), &texts, &both, Encoding::O200kBase, 400).is_some());
     }
 
     #[test]

@@ -34,18 +34,19 @@ pub struct RecordedFile {
 pub struct RecordedSession {
     pub name: String,
     pub title: Option<String>,
+    /// The project its sittings share (a fork or child is its parent's).
+    pub project: Option<String>,
     pub origin: Origin,
 }
 
 /// How a session of the file begins; `from` indexes `RecordedFile::sessions`.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Origin {
+    /// A session of its own: `main`, or a new independent session (a new
+    /// chat of the project, say).
     Main,
     /// Shares `from`'s first `at` exchanges.
-    Fork {
-        from: usize,
-        at: u32,
-    },
+    Fork { from: usize, at: u32 },
     /// A fresh session `from` called after its exchange `at`.
     Child {
         from: usize,
@@ -133,6 +134,9 @@ pub struct Need {
     /// Exact text of exchange `from`'s messages.
     pub fact: String,
     pub from: u32,
+    /// The earlier session of the same project `from` is an exchange of
+    /// (an index of `RecordedFile::sessions`); `None`: the line's own.
+    pub session: Option<usize>,
     /// Words of the question that point at the fact.
     pub cues: Vec<String>,
 }
@@ -188,6 +192,7 @@ pub fn parse_file(text: &str) -> Result<RecordedFile, RecordedError> {
         sessions: vec![RecordedSession {
             name: "main".into(),
             title: None,
+            project: None,
             origin: Origin::Main,
         }],
         steps: Vec::new(),
@@ -200,6 +205,12 @@ pub fn parse_file(text: &str) -> Result<RecordedFile, RecordedError> {
             serde_json::from_str(text).map_err(|e| fail(bad("(line)", e.to_string())))?;
         let v = object(&v, "(line)").map_err(fail)?;
         if let Some(decl) = v.get("session") {
+            // The first line may give `main` its title and project.
+            if file.steps.is_empty() && decl.get("name").and_then(Value::as_str) == Some("main") {
+                let main = declared(decl, &[], &counts).map_err(fail)?;
+                file.sessions[0] = main;
+                continue;
+            }
             let session = declared(decl, &file.sessions, &counts).map_err(fail)?;
             counts.push(session.shared());
             file.sessions.push(session);
@@ -219,7 +230,7 @@ pub fn parse_file(text: &str) -> Result<RecordedFile, RecordedError> {
                     ))
                 })?,
         };
-        let exchange = exchange(v).map_err(fail)?;
+        let exchange = exchange(v, &file.sessions).map_err(fail)?;
         counts[session] += 1;
         let id = ExchangeId(counts[session]);
         if let Some((i, r)) = exchange
@@ -233,10 +244,34 @@ pub fn parse_file(text: &str) -> Result<RecordedFile, RecordedError> {
                 format!("{r} is not earlier than this exchange, {id}"),
             )));
         }
+        for (i, n) in exchange.needs.iter().enumerate() {
+            let Some(other) = n.session else { continue };
+            let field = format!("needs[{i}].session");
+            let (own, theirs) = (&file.sessions[session], &file.sessions[other]);
+            if other == session || own.project.is_none() || own.project != theirs.project {
+                return Err(fail(bad(
+                    field,
+                    format!(
+                        "{} is not an earlier session of this line's project",
+                        theirs.name
+                    ),
+                )));
+            }
+            if n.from == 0 || n.from > counts[other] {
+                return Err(fail(bad(
+                    format!("needs[{i}].from"),
+                    format!(
+                        "{} has {} exchanges here, not x{}",
+                        theirs.name, counts[other], n.from
+                    ),
+                )));
+            }
+        }
         if let Some((i, n)) = exchange
             .needs
             .iter()
             .enumerate()
+            .filter(|(_, n)| n.session.is_none())
             .find(|(_, n)| n.from == 0 || n.from >= id.0)
         {
             return Err(fail(bad(
@@ -263,20 +298,39 @@ fn declared(
     counts: &[u32],
 ) -> Result<RecordedSession, Bad> {
     let v = object(v, "session")?;
-    known_fields(v, &["name", "title", "fork", "child"], "session")?;
+    known_fields(v, &["name", "title", "project", "fork", "child"], "session")?;
     let name = required(v, "name", "session")?;
-    if name == "main" || sessions.iter().any(|s| s.name == name) {
+    // `main` is declared only by the file's first line (`sessions` empty).
+    if (name == "main" && !sessions.is_empty()) || sessions.iter().any(|s| s.name == name) {
         return Err(bad(
             "session.name",
             format!("{name:?} is already a session of this file"),
         ));
     }
     let title = string(v, "title", "session")?;
+    let project = string(v, "project", "session")?;
+    if project.as_deref() == Some("") {
+        return Err(bad("session.project", "expected a non-empty name"));
+    }
     let (kind, link) = match (v.get("fork"), v.get("child")) {
         (Some(f), None) => ("fork", f),
         (None, Some(c)) => ("child", c),
-        _ => return Err(bad("session", "expected exactly one of fork and child")),
+        (None, None) => {
+            return Ok(RecordedSession {
+                name,
+                title,
+                project,
+                origin: Origin::Main,
+            })
+        }
+        _ => return Err(bad("session", "expected at most one of fork and child")),
     };
+    if name == "main" {
+        return Err(bad(
+            "session",
+            "main is a session of its own: no fork or child",
+        ));
+    }
     let field = format!("session.{kind}");
     let link = object(link, &field)?;
     let known: &[&str] = match kind {
@@ -317,9 +371,17 @@ fn declared(
             context: string(link, "context", &field)?,
         },
     };
+    let inherited = sessions[from].project.clone();
+    if project.is_some() && project != inherited {
+        return Err(bad(
+            "session.project",
+            format!("a {kind} is of its parent's project ({inherited:?})"),
+        ));
+    }
     Ok(RecordedSession {
         name,
         title,
+        project: inherited,
         origin,
     })
 }
@@ -331,7 +393,7 @@ fn bad(field: impl Into<String>, why: impl Into<String>) -> Bad {
     (field.into(), why.into())
 }
 
-fn exchange(v: &Map<String, Value>) -> Result<RecordedExchange, Bad> {
+fn exchange(v: &Map<String, Value>, sessions: &[RecordedSession]) -> Result<RecordedExchange, Bad> {
     let messages = array(v, "messages", "messages")?
         .ok_or_else(|| bad("messages", "missing"))?
         .iter()
@@ -344,7 +406,7 @@ fn exchange(v: &Map<String, Value>) -> Result<RecordedExchange, Bad> {
             "an exchange opens with a user message",
         ));
     }
-    let needs = needs_of(v.get("needs"))?;
+    let needs = needs_of(v.get("needs"), sessions)?;
     let supersedes = array(v, "supersedes", "supersedes")?
         .into_iter()
         .flatten()
@@ -363,7 +425,7 @@ fn exchange(v: &Map<String, Value>) -> Result<RecordedExchange, Bad> {
 }
 
 /// A line's `needs` (absent or null: none).
-fn needs_of(v: Option<&Value>) -> Result<Vec<Need>, Bad> {
+fn needs_of(v: Option<&Value>, sessions: &[RecordedSession]) -> Result<Vec<Need>, Bad> {
     let list = match v {
         None | Some(Value::Null) => return Ok(Vec::new()),
         Some(Value::Array(a)) => a,
@@ -371,7 +433,7 @@ fn needs_of(v: Option<&Value>) -> Result<Vec<Need>, Bad> {
     };
     list.iter()
         .enumerate()
-        .map(|(i, n)| need(n, &format!("needs[{i}]")))
+        .map(|(i, n)| need(n, &format!("needs[{i}]"), sessions))
         .collect()
 }
 
@@ -482,7 +544,7 @@ fn tool_call(v: &Value, field: &str) -> Result<ToolCall, Bad> {
     })
 }
 
-fn need(v: &Value, field: &str) -> Result<Need, Bad> {
+fn need(v: &Value, field: &str, sessions: &[RecordedSession]) -> Result<Need, Bad> {
     let v = object(v, field)?;
     let from = v
         .get("from")
@@ -499,9 +561,24 @@ fn need(v: &Value, field: &str) -> Result<Need, Bad> {
                 .ok_or_else(|| bad(format!("{field}.cues[{i}]"), "expected a string"))
         })
         .collect::<Result<Vec<_>, _>>()?;
+    let session = match string(v, "session", field)? {
+        None => None,
+        Some(name) => Some(
+            sessions
+                .iter()
+                .position(|s| s.name == name)
+                .ok_or_else(|| {
+                    bad(
+                        format!("{field}.session"),
+                        format!("no session {name:?} declared before this line"),
+                    )
+                })?,
+        ),
+    };
     Ok(Need {
         fact: required(v, "fact", field)?,
         from,
+        session,
         cues,
     })
 }

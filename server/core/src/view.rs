@@ -72,6 +72,32 @@ pub struct SessionView {
     /// best first (`recall`); empty when its question has no distinctive
     /// word or nothing earlier matches.
     pub recall: Recall,
+    /// What the project's earlier sessions give the prompt; empty for a
+    /// session without a project, or with memory off.
+    pub memory: ProjectMemory,
+}
+
+/// Project memory: what the other sessions of the session's project (same
+/// tenant, same project) did, read from their stored exchanges. Only
+/// exchanges stored before the session's first one are read, so both parts
+/// stay the same for every prompt of one question, and the standing
+/// section for the whole session.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct ProjectMemory {
+    /// The standing section's lines, newest session first.
+    pub notes: Vec<MemoryNote>,
+    /// The lines of other sessions that match the prompt's question, best
+    /// first (`recall::choose`), each hit's ids naming its session.
+    pub recall: Vec<RecallHit>,
+}
+
+/// One line of the standing section: what an exchange of an earlier
+/// session did or what the person said there, under its id
+/// (`s-k3v9qa/x12`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct MemoryNote {
+    pub id: String,
+    pub line: Counted,
 }
 
 /// The hits of the recall block and the exchange whose question they

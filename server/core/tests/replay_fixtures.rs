@@ -136,7 +136,7 @@ fn replay(
                     &need.fact,
                     question,
                     &need.cues,
-                    ExchangeId(need.from),
+                    &ExchangeId(need.from).to_string(),
                     &from_blobs,
                     &text,
                 );

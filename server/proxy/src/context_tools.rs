@@ -61,6 +61,9 @@ async fn answer(service: &Service, session: &str, call: &ContextCall) -> String 
             Ok(a) => service
                 .search(SearchParams {
                     session_id: Some(session.to_string()),
+                    // The model's search covers the project's other
+                    // sessions, as its memory does.
+                    project: Some(true),
                     workspace: None,
                     query: a.query,
                     limit: a.limit,

@@ -4,7 +4,8 @@
 //! A request names its conversation by a key: `x-ctxproxy-session`, the id
 //! the client already sends (Claude Code, Codex), or a digest of the system
 //! prompt and first user message. A key has branches: sessions titled with
-//! the key in workspace `proxy`, so they are found again after a restart.
+//! the key among the sessions the proxy opened (`Edge::Proxy`), so they are
+//! found again after a restart.
 //! A request continues the branch whose stored history it repeats; one that
 //! repeats only part of it forks that branch at the last whole exchange; one
 //! that repeats nothing opens a branch of its own: a child session of the
@@ -33,10 +34,11 @@ use serde_json::Value;
 use tokio::sync::{Mutex, OwnedMutexGuard};
 use xxhash_rust::xxh3::Xxh3;
 
-use ctxproxy_service::service::{ChildCall, FoundSession, NewSession, Service, ServiceError};
+use ctxproxy_service::service::{ChildCall, Edge, FoundSession, NewSession, Service, ServiceError};
 
-/// The workspace proxied sessions are stored under.
-pub const WORKSPACE: &str = "proxy";
+/// The tenant every proxied session belongs to until clients are told
+/// apart by their credentials: the local user's.
+const LOCAL_TENANT: &str = "";
 
 /// Branches read back from the store for a key, newest first.
 const BRANCHES_LOADED: usize = 8;
@@ -494,9 +496,9 @@ async fn open(
 ) -> Result<String, ServiceError> {
     service
         .open_new_session(NewSession {
-            workspace: Some(WORKSPACE.into()),
             title: Some(key.to_string()),
             parent: parent.map(|(s, at)| (s, Some(at))),
+            edge: Edge::Proxy,
             ..NewSession::default()
         })
         .await
@@ -516,7 +518,6 @@ async fn open_call(
     };
     service
         .open_new_session(NewSession {
-            workspace: Some(WORKSPACE.into()),
             title: Some(key.to_string()),
             parent: Some((caller, Some(at))),
             child: Some(ChildCall {
@@ -524,6 +525,7 @@ async fn open_call(
                 context: None,
                 max_depth: service.config().calls.max_depth,
             }),
+            ..NewSession::default()
         })
         .await
 }
@@ -538,7 +540,7 @@ fn system_print(system: &str) -> Fingerprint {
 /// their messages as stored.
 async fn load_branches(service: &Service, key: &str) -> Result<Vec<Branch>, ServiceError> {
     let found = service
-        .sessions_in(WORKSPACE, Some(key), BRANCHES_LOADED)
+        .proxied_sessions(LOCAL_TENANT, Some(key), BRANCHES_LOADED)
         .await?;
     Ok(branches(found))
 }
@@ -551,7 +553,9 @@ async fn resumed_branch(
     sent: Sent<'_>,
     mask: bool,
 ) -> Result<Option<Branch>, ServiceError> {
-    let found = service.sessions_in(WORKSPACE, None, RESUMABLE).await?;
+    let found = service
+        .proxied_sessions(LOCAL_TENANT, None, RESUMABLE)
+        .await?;
     Ok(branches(found)
         .into_iter()
         .filter(|b| !b.called)

@@ -175,6 +175,9 @@ pub struct RetrieveParams {
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct SearchParams {
     pub session_id: Option<String>,
+    /// With `sessionId`: the other sessions of its project too (their hits'
+    /// ids name their session).
+    pub project: Option<bool>,
     pub workspace: Option<String>,
     pub query: String,
     pub limit: Option<u32>,

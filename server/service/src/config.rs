@@ -26,6 +26,8 @@ struct WireLayers {
     dialogue_tokens: Option<u32>,
     asks_tokens: Option<u32>,
     recall_max: Option<u32>,
+    memory_tokens: Option<u32>,
+    project_recall_max: Option<u32>,
 }
 
 #[derive(Debug, Deserialize, Default)]
@@ -42,6 +44,7 @@ struct WireConfig {
     budget: Option<u32>,
     order: Option<String>,
     whole_history: Option<bool>,
+    memory: Option<bool>,
     #[serde(default)]
     layers: WireLayers,
     #[serde(default)]
@@ -116,6 +119,12 @@ pub fn apply(base: &Config, value: Value) -> Result<(Config, Option<PathBuf>), S
     if let Some(v) = w.layers.recall_max {
         l.recall_max = Some(v);
     }
+    if let Some(v) = w.layers.memory_tokens {
+        l.memory_tokens = Some(v);
+    }
+    if let Some(v) = w.layers.project_recall_max {
+        l.project_recall_max = Some(v);
+    }
     if let Some(v) = w.digest.inline_max_tokens {
         if v < 40 {
             return Err(ServiceError::InvalidParams(
@@ -126,6 +135,9 @@ pub fn apply(base: &Config, value: Value) -> Result<(Config, Option<PathBuf>), S
     }
     if let Some(v) = w.whole_history {
         c.whole_history = v;
+    }
+    if let Some(v) = w.memory {
+        c.memory = v;
     }
     if let Some(v) = w.redact_secrets {
         c.redact_secrets = v;
@@ -165,6 +177,7 @@ pub fn ingest_settings(c: &Config) -> IngestSettings {
         layers: c.layers.clone(),
         digest: c.digest.clone(),
         redact_secrets: c.redact_secrets,
+        memory: c.memory,
     }
 }
 

@@ -5,7 +5,7 @@
 
 use base64::engine::general_purpose::STANDARD as BASE64;
 use base64::Engine;
-use ctxproxy_core::ids::{ItemId, PromptId};
+use ctxproxy_core::ids::{ItemId, PromptId, QualifiedId};
 use ctxproxy_core::slice;
 use ctxproxy_core::tokens::Encoding;
 
@@ -62,8 +62,28 @@ pub(crate) fn retrieve_one(
     format: Option<RetrieveFormat>,
 ) -> Result<(ItemKind, RetrieveFormat, Body, ItemDetails), ServiceError> {
     // One sentence per failed item: the model reads it.
-    let id = ItemId::parse(raw).map_err(|e| ServiceError::UnknownId(e.to_string()))?;
-    match id {
+    let id = QualifiedId::parse(raw).map_err(|e| ServiceError::UnknownId(e.to_string()))?;
+    let session = match &id.session {
+        None => session,
+        Some(other) if other == session => session,
+        Some(other) => {
+            // Another tenant's or project's session is not told apart from
+            // one that does not exist.
+            let peer = r.session(other).ok().filter(|o| {
+                r.session(session).is_ok_and(|s| {
+                    !s.workspace.is_empty() && s.workspace == o.workspace && s.tenant == o.tenant
+                })
+            });
+            if peer.is_none() {
+                return Err(ServiceError::UnknownId(format!(
+                    "`{}`: no session {other} in this session's project",
+                    raw.trim()
+                )));
+            }
+            other.as_str()
+        }
+    };
+    match id.item {
         ItemId::Exchange(x) => {
             let e = r.exchange(session, x)?;
             let fmt = format.unwrap_or(RetrieveFormat::Full);

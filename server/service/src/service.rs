@@ -10,14 +10,14 @@ use std::sync::{Arc, Mutex};
 
 use ctxproxy_core::config::Config;
 use ctxproxy_core::context::Housekeeping;
-use ctxproxy_core::ids::{ExchangeId, ItemId, PromptId};
+use ctxproxy_core::ids::{self, ExchangeId, ItemId, PromptId};
 use ctxproxy_core::message::Message;
 use ctxproxy_core::packer::ShapeKind;
 use ctxproxy_core::slice;
 use ctxproxy_core::supersede::ExchangeRange;
 use ctxproxy_core::tokens;
 use ctxproxy_store::{settle, AppendOutcome, Event, Keep, Lineage, ParentKind, PathSegment, Store};
-pub use ctxproxy_store::{ChildCall, NewSession};
+pub use ctxproxy_store::{ChildCall, Edge, NewSession};
 use serde_json::Value;
 use tokio::sync::mpsc;
 
@@ -151,6 +151,7 @@ impl Service {
             title: p.title,
             parent,
             child,
+            ..NewSession::default()
         };
         let id = self.open_new_session(new).await?;
         Ok(OpenSessionResult { session_id: id })
@@ -374,28 +375,23 @@ impl Service {
         previous.is_none_or(|p| state::differs(&p, state))
     }
 
-    /// The newest `limit` sessions of `workspace` (titled `title`, when
-    /// given), newest first, each with its messages as stored (secrets
-    /// masked, tool outputs whole) and the system prompt of its newest
-    /// prompt: what the proxy needs to find a conversation again after a
-    /// restart, or when a client resumes it under another name.
-    pub async fn sessions_in(
+    /// The newest `limit` sessions the proxy opened for `tenant` (titled
+    /// `title`, when given), newest first, each with its messages as stored
+    /// (secrets masked, tool outputs whole) and the system prompt of its
+    /// newest prompt: what the proxy needs to find a conversation again
+    /// after a restart, or when a client resumes it under another name.
+    pub async fn proxied_sessions(
         &self,
-        workspace: &str,
+        tenant: &str,
         title: Option<&str>,
         limit: usize,
     ) -> Reply<Vec<FoundSession>> {
-        let (workspace, title) = (workspace.to_string(), title.map(str::to_string));
+        let (tenant, title) = (tenant.to_string(), title.map(str::to_string));
         let found = self
             .store
             .read(move |r| {
                 let mut out = Vec::new();
-                for s in r
-                    .sessions(Some(&workspace))?
-                    .into_iter()
-                    .filter(|s| title.as_ref().is_none_or(|t| s.title == *t))
-                    .take(limit)
-                {
+                for s in r.proxied_sessions(&tenant, title.as_deref(), limit)? {
                     let messages = r.session_messages(&s.id)?;
                     let record = match s.prompts {
                         0 => None,
@@ -507,6 +503,7 @@ impl Service {
 
     pub async fn search(&self, p: SearchParams) -> Reply<SearchResult> {
         let limit = p.limit.unwrap_or(20).clamp(1, 500);
+        let searched = p.session_id.clone();
         let hits = self
             .store
             .read(move |r| {
@@ -515,6 +512,7 @@ impl Service {
                 }
                 r.search(
                     p.session_id.as_deref(),
+                    p.project.unwrap_or(false),
                     p.workspace.as_deref(),
                     &p.query,
                     limit,
@@ -525,7 +523,10 @@ impl Service {
             hits: hits
                 .into_iter()
                 .map(|h| SearchHit {
-                    id: h.exchange.to_string(),
+                    id: match &searched {
+                        Some(s) if *s != h.session => ids::qualified(Some(&h.session), h.exchange),
+                        _ => h.exchange.to_string(),
+                    },
                     session_id: h.session,
                     header: h.header,
                     snippet: h.snippet,
@@ -665,7 +666,7 @@ pub fn prompt_id_of(raw: &str) -> Result<PromptId, ServiceError> {
     }
 }
 
-/// A session found in a workspace (`Service::sessions_in`).
+/// A session the proxy opened, found again (`Service::proxied_sessions`).
 pub struct FoundSession {
     pub session_id: String,
     /// Opened as a child call.

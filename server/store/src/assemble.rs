@@ -14,6 +14,7 @@ use serde::Serialize;
 
 use crate::blobs;
 use crate::cached::execute_cached;
+use crate::memory;
 use crate::prompt_record::PackedRecord;
 use crate::read;
 use crate::recall;
@@ -88,6 +89,17 @@ impl Writer {
             &caps,
             encoding,
         )?;
+        if self.settings.memory {
+            view.memory = memory::project_memory(
+                &self.conn,
+                &self.blob_dir,
+                session,
+                view.exchange_count,
+                question,
+                &caps,
+                encoding,
+            )?;
+        }
         let prompt_count: u32 = self.conn.query_row(
             "SELECT prompt_count FROM sessions WHERE id = ?1",
             [session],

@@ -16,6 +16,7 @@ mod exchange_row;
 mod fulltext;
 mod housekeeping;
 pub mod maintenance;
+mod memory;
 mod open;
 mod path;
 pub mod prompt_record;
@@ -47,7 +48,7 @@ pub use read::{
     SearchHit, SessionListing, Stats,
 };
 pub use requests::{LoggedRequest, RequestLog, SessionRequests};
-pub use sessions::{ChildCall, NewSession};
+pub use sessions::{ChildCall, Edge, NewSession};
 pub use writer::{IngestSettings, Writer};
 
 pub type Result<T, E = StoreError> = std::result::Result<T, E>;

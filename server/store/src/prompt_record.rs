@@ -167,7 +167,7 @@ impl<F, S> PackedRecord<F, S> {
                 .recall
                 .iter()
                 .map(|hit| RecordedHit {
-                    exchange: hit.exchange.to_string(),
+                    exchange: hit.id(),
                     words: hit.words.clone(),
                     tokens: hit.passage.tokens,
                     text: hit.passage.text.clone(),

@@ -18,6 +18,7 @@ use rusqlite::{params, Connection, OptionalExtension, Row};
 
 use crate::blobs;
 use crate::error::StoreError;
+use crate::sessions::Edge;
 use crate::Result;
 
 /// Read access to a connection and the blob directory: the writer's own
@@ -31,7 +32,11 @@ pub struct Reader<'a> {
 pub struct SessionListing {
     pub id: String,
     pub title: String,
+    /// The session's project (a folder, or `''`: none).
     pub workspace: String,
+    /// Whose the session is: `''` for the local user.
+    pub tenant: String,
+    pub edge: Edge,
     pub exchanges: u32,
     pub prompts: u32,
     pub created_at: String,
@@ -163,6 +168,22 @@ impl<'a> Reader<'a> {
             "{SESSION_COLUMNS} WHERE ?1 IS NULL OR workspace = ?1 ORDER BY updated_at DESC, id"
         ))?;
         let rows = stmt.query_map([workspace], session_row)?;
+        Ok(rows.collect::<std::result::Result<_, _>>()?)
+    }
+
+    /// The newest `limit` sessions the proxy opened for `tenant` (titled
+    /// `title`, when given), newest first.
+    pub fn proxied_sessions(
+        &self,
+        tenant: &str,
+        title: Option<&str>,
+        limit: usize,
+    ) -> Result<Vec<SessionListing>> {
+        let mut stmt = self.conn.prepare_cached(&format!(
+            "{SESSION_COLUMNS} WHERE edge = 'proxy' AND tenant = ?1 AND (?2 IS NULL OR title = ?2)
+             ORDER BY updated_at DESC, id LIMIT ?3"
+        ))?;
+        let rows = stmt.query_map(params![tenant, title, limit as i64], session_row)?;
         Ok(rows.collect::<std::result::Result<_, _>>()?)
     }
 
@@ -332,9 +353,13 @@ impl<'a> Reader<'a> {
     }
 
     /// Full-text search over headers, summaries and message text, best first.
+    /// Exchanges matching `query`, best first: of `session` (with
+    /// `project`, of the other sessions of its tenant's project too), of a
+    /// `workspace`, or of every session.
     pub fn search(
         &self,
         session: Option<&str>,
+        project: bool,
         workspace: Option<&str>,
         query: &str,
         limit: u32,
@@ -355,7 +380,10 @@ impl<'a> Reader<'a> {
              best AS (
                  SELECT e.id, e.session_id, e.seq, e.header, sum(h.score) AS score
                  FROM hits h JOIN exchanges e ON e.id = h.rowid JOIN sessions s ON s.id = e.session_id
-                 WHERE (?2 IS NULL OR e.session_id = ?2) AND (?3 IS NULL OR s.workspace = ?3)
+                 WHERE (?2 IS NULL OR e.session_id = ?2
+                        OR (?6 AND s.workspace != '' AND (s.tenant, s.workspace) =
+                            (SELECT tenant, workspace FROM sessions WHERE id = ?2)))
+                    AND (?3 IS NULL OR s.workspace = ?3)
                  GROUP BY e.id ORDER BY score DESC, e.session_id, e.seq LIMIT ?4
              )
              SELECT b.session_id, b.seq, b.header, b.score, coalesce(
@@ -366,7 +394,7 @@ impl<'a> Reader<'a> {
              FROM best b ORDER BY b.score DESC, b.session_id, b.seq",
         )?;
         let rows = stmt.query_map(
-            params![fts, session, workspace, limit, SNIPPET_TOKENS],
+            params![fts, session, workspace, limit, SNIPPET_TOKENS, project],
             |r| {
                 Ok(SearchHit {
                     session: r.get(0)?,
@@ -465,7 +493,7 @@ pub(crate) const PROMPT_RECORD_MAX_BYTES: usize = 256 * 1024 * 1024;
 
 const SESSION_COLUMNS: &str =
     "SELECT id, title, workspace, exchange_count, prompt_count, created_at, updated_at, parent_id, fork_at, \
-     parent_kind, depth FROM sessions";
+     parent_kind, depth, tenant, edge FROM sessions";
 
 fn session_row(r: &Row) -> rusqlite::Result<SessionListing> {
     let parent: Option<String> = r.get(7)?;
@@ -488,6 +516,8 @@ fn session_row(r: &Row) -> rusqlite::Result<SessionListing> {
             kind,
         }),
         depth: r.get(10)?,
+        tenant: r.get(11)?,
+        edge: Edge::parse(&r.get::<_, String>(12)?),
     })
 }
 
@@ -842,6 +872,7 @@ pub(crate) fn session_view(
         call,
         // The recall block's hits need the question: `Writer::assemble`.
         recall: Default::default(),
+        memory: Default::default(),
     })
 }
 

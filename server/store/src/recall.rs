@@ -28,10 +28,10 @@ const HORIZON: u32 = 2_000;
 const NEWEST: u32 = 200;
 /// Exchanges ranked by the index before their passages are cut: more than
 /// fit the block, since some fall below the bar or are shown whole.
-const CANDIDATES: u32 = 16;
+pub(crate) const CANDIDATES: u32 = 16;
 /// A hit's passage takes at most this share of `recall_max`, so that
 /// several hits fit.
-const HITS_PER_BLOCK: u32 = 2;
+pub(crate) const HITS_PER_BLOCK: u32 = 2;
 
 /// The recall block's hits for a prompt of `session` (`count` exchanges):
 /// for `question` when the prompt's input opens a new exchange with it,
@@ -45,10 +45,8 @@ pub(crate) fn recall(
     caps: &LayerCaps,
     encoding: Encoding,
 ) -> Result<Recall> {
-    let (for_exchange, question) = match question {
-        Some(q) => (ExchangeId(count + 1), q.to_string()),
-        None if count == 0 => return Ok(Recall::default()),
-        None => (ExchangeId(count), opening_text(conn, session, count)?),
+    let Some((for_exchange, question)) = question_for(conn, session, count, question)? else {
+        return Ok(Recall::default());
     };
     let none = Recall {
         for_exchange,
@@ -109,7 +107,8 @@ pub(crate) fn recall(
     let mut hits = Vec::new();
     for seq in ranked {
         let texts = exchange_texts(conn, blob_dir, session, seq)?;
-        if let Some(hit) = recall::passage(ExchangeId(seq), &texts, &words, encoding, per_hit) {
+        if let Some(hit) = recall::passage(None, ExchangeId(seq), &texts, &words, encoding, per_hit)
+        {
             hits.push(hit);
         }
     }
@@ -119,8 +118,25 @@ pub(crate) fn recall(
     })
 }
 
+/// The exchange a prompt of `session` (`count` exchanges) serves and its
+/// question: `question` when the prompt's input opens a new exchange with
+/// it, else the newest exchange's opening message (its tool loop); `None`
+/// before the first exchange without an input.
+pub(crate) fn question_for(
+    conn: &Connection,
+    session: &str,
+    count: u32,
+    question: Option<&str>,
+) -> Result<Option<(ExchangeId, String)>> {
+    Ok(match question {
+        Some(q) => Some((ExchangeId(count + 1), q.to_string())),
+        None if count == 0 => None,
+        None => Some((ExchangeId(count), opening_text(conn, session, count)?)),
+    })
+}
+
 /// A word as an FTS5 phrase (quoted, so `-` and `:` are not operators).
-fn phrase(word: &str) -> String {
+pub(crate) fn phrase(word: &str) -> String {
     format!("\"{}\"", word.replace('"', "\"\""))
 }
 
@@ -172,7 +188,7 @@ fn opening_text(conn: &Connection, session: &str, seq: u32) -> Result<String> {
 /// What a passage may quote of an exchange: each message's content (a tool
 /// output's from its blob, so the line numbers are the output's own) and
 /// the arguments of each tool call.
-fn exchange_texts(
+pub(crate) fn exchange_texts(
     conn: &Connection,
     blob_dir: &Path,
     session: &str,

@@ -218,6 +218,19 @@ CREATE TABLE requests (
 CREATE INDEX requests_by_session ON requests(session_id, prompt_seq);
 "#,
     ),
+    // Tenants and edges: whose a session is (a keyed hash of a proxy
+    // client's credential, '' for the local user) and which edge opened it.
+    // Proxied sessions were kept apart by the workspace `proxy`; the
+    // workspace is now the session's project, and `edge` keeps them apart.
+    M::up(
+        r#"
+ALTER TABLE sessions ADD COLUMN tenant TEXT NOT NULL DEFAULT '';
+ALTER TABLE sessions ADD COLUMN edge TEXT NOT NULL DEFAULT 'lsp';
+UPDATE sessions SET edge = 'proxy', workspace = '' WHERE workspace = 'proxy';
+CREATE INDEX sessions_by_project ON sessions(tenant, workspace, created_at);
+CREATE INDEX sessions_by_edge ON sessions(edge, tenant, title);
+"#,
+    ),
 ];
 
 pub fn migrate(conn: &mut Connection) -> Result<(), rusqlite_migration::Error> {
@@ -264,9 +277,38 @@ mod tests {
     }
 
     #[test]
+    fn proxied_sessions_leave_the_proxy_workspace_for_their_edge() {
+        let mut conn = Connection::open_in_memory().unwrap();
+        Migrations::from_slice(&super::MIGRATIONS[..super::MIGRATIONS.len() - 1])
+            .to_latest(&mut conn)
+            .unwrap();
+        for (id, workspace) in [("s-1", "proxy"), ("s-2", "/home/me/app")] {
+            conn.execute(
+                "INSERT INTO sessions (id, workspace, created_at, updated_at) VALUES (?1, ?2, 'now', 'now')",
+                [id, workspace],
+            )
+            .unwrap();
+        }
+        super::migrate(&mut conn).unwrap();
+        let rows: Vec<(String, String, String, String)> = conn
+            .prepare("SELECT id, workspace, edge, tenant FROM sessions ORDER BY id")
+            .unwrap()
+            .query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?)))
+            .unwrap()
+            .collect::<Result<_, _>>()
+            .unwrap();
+        let s = |a: &str, b: &str, c: &str| (a.into(), b.into(), c.into(), String::new());
+        assert_eq!(
+            rows,
+            [s("s-1", "", "proxy"), s("s-2", "/home/me/app", "lsp")]
+        );
+    }
+
+    #[test]
     fn the_full_text_index_is_split_with_every_row_kept() {
         let mut conn = Connection::open_in_memory().unwrap();
-        let split = super::MIGRATIONS.len() - 2;
+        // The migrations before the split: all but it and the ones after.
+        let split = super::MIGRATIONS.len() - 3;
         Migrations::from_slice(&super::MIGRATIONS[..split])
             .to_latest(&mut conn)
             .unwrap();

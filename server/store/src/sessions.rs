@@ -18,9 +18,41 @@ use crate::writer::Writer;
 use crate::Result;
 use crate::{blobs, exchange_row, fulltext};
 
+/// Which edge opened a session: the proxy finds its conversations again
+/// among its own sessions only.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Edge {
+    #[default]
+    Lsp,
+    Proxy,
+}
+
+impl Edge {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Edge::Lsp => "lsp",
+            Edge::Proxy => "proxy",
+        }
+    }
+
+    pub(crate) fn parse(s: &str) -> Edge {
+        match s {
+            "proxy" => Edge::Proxy,
+            _ => Edge::Lsp,
+        }
+    }
+}
+
 #[derive(Clone, Debug, Default)]
 pub struct NewSession {
+    /// The session's project; a fork or child call keeps its parent's
+    /// unless given.
     pub workspace: Option<String>,
+    /// Whose the session is (`''`: the local user); a fork or child call
+    /// is its parent's.
+    pub tenant: String,
+    /// A fork or child call is its parent's edge's.
+    pub edge: Edge,
     pub title: Option<String>,
     /// Fork of this session, sharing its history up to the given exchange
     /// (all of it when `None`); with `child`, the call point instead.
@@ -48,21 +80,41 @@ impl Writer {
                 "child: a child call needs `parent` (the session making the call)".into(),
             ));
         }
-        let (parent, fork_at, depth, workspace, objective) = match &new.parent {
+        let (parent, fork_at, depth, workspace, objective, tenant, edge) = match &new.parent {
             None => (
                 None,
                 None,
                 0,
                 new.workspace.clone().unwrap_or_default(),
                 None,
+                new.tenant.clone(),
+                new.edge.as_str().to_string(),
             ),
             Some((pid, at)) => {
-                let (count, depth, ws, context): (u32, u32, String, String) = self
+                #[allow(clippy::type_complexity)]
+                let (count, depth, ws, context, tenant, edge): (
+                    u32,
+                    u32,
+                    String,
+                    String,
+                    String,
+                    String,
+                ) = self
                     .conn
                     .query_row(
-                        "SELECT exchange_count, depth, workspace, context_current FROM sessions WHERE id = ?1",
+                        "SELECT exchange_count, depth, workspace, context_current, tenant, edge
+                         FROM sessions WHERE id = ?1",
                         [pid],
-                        |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?)),
+                        |r| {
+                            Ok((
+                                r.get(0)?,
+                                r.get(1)?,
+                                r.get(2)?,
+                                r.get(3)?,
+                                r.get(4)?,
+                                r.get(5)?,
+                            ))
+                        },
                     )
                     .optional()?
                     .ok_or_else(|| StoreError::UnknownSession(pid.clone()))?;
@@ -93,6 +145,8 @@ impl Writer {
                     depth,
                     new.workspace.clone().unwrap_or(ws),
                     Some(stored_context(&context)?.objective),
+                    tenant,
+                    edge,
                 )
             }
         };
@@ -118,8 +172,8 @@ impl Writer {
         };
         self.conn.execute(
             "INSERT INTO sessions (id, workspace, title, parent_id, fork_at, depth, created_at, updated_at,
-                 parent_kind, call_query, call_context, call_objective)
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?7, ?8, ?9, ?10, ?11)",
+                 parent_kind, call_query, call_context, call_objective, tenant, edge)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?7, ?8, ?9, ?10, ?11, ?12, ?13)",
             params![
                 id,
                 workspace,
@@ -131,7 +185,9 @@ impl Writer {
                 kind,
                 query,
                 context,
-                objective
+                objective,
+                tenant,
+                edge
             ],
         )?;
         if let (Some(parent), Some(at), None) = (parent, fork_at, &new.child) {

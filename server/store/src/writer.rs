@@ -26,6 +26,9 @@ pub struct IngestSettings {
     pub layers: LayerSettings,
     pub digest: DigestLimits,
     pub redact_secrets: bool,
+    /// Whether a prompt reads the project's other sessions
+    /// (`Config::memory`).
+    pub memory: bool,
 }
 
 impl Default for IngestSettings {
@@ -37,6 +40,7 @@ impl Default for IngestSettings {
             layers: c.layers,
             digest: c.digest,
             redact_secrets: c.redact_secrets,
+            memory: c.memory,
         }
     }
 }

@@ -221,6 +221,8 @@ impl MemorySession {
             // Recall searches the store's full-text index, which a session
             // in memory does not have: its prompts are packed without it.
             recall: Default::default(),
+            // A session in memory has no project.
+            memory: Default::default(),
         }
     }
 }

@@ -9,13 +9,15 @@ use super::prompt::{
 };
 use super::regions::Placement;
 use super::titles::{
-    titled_layer, ASKS_TITLE, HEADERS_TITLE, RECALL_TITLE, REFERENCES_TITLE, SUMMARIES_TITLE,
+    titled_layer, ASKS_TITLE, HEADERS_TITLE, MEMORY_TITLE, PROJECT_RECALL_TITLE, RECALL_TITLE,
+    REFERENCES_TITLE, SUMMARIES_TITLE,
 };
 use super::upgrades::Upgraded;
 use crate::config::LayerOrder;
 use crate::exchange::Level;
 use crate::ids::ExchangeId;
 use crate::message::Role;
+use crate::recall::RecallHit;
 use crate::render::{self, Block, REPLY_PRIMER};
 use crate::supersede::{self, SupersededBy};
 use crate::view::ExchangeView;
@@ -41,6 +43,8 @@ pub(super) fn emit(
     let Upgraded {
         references,
         recall,
+        project_recall,
+        notes,
         trimmed,
         left,
     } = upgraded;
@@ -84,6 +88,18 @@ pub(super) fn emit(
             )],
             vec![item],
         );
+    }
+    if !notes.is_empty() {
+        let entries = notes.iter().map(|n| {
+            let item = LayerItem {
+                id: n.id.clone(),
+                format: ItemForm::Text,
+                tokens: n.line.tokens,
+            };
+            (vec![(n.line.text.clone(), n.line.tokens)], item)
+        });
+        let (messages, items) = titled_layer(MEMORY_TITLE, enc, entries);
+        put_in(Layer::Memory, Layer::Memory, messages, items);
     }
     if let Some(c) = l0 {
         let item = LayerItem {
@@ -152,21 +168,33 @@ pub(super) fn emit(
     // The recall block goes right before the exchange it serves: before
     // that exchange's first message while it is open (the input, if any,
     // continues it), else in its own place by the input that opens it.
-    let mut recall_block = (!recall.is_empty()).then(|| {
-        let entries = recall.iter().map(|hit| {
-            let item = LayerItem {
-                id: hit.exchange.to_string(),
-                format: ItemForm::Text,
-                tokens: hit.passage.tokens,
-            };
-            (vec![(hit.passage.text.clone(), hit.passage.tokens)], item)
-        });
-        titled_layer(RECALL_TITLE, enc, entries)
-    });
+    // Project memory's recall follows the session's own, in the same place.
+    let block = |title: &'static str, hits: &[&RecallHit]| {
+        (!hits.is_empty()).then(|| {
+            let entries = hits.iter().map(|hit| {
+                let item = LayerItem {
+                    id: hit.id(),
+                    format: ItemForm::Text,
+                    tokens: hit.passage.tokens,
+                };
+                (vec![(hit.passage.text.clone(), hit.passage.tokens)], item)
+            });
+            titled_layer(title, enc, entries)
+        })
+    };
+    let mut recall_blocks = [
+        (Layer::Recall, block(RECALL_TITLE, &recall)),
+        (
+            Layer::ProjectRecall,
+            block(PROJECT_RECALL_TITLE, &project_recall),
+        ),
+    ];
     for p in recent {
         if p.exchange.id == recall_for {
-            if let Some((messages, items)) = recall_block.take() {
-                put_in(Layer::Recall, Layer::Recent, messages, items);
+            for (layer, block) in &mut recall_blocks {
+                if let Some((messages, items)) = block.take() {
+                    put_in(*layer, Layer::Recent, messages, items);
+                }
             }
         }
         let messages = match p.level {
@@ -182,8 +210,10 @@ pub(super) fn emit(
         };
         put_in(Layer::Recent, Layer::Recent, messages, vec![item]);
     }
-    if let Some((messages, items)) = recall_block {
-        put_in(Layer::Recall, Layer::Recall, messages, items);
+    for (layer, block) in recall_blocks {
+        if let Some((messages, items)) = block {
+            put_in(layer, layer, messages, items);
+        }
     }
     if let Some(input) = &req.input {
         let message = PromptMessage::of_input(input, req.input_tokens);
@@ -227,7 +257,7 @@ pub(super) fn emit(
         layers,
         trimmed,
         superseded,
-        recall: recall.into_iter().cloned().collect(),
+        recall: recall.into_iter().chain(project_recall).cloned().collect(),
         shape: Shape::Layered,
     }
 }

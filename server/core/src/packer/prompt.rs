@@ -56,6 +56,7 @@ impl PackRequest {
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Layer {
     System,
+    Memory,
     CurrentContext,
     Recent,
     Headers,
@@ -63,6 +64,7 @@ pub enum Layer {
     Asks,
     References,
     Recall,
+    ProjectRecall,
     Input,
 }
 
@@ -71,6 +73,7 @@ impl Layer {
     pub fn as_str(self) -> &'static str {
         match self {
             Layer::System => "system",
+            Layer::Memory => "memory",
             Layer::CurrentContext => "currentContext",
             Layer::Recent => "recent",
             Layer::Headers => "headers",
@@ -78,6 +81,7 @@ impl Layer {
             Layer::Asks => "asks",
             Layer::References => "references",
             Layer::Recall => "recall",
+            Layer::ProjectRecall => "projectRecall",
             Layer::Input => "input",
         }
     }
@@ -85,6 +89,7 @@ impl Layer {
 
 crate::wire_name!(
     Layer: System,
+    Memory,
     CurrentContext,
     Recent,
     Headers,
@@ -92,6 +97,7 @@ crate::wire_name!(
     Asks,
     References,
     Recall,
+    ProjectRecall,
     Input
 );
 
@@ -214,7 +220,8 @@ pub struct PackedPrompt {
     /// The superseded exchanges the prompt covers, as ranges, and what
     /// superseded them (`ctx/explain`'s `superseded`).
     pub superseded: Vec<Supersession>,
-    /// The recall block's hits the prompt shows, best first.
+    /// The recall block's hits the prompt shows, best first, then project
+    /// memory's (their ids name their sessions).
     pub recall: Vec<RecallHit>,
     pub shape: Shape,
 }
@@ -306,8 +313,9 @@ pub enum PackError {
 }
 
 impl Layer {
-    pub(super) const ALL_SEED003: [Layer; 9] = [
+    pub(super) const ALL_SEED003: [Layer; 11] = [
         Layer::System,
+        Layer::Memory,
         Layer::CurrentContext,
         Layer::Headers,
         Layer::Summaries,
@@ -315,6 +323,7 @@ impl Layer {
         Layer::References,
         Layer::Recent,
         Layer::Recall,
+        Layer::ProjectRecall,
         Layer::Input,
     ];
     /// The input comes before L0: the next prompt shows it again as the
@@ -324,8 +333,13 @@ impl Layer {
     /// (the next prompt shows that input at the same place), and right
     /// before an open exchange's first message when there is none, so
     /// every later model call of that exchange shares the prefix through it.
-    pub(super) const ALL_CACHE_STABLE: [Layer; 9] = [
+    ///
+    /// Project memory's standing section comes right after the system
+    /// prompt: it is the same on every prompt of a session. Its recall
+    /// follows the session's own.
+    pub(super) const ALL_CACHE_STABLE: [Layer; 11] = [
         Layer::System,
+        Layer::Memory,
         Layer::Headers,
         Layer::References,
         Layer::Summaries,
@@ -333,6 +347,7 @@ impl Layer {
         Layer::Recent,
         Layer::Input,
         Layer::Recall,
+        Layer::ProjectRecall,
         Layer::CurrentContext,
     ];
 }

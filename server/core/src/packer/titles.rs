@@ -17,18 +17,25 @@ pub(super) const ASKS_TITLE: &str =
 pub(super) const RECALL_TITLE: &str =
     "## Recalled for this question: earlier lines that match its words (context_retrieve an id for more)\n";
 
+pub(super) const MEMORY_TITLE: &str =
+    "## What this project's earlier sessions did and said, newest first (context_retrieve an id for more)\n";
+pub(super) const PROJECT_RECALL_TITLE: &str =
+    "## Recalled from this project's earlier sessions: lines that match the question (context_retrieve an id for more)\n";
+
 /// Tokens of a layer title: the titles never change, so each is counted
 /// once per encoding, not on every assemble (and only in an encoding a
 /// prompt asks for: counting loads its tables).
 pub(super) fn title_tokens(title: &'static str, encoding: Encoding) -> u32 {
-    const TITLES: [&str; 5] = [
+    const TITLES: [&str; 7] = [
         HEADERS_TITLE,
         SUMMARIES_TITLE,
         REFERENCES_TITLE,
         ASKS_TITLE,
         RECALL_TITLE,
+        MEMORY_TITLE,
+        PROJECT_RECALL_TITLE,
     ];
-    static COUNTS: [OnceLock<[u32; 5]>; 2] = [const { OnceLock::new() }; 2];
+    static COUNTS: [OnceLock<[u32; 7]>; 2] = [const { OnceLock::new() }; 2];
     let e = Encoding::ALL
         .iter()
         .position(|e| *e == encoding)

@@ -10,7 +10,9 @@ use std::collections::HashSet;
 use super::asks::Ask;
 use super::prompt::{ItemForm, Trim};
 use super::regions::{Placed, Placement};
-use super::titles::{title_tokens, ASKS_TITLE, RECALL_TITLE, REFERENCES_TITLE};
+use super::titles::{
+    title_tokens, ASKS_TITLE, MEMORY_TITLE, PROJECT_RECALL_TITLE, RECALL_TITLE, REFERENCES_TITLE,
+};
 use crate::config::LayerCaps;
 use crate::exchange::Level;
 use crate::ids::ExchangeId;
@@ -18,7 +20,7 @@ use crate::recall::RecallHit;
 use crate::render::MESSAGE_OVERHEAD;
 use crate::supersede;
 use crate::tokens::Encoding;
-use crate::view::{BlobRef, SessionView};
+use crate::view::{BlobRef, MemoryNote, SessionView};
 
 /// What the upgrades chose besides the exchanges' levels.
 pub(super) struct Upgraded<'a> {
@@ -26,6 +28,10 @@ pub(super) struct Upgraded<'a> {
     pub(super) references: Vec<&'a BlobRef>,
     /// The recall block's hits shown, best first.
     pub(super) recall: Vec<&'a RecallHit>,
+    /// Project memory's recall hits shown, best first.
+    pub(super) project_recall: Vec<&'a RecallHit>,
+    /// Project memory's standing section, as shown.
+    pub(super) notes: Vec<&'a MemoryNote>,
     pub(super) trimmed: Vec<Trim>,
     /// The budget still unused.
     pub(super) left: i64,
@@ -118,10 +124,34 @@ pub(super) fn upgrade<'a>(
     }
     // A summary is lossy (the values its exchange printed rarely fit), so
     // only an exchange shown whole is left out of the recall block.
-    let recall = recall_hits(view, caps, enc, &shown_whole, &mut left, &mut trimmed);
+    let own = view.recall.hits.iter().filter(|h| {
+        // A superseded exchange's state was replaced on purpose.
+        !shown_whole.contains(&h.exchange) && !view.superseded.contains_key(&h.exchange)
+    });
+    let recall = fit_hits(
+        own,
+        (RECALL_TITLE, "layers.recallMax", caps.recall_max),
+        enc,
+        &mut left,
+        &mut trimmed,
+    );
+    // The project's other sessions after the session's own: a line of this
+    // session says what holds now.
+    let project_recall = fit_hits(
+        view.memory.recall.iter(),
+        (
+            PROJECT_RECALL_TITLE,
+            "layers.projectRecallMax",
+            caps.project_recall_max,
+        ),
+        enc,
+        &mut left,
+        &mut trimmed,
+    );
     // What the person said comes after recall: at a small budget the two
     // compete, and a recalled line answers this question.
     fit_asks(asked, enc, &mut left, &mut trimmed);
+    let notes = fit_notes(&view.memory.notes, enc, &mut left, &mut trimmed);
     let mut references = Vec::new();
     let references_title = title(REFERENCES_TITLE) + MESSAGE_OVERHEAD;
     for r in view
@@ -163,34 +193,27 @@ pub(super) fn upgrade<'a>(
     Upgraded {
         references,
         recall,
+        project_recall,
+        notes,
         trimmed,
         left,
     }
 }
 
-/// The recall block's hits that fit `caps.recall_max` and the budget left,
-/// best first; a hit whose exchange the prompt shows whole, or that was
-/// superseded, is left out.
-fn recall_hits<'a>(
-    view: &'a SessionView,
-    caps: &LayerCaps,
+/// The hits of a recall block (the session's own, or project memory's)
+/// that fit its cap (`title`, the setting's name and its value) and the
+/// budget left, best first.
+fn fit_hits<'a>(
+    hits: impl Iterator<Item = &'a RecallHit>,
+    (title, setting, cap): (&'static str, &str, u32),
     enc: Encoding,
-    shown_whole: &HashSet<ExchangeId>,
     left: &mut i64,
     trimmed: &mut Vec<Trim>,
 ) -> Vec<&'a RecallHit> {
-    let title = i64::from(title_tokens(RECALL_TITLE, enc) + MESSAGE_OVERHEAD);
-    let mut room = i64::from(caps.recall_max);
+    let title = i64::from(title_tokens(title, enc) + MESSAGE_OVERHEAD);
+    let mut room = i64::from(cap);
     let mut chosen = Vec::new();
-    for hit in view
-        .recall
-        .hits
-        .iter()
-        // A superseded exchange's state was replaced on purpose.
-        .filter(|h| {
-            !shown_whole.contains(&h.exchange) && !view.superseded.contains_key(&h.exchange)
-        })
-    {
+    for hit in hits {
         let cost = i64::from(hit.passage.tokens) + if chosen.is_empty() { title } else { 0 };
         if cost <= room && cost <= *left {
             room -= cost;
@@ -198,15 +221,47 @@ fn recall_hits<'a>(
             chosen.push(hit);
         } else {
             trimmed.push(Trim {
-                id: hit.exchange.to_string(),
+                id: hit.id(),
                 from: ItemForm::Text,
                 to: ItemForm::Dropped,
                 reason: match cost <= room {
                     true => over_budget("recall", cost, *left),
-                    false => format!(
-                        "over layers.recallMax: recall needs {cost} more tokens, {room} left"
-                    ),
+                    false => {
+                        format!("over {setting}: recall needs {cost} more tokens, {room} left")
+                    }
                 },
+            });
+        }
+    }
+    chosen
+}
+
+/// Project memory's standing section as far as the budget left allows:
+/// its lines in order (the store cut them to `memoryTokens`), the rest
+/// dropped, each a `Trim`.
+fn fit_notes<'a>(
+    notes: &'a [MemoryNote],
+    enc: Encoding,
+    left: &mut i64,
+    trimmed: &mut Vec<Trim>,
+) -> Vec<&'a MemoryNote> {
+    let title = i64::from(title_tokens(MEMORY_TITLE, enc) + MESSAGE_OVERHEAD);
+    let mut chosen = Vec::new();
+    // The first line that does not fit ends the section: a shorter line
+    // after it would make the section differ from one prompt to the next.
+    let mut full = false;
+    for note in notes {
+        let cost = i64::from(note.line.tokens) + if chosen.is_empty() { title } else { 0 };
+        full = full || cost > *left;
+        if !full {
+            *left -= cost;
+            chosen.push(note);
+        } else {
+            trimmed.push(Trim {
+                id: note.id.clone(),
+                from: ItemForm::Text,
+                to: ItemForm::Dropped,
+                reason: over_budget("memory", cost, *left),
             });
         }
     }

@@ -17,7 +17,7 @@ use crate::view::SessionView;
 
 /// The whole history as a prompt, when the view holds all of it, every
 /// tool output of it is shown whole (nothing lives only in a blob), its
-/// history fits the budget. A child call
+/// history fits the budget, and the project's memory has nothing for it. A child call
 /// (its lineage is in L0) and a session with superseded exchanges (their
 /// state was replaced on purpose) keep the layers.
 pub(super) fn pack(view: &SessionView, req: &PackRequest, layered: u32) -> Option<PackedPrompt> {
@@ -34,7 +34,10 @@ pub(super) fn pack(view: &SessionView, req: &PackRequest, layered: u32) -> Optio
             .flat_map(|e| &e.messages)
             .all(|m| m.result.as_ref().is_none_or(|r| r.whole))
     };
-    if !(req.whole_allowed && all_shown() && nothing_hidden()) {
+    // Project memory's ids are followed with the context tools, which
+    // only a layered prompt offers.
+    let no_memory = view.memory.notes.is_empty() && view.memory.recall.is_empty();
+    if !(req.whole_allowed && no_memory && all_shown() && nothing_hidden()) {
         return None;
     }
     let system = req

@@ -1,0 +1,263 @@
+//! Project memory's reads (`core::view::ProjectMemory`): what the other
+//! sessions of a session's project did, for its prompts.
+//!
+//! A session's project is its tenant and workspace; the sessions read are
+//! the project's other conversations (roots: a fork or a child call is part
+//! of its root's conversation), never another project's or tenant's. Only
+//! their exchanges stored before the session's own first one are read, so
+//! what memory shows is fixed while the session runs: the standing section
+//! is byte-identical on every prompt, and the recall hits depend on the
+//! question alone.
+
+use std::path::Path;
+
+use ctxproxy_core::config::LayerCaps;
+use ctxproxy_core::exchange::Counted;
+use ctxproxy_core::ids::{self, ExchangeId};
+use ctxproxy_core::recall::{self, RecallWord};
+use ctxproxy_core::text;
+use ctxproxy_core::tokens::{self, Encoding};
+use ctxproxy_core::view::{MemoryNote, ProjectMemory};
+use rusqlite::{params, Connection, OptionalExtension};
+
+use crate::recall::{exchange_texts, phrase, question_for, CANDIDATES, HITS_PER_BLOCK};
+use crate::Result;
+
+/// A person's message of an exchange without tools is a note of its own
+/// (what they stated or decided) up to this many characters; a longer one
+/// is left to the exchange's header.
+const STATED_CHARS: usize = 240;
+/// One earlier session takes at most this share of the standing section,
+/// so the sessions before the newest one are seen too.
+const SESSION_SHARE: u32 = 2;
+
+/// The project of `session` as memory reads it: the other root sessions of
+/// its tenant and workspace, newest first, and the row id before which
+/// their exchanges count.
+struct Project {
+    sessions: Vec<String>,
+    before_row: i64,
+    exchanges: u32,
+}
+
+/// What the project's other sessions give a prompt of `session` (`count`
+/// exchanges) for `question` (as `recall::recall` reads it): the standing
+/// section within `caps.memory_tokens` and the recall hits within
+/// `caps.project_recall_max`. Empty when the session has no project.
+pub(crate) fn project_memory(
+    conn: &Connection,
+    blob_dir: &Path,
+    session: &str,
+    count: u32,
+    question: Option<&str>,
+    caps: &LayerCaps,
+    encoding: Encoding,
+) -> Result<ProjectMemory> {
+    let Some(project) = project_of(conn, session)? else {
+        return Ok(ProjectMemory::default());
+    };
+    let notes = match caps.memory_tokens {
+        0 => Vec::new(),
+        cap => notes(conn, &project, cap, encoding)?,
+    };
+    let recall = match (
+        caps.project_recall_max,
+        question_for(conn, session, count, question)?,
+    ) {
+        (0, _) | (_, None) => Vec::new(),
+        (cap, Some((_, question))) => hits(conn, blob_dir, &project, &question, cap, encoding)?,
+    };
+    Ok(ProjectMemory { notes, recall })
+}
+
+fn project_of(conn: &Connection, session: &str) -> Result<Option<Project>> {
+    let Some((tenant, workspace)): Option<(String, String)> = conn
+        .prepare_cached("SELECT tenant, workspace FROM sessions WHERE id = ?1")?
+        .query_row([session], |r| Ok((r.get(0)?, r.get(1)?)))
+        .optional()?
+    else {
+        return Ok(None);
+    };
+    if workspace.is_empty() {
+        return Ok(None);
+    }
+    let root = root_of(conn, session)?;
+    let sessions: Vec<(String, u32)> = conn
+        .prepare_cached(
+            "SELECT id, exchange_count FROM sessions
+             WHERE tenant = ?1 AND workspace = ?2 AND parent_id IS NULL AND id != ?3
+                AND exchange_count > 0
+             ORDER BY created_at DESC, id DESC",
+        )?
+        .query_map(params![tenant, workspace, root], |r| {
+            Ok((r.get(0)?, r.get(1)?))
+        })?
+        .collect::<std::result::Result<_, _>>()?;
+    if sessions.is_empty() {
+        return Ok(None);
+    }
+    // Before the session's first exchange; before its first prompt, every
+    // exchange stored so far (the next one stored is the session's own).
+    let before_row: i64 = conn
+        .prepare_cached(
+            "SELECT COALESCE((SELECT MIN(id) FROM exchanges WHERE session_id = ?1),
+                             (SELECT COALESCE(MAX(id), 0) + 1 FROM exchanges))",
+        )?
+        .query_row([session], |r| r.get(0))?;
+    Ok(Some(Project {
+        exchanges: sessions.iter().map(|s| s.1).sum(),
+        sessions: sessions.into_iter().map(|s| s.0).collect(),
+        before_row,
+    }))
+}
+
+/// The root of `session`'s call tree (itself when it has no parent).
+fn root_of(conn: &Connection, session: &str) -> Result<String> {
+    let mut id = session.to_string();
+    // A tree is shallow (`maxDepth` levels of calls, and forks); the bound
+    // only guards against a cycle a damaged store could hold.
+    for _ in 0..64 {
+        let parent: Option<String> = conn
+            .prepare_cached("SELECT parent_id FROM sessions WHERE id = ?1")?
+            .query_row([&id], |r| r.get(0))
+            .optional()?
+            .flatten();
+        match parent {
+            Some(p) => id = p,
+            None => break,
+        }
+    }
+    Ok(id)
+}
+
+/// The standing section: for each earlier session, newest first, its
+/// exchanges newest first: what the person stated (their message, when the
+/// exchange ran no tools and it is short) or else the exchange's header,
+/// each under its id; each session at most `1 / SESSION_SHARE` of the
+/// section, the section at most `cap` tokens.
+fn notes(conn: &Connection, project: &Project, cap: u32, enc: Encoding) -> Result<Vec<MemoryNote>> {
+    let mut notes = Vec::new();
+    let mut left = cap;
+    let per_session = cap / SESSION_SHARE;
+    let mut stmt = conn.prepare_cached(
+        "SELECT e.seq, e.header,
+                (SELECT count(*) FROM messages m
+                  WHERE m.session_id = e.session_id AND m.seq = e.seq AND m.role = 'tool'),
+                (SELECT m.content FROM messages m
+                  WHERE m.session_id = e.session_id AND m.seq = e.seq ORDER BY m.idx LIMIT 1)
+         FROM exchanges e
+         WHERE e.session_id = ?1 AND e.id < ?2 AND e.superseded_by IS NULL
+         ORDER BY e.seq DESC",
+    )?;
+    for session in &project.sessions {
+        let mut room = per_session.min(left);
+        let rows = stmt.query_map(params![session, project.before_row], |r| {
+            Ok((
+                r.get::<_, u32>(0)?,
+                r.get::<_, String>(1)?,
+                r.get::<_, u32>(2)?,
+                r.get::<_, Option<String>>(3)?,
+            ))
+        })?;
+        for row in rows {
+            let (seq, header, tools, opening) = row?;
+            let id = ids::qualified(Some(session), ExchangeId(seq));
+            let stated = opening
+                .filter(|o| tools == 0 && o.chars().count() <= STATED_CHARS)
+                .map(|o| text::one_line(&o));
+            let line = match stated {
+                Some(said) => format!("{id} the person said: {said}\n"),
+                None => format!("{id} {header}\n"),
+            };
+            let tokens = tokens::count(enc, &line);
+            if tokens > room {
+                break;
+            }
+            room -= tokens;
+            left -= tokens;
+            notes.push(MemoryNote {
+                id,
+                line: Counted { text: line, tokens },
+            });
+        }
+        if left == 0 {
+            break;
+        }
+    }
+    Ok(notes)
+}
+
+/// The other sessions' lines that match `question`, best first, as the
+/// session's own recall picks them (`core::recall`): the question's
+/// distinctive words among the project's exchanges, ranked by the
+/// full-text index, each hit's passage under ids that name its session.
+fn hits(
+    conn: &Connection,
+    blob_dir: &Path,
+    project: &Project,
+    question: &str,
+    cap: u32,
+    enc: Encoding,
+) -> Result<Vec<recall::RecallHit>> {
+    let sessions = serde_json::to_string(&project.sessions).expect("strings serialize");
+    let common = recall::common_count(project.exchanges);
+    let mut words = Vec::new();
+    for word in recall::question_words(question) {
+        let exchanges: u32 = conn
+            .prepare_cached(
+                "SELECT count(*) FROM (
+                    SELECT t.rowid FROM exchange_text t JOIN exchanges e ON e.id = t.rowid
+                    WHERE exchange_text MATCH ?1 AND t.rowid < ?2
+                       AND e.session_id IN (SELECT value FROM json_each(?3))
+                    LIMIT ?4)",
+            )?
+            .query_row(
+                params![phrase(&word), project.before_row, sessions, common + 1],
+                |r| r.get(0),
+            )?;
+        words.push(RecallWord {
+            word,
+            exchanges,
+            distinctive: false,
+        });
+    }
+    let words = recall::weigh(words, project.exchanges);
+    let query = words
+        .iter()
+        .filter(|w| w.distinctive)
+        .map(|w| phrase(&w.word))
+        .collect::<Vec<_>>()
+        .join(" OR ");
+    if query.is_empty() {
+        return Ok(Vec::new());
+    }
+    let ranked: Vec<(String, u32)> = conn
+        .prepare_cached(
+            "SELECT e.session_id, e.seq FROM exchange_text t JOIN exchanges e ON e.id = t.rowid
+             WHERE exchange_text MATCH ?1 AND t.rowid < ?2
+                AND e.session_id IN (SELECT value FROM json_each(?3))
+                AND e.superseded_by IS NULL
+             ORDER BY bm25(exchange_text), e.id DESC LIMIT ?4",
+        )?
+        .query_map(
+            params![query, project.before_row, sessions, CANDIDATES],
+            |r| Ok((r.get(0)?, r.get(1)?)),
+        )?
+        .collect::<std::result::Result<_, _>>()?;
+    let per_hit = cap / HITS_PER_BLOCK;
+    let mut hits = Vec::new();
+    for (session, seq) in ranked {
+        let texts = exchange_texts(conn, blob_dir, &session, seq)?;
+        if let Some(hit) = recall::passage(
+            Some(&session),
+            ExchangeId(seq),
+            &texts,
+            &words,
+            enc,
+            per_hit,
+        ) {
+            hits.push(hit);
+        }
+    }
+    Ok(recall::choose(hits))
+}
