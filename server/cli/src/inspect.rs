@@ -11,6 +11,7 @@ use ctxproxy_core::tokens::{self, Encoding};
 use ctxproxy_store::{ParentKind, Store, StoreError};
 
 use ctxproxy_service::config;
+use ctxproxy_service::service::{Forget, Service};
 
 fn open_existing(path: &Path) -> anyhow::Result<Store> {
     if !path.exists() {
@@ -21,6 +22,41 @@ fn open_existing(path: &Path) -> anyhow::Result<Store> {
     }
     Store::open(path, Default::default())
         .with_context(|| format!("opening store {}", path.display()))
+}
+
+/// `ctxproxy forget`: removes a project's sessions (the local user's) or
+/// one session, and says what went.
+pub async fn forget(
+    store: &Path,
+    project: Option<String>,
+    session: Option<String>,
+) -> anyhow::Result<()> {
+    if !store.exists() {
+        bail!(
+            "no store at {} (give --store PATH, or set CTXPROXY_STORE)",
+            store.display()
+        );
+    }
+    let service = Service::open(store.to_path_buf(), Default::default(), None)
+        .with_context(|| format!("opening store {}", store.display()))?;
+    let (scope, what) = match (project, session) {
+        (Some(project), _) => (
+            Forget::Project {
+                tenant: String::new(),
+                project: project.clone(),
+            },
+            format!("project {project}"),
+        ),
+        (None, Some(id)) => (Forget::Session(id.clone()), format!("session {id}")),
+        (None, None) => bail!("forget: give --project P or --session S"),
+    };
+    let removed = service.forget(scope).await?;
+    service.checkpoint().await?;
+    match removed.len() {
+        0 => println!("{what}: no sessions to forget"),
+        n => println!("{what}: forgot {n} session(s): {}", removed.join(" ")),
+    }
+    Ok(())
 }
 
 pub fn inspect(store: &Path, session: &str, raw_id: &str, full: bool) -> anyhow::Result<()> {

@@ -87,6 +87,20 @@ enum Command {
         #[command(flatten)]
         store: StoreArg,
     },
+    /// Remove what project memory could show: every session of a project,
+    /// or one session, with the forks and calls made from it and the stored
+    /// tool outputs nothing else references.
+    Forget {
+        /// The project (the folder a session was opened in), as
+        /// `ctxproxy sessions` lists it.
+        #[arg(long, conflicts_with = "session", required_unless_present = "session")]
+        project: Option<String>,
+        /// One session (s-…).
+        #[arg(long)]
+        session: Option<String>,
+        #[command(flatten)]
+        store: StoreArg,
+    },
     /// Store figures: sessions, exchanges, blobs, bytes, duplicate hits.
     Stats {
         #[command(flatten)]
@@ -172,6 +186,11 @@ fn main() -> anyhow::Result<()> {
             store,
         } => inspect::path(&store_path(store)?, &session, exchange.as_deref(), json),
         Command::Sessions { store } => inspect::sessions(&store_path(store)?),
+        Command::Forget {
+            project,
+            session,
+            store,
+        } => runtime.block_on(inspect::forget(&store_path(store)?, project, session)),
         Command::Stats { store, json } => inspect::stats(&store_path(store)?, json),
         Command::Digest(args) => inspect::digest(args),
         Command::Bench(args) => runtime.block_on(bench::run(args)),

@@ -16,7 +16,7 @@ use tower_lsp_server::ls_types::*;
 use tower_lsp_server::{Client, LanguageServer, LspService, Server};
 
 use crate::frames::{frame_limit, FrameLimit};
-use ctxproxy_service::api::{to_wire, CtxEvent};
+use ctxproxy_service::api::{to_wire, CtxEvent, OpenSessionParams};
 use ctxproxy_service::config;
 use ctxproxy_service::from_json;
 use ctxproxy_service::service::{Reply, Service, ServiceError};
@@ -36,6 +36,9 @@ pub struct Backend {
     /// Set by `shutdown`: the exit code is 0 only after it (LSP).
     shut_down: Arc<AtomicBool>,
     service: OnceLock<Arc<Service>>,
+    /// The client's root folder (`initialize`): the project of a session
+    /// opened without a `workspace`.
+    root_folder: OnceLock<String>,
     /// The stdio guard's frame limit, following `maxPayloadBytes`.
     frame_limit: FrameLimit,
 }
@@ -59,6 +62,20 @@ fn params<P: DeserializeOwned>(p: Value) -> Result<P> {
     from_json::parse(p).map_err(rpc_error)
 }
 
+/// The first workspace folder the client names, else its root URI, as a
+/// path when it is a file URI.
+#[allow(deprecated)] // `root_uri`: what clients without folders still send.
+fn root_folder(params: &InitializeParams) -> Option<String> {
+    let uri = params
+        .workspace_folders
+        .as_ref()
+        .and_then(|f| f.first())
+        .map(|f| &f.uri)
+        .or(params.root_uri.as_ref())?;
+    let path = uri.to_file_path()?;
+    Some(path.display().to_string())
+}
+
 impl Backend {
     fn service(&self) -> Result<&Arc<Service>> {
         self.service.get().ok_or_else(|| {
@@ -70,7 +87,12 @@ impl Backend {
     }
 
     async fn open_session(&self, p: Value) -> Result<Value> {
-        reply(self.service()?.open_session(params(p)?).await)
+        let mut p: OpenSessionParams = params(p)?;
+        // A fork or a call keeps its parent's project.
+        if p.workspace.is_none() && p.parent.is_none() {
+            p.workspace = self.root_folder.get().cloned();
+        }
+        reply(self.service()?.open_session(p).await)
     }
     async fn append(&self, p: Value) -> Result<Value> {
         reply(self.service()?.append(params(p)?).await)
@@ -113,6 +135,9 @@ impl Backend {
 
 impl LanguageServer for Backend {
     async fn initialize(&self, params: InitializeParams) -> Result<InitializeResult> {
+        if let Some(root) = root_folder(&params) {
+            let _ = self.root_folder.set(root);
+        }
         let options = params.initialization_options.unwrap_or(Value::Null);
         let (config, store_path) = config::load(
             options,
@@ -189,6 +214,7 @@ pub async fn serve(store_override: Option<PathBuf>) -> i32 {
         store_override,
         shut_down: flag,
         service: OnceLock::new(),
+        root_folder: OnceLock::new(),
         frame_limit: backend_limit,
     })
     .custom_method("ctx/openSession", Backend::open_session)

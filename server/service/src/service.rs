@@ -78,6 +78,48 @@ impl Service {
         Ok(self.store.remove_session(session_id).await?)
     }
 
+    /// Removes what project memory could show of `scope`: every session of
+    /// a project (of one tenant), or one session, each with the forks and
+    /// calls made from it, and the blobs nothing else references. Returns
+    /// the sessions removed, descendants first.
+    pub async fn forget(&self, scope: Forget) -> Reply<Vec<String>> {
+        let all = self.store.read(|r| r.sessions(None)).await?;
+        let mut chosen: Vec<String> = all
+            .iter()
+            .filter(|s| match &scope {
+                Forget::Project { tenant, project } => {
+                    s.workspace == *project && s.tenant == *tenant
+                }
+                Forget::Session(id) => s.id == *id,
+            })
+            .map(|s| s.id.clone())
+            .collect();
+        if let Forget::Session(id) = &scope {
+            if chosen.is_empty() {
+                return Err(ServiceError::UnknownSession(id.clone()));
+            }
+        }
+        // With their descendants, whatever project those name.
+        let mut i = 0;
+        while i < chosen.len() {
+            let parent = chosen[i].clone();
+            for s in &all {
+                if s.parent.as_ref().is_some_and(|p| p.session == parent) && !chosen.contains(&s.id)
+                {
+                    chosen.push(s.id.clone());
+                }
+            }
+            i += 1;
+        }
+        // A descendant comes after its parent in `chosen`: removed first.
+        let mut removed = Vec::new();
+        for id in chosen.into_iter().rev() {
+            self.store.remove_session(&id).await?;
+            removed.push(id);
+        }
+        Ok(removed)
+    }
+
     pub fn config(&self) -> Config {
         self.config.lock().expect("config lock").clone()
     }
@@ -664,6 +706,13 @@ pub fn prompt_id_of(raw: &str) -> Result<PromptId, ServiceError> {
             "promptId: expected p<N>, got {raw:?}"
         ))),
     }
+}
+
+/// What `Service::forget` removes.
+#[derive(Clone, Debug)]
+pub enum Forget {
+    Project { tenant: String, project: String },
+    Session(String),
 }
 
 /// A session the proxy opened, found again (`Service::proxied_sessions`).
