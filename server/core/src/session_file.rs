@@ -206,7 +206,11 @@ pub fn parse_file(text: &str) -> Result<RecordedFile, RecordedError> {
         let v = object(&v, "(line)").map_err(fail)?;
         if let Some(decl) = v.get("session") {
             // The first line may give `main` its title and project.
-            if file.steps.is_empty() && decl.get("name").and_then(Value::as_str) == Some("main") {
+            let of_its_own = decl.get("fork").is_none() && decl.get("child").is_none();
+            if file.steps.is_empty()
+                && of_its_own
+                && decl.get("name").and_then(Value::as_str) == Some("main")
+            {
                 let main = declared(decl, &[], &counts).map_err(fail)?;
                 file.sessions[0] = main;
                 continue;
@@ -615,9 +619,47 @@ mod tests {
             [Need {
                 fact: "fn a()".into(),
                 from: 1,
+                session: None,
                 cues: vec!["a.rs".into()]
             }]
         );
+    }
+
+    #[test]
+    fn reads_sittings_of_projects_and_needs_across_them() {
+        let text = [
+            r#"{"session": {"name": "main", "title": "first", "project": "app"}}"#.to_string(),
+            line(""),
+            r#"{"session": {"name": "s2", "project": "app"}}"#.into(),
+            r#"{"session": {"name": "o1", "project": "other"}}"#.into(),
+            line(r#", "in": "s2", "needs": [{"fact": "q", "from": 1, "session": "main"}]"#),
+            line(r#", "in": "o1""#),
+        ]
+        .join("\n");
+        let file = parse_file(&text).unwrap();
+        let projects: Vec<_> = file.sessions.iter().map(|s| s.project.as_deref()).collect();
+        assert_eq!(projects, [Some("app"), Some("app"), Some("other")]);
+        assert_eq!(file.sessions[0].title.as_deref(), Some("first"));
+        assert!(file.sessions.iter().all(|s| s.origin == Origin::Main));
+        let Step::Exchange { exchange, id, .. } = &file.steps[3] else {
+            panic!("an exchange")
+        };
+        assert_eq!((id.0, exchange.needs[0].session), (1, Some(0)));
+        for (needs, why) in [
+            (
+                r#""in": "o1", "needs": [{"fact": "q", "from": 1, "session": "main"}]"#,
+                "line 5: needs[0].session: main is not an earlier session of this line's project",
+            ),
+            (
+                r#""in": "s2", "needs": [{"fact": "q", "from": 2, "session": "main"}]"#,
+                "line 5: needs[0].from: main has 1 exchanges here, not x2",
+            ),
+        ] {
+            let mut bad = text.lines().take(4).map(str::to_string).collect::<Vec<_>>();
+            bad.push(line(&format!(", {needs}")));
+            let e = parse_file(&bad.join("\n")).unwrap_err();
+            assert_eq!(e.to_string(), why);
+        }
     }
 
     /// A line of the `main` session or of `in`, asking `q`.
@@ -691,7 +733,7 @@ mod tests {
             ),
             (
                 r#"{"session": {"name": "b", "fork": {"from": "main", "atExchange": 0}, "child": {}}}"#,
-                "line 1: session: expected exactly one of fork and child",
+                "line 1: session: expected at most one of fork and child",
             ),
             (
                 r#"{"session": {"name": "b", "child": {"from": "main", "atExchange": 0}}}"#,
