@@ -19,6 +19,9 @@ pub struct AcrossSessions {
     pub needs: usize,
     /// Count per `FactStatus::as_str`.
     pub statuses: BTreeMap<&'static str, usize>,
+    /// Each need: the asking exchange, the source's id as the prompt names
+    /// it, the fact and its status.
+    pub facts: Vec<(u32, String, String, &'static str)>,
 }
 
 impl AcrossSessions {
@@ -52,17 +55,16 @@ impl AcrossSessions {
                     .and_then(|k| turns[source].get(k as usize))
                     .map(|t| t.blobs.clone())
                     .unwrap_or_default();
+                let source_id = ids::qualified(Some(&ids[source]), from);
                 let status = evaluation::fact_status(
-                    &need.fact,
-                    question,
-                    &need.cues,
-                    &ids::qualified(Some(&ids[source]), from),
-                    &blobs,
-                    text,
+                    &need.fact, question, &need.cues, &source_id, &blobs, text,
                 );
                 let tally = &mut out[*session];
                 tally.needs += 1;
                 *tally.statuses.entry(status.as_str()).or_default() += 1;
+                tally
+                    .facts
+                    .push((id.0, source_id, need.fact.clone(), status.as_str()));
             }
         }
         out
@@ -73,7 +75,14 @@ impl AcrossSessions {
     }
 
     pub fn to_json(&self) -> Value {
-        json!({"needs": self.needs, "statuses": self.statuses})
+        let facts: Vec<Value> = self
+            .facts
+            .iter()
+            .map(|(turn, from, fact, status)| {
+                json!({"turn": turn, "from": from, "fact": fact, "status": status})
+            })
+            .collect();
+        json!({"needs": self.needs, "statuses": self.statuses, "facts": facts})
     }
 
     /// One line of the text report; empty when the session asks nothing

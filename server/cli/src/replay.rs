@@ -182,7 +182,15 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
         let header = SessionHeader::read(&service, &session_file, i, id).await?;
         reports.push((header, out, stats));
     }
-    let across = AcrossSessions::of_file(&session_file, &replayed.ids, &replayed.turns);
+    // Judged in the prompts' text, which replay asks for with `--report`.
+    let across = match args.report {
+        true => AcrossSessions::of_file(&session_file, &replayed.ids, &replayed.turns),
+        false => session_file
+            .sessions
+            .iter()
+            .map(|_| AcrossSessions::default())
+            .collect(),
+    };
     let single = reports.len() == 1;
     let data: Vec<Value> = reports
         .iter()

@@ -15,6 +15,7 @@ pub mod exchange;
 pub mod exchange_record;
 pub mod fit;
 pub mod ids;
+pub mod memory;
 pub mod message;
 pub mod message_json;
 pub mod packer;

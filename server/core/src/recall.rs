@@ -59,19 +59,20 @@ impl RecallHit {
 /// The hits worth showing, best first: those whose best line matched as
 /// many of the question's words as the best hit's, or one fewer (a weaker
 /// match is a word in common, not the thing asked about); among equals the
-/// newest first, since a later exchange says what still holds.
-pub fn choose(mut hits: Vec<RecallHit>) -> Vec<RecallHit> {
+/// newest first, since a later exchange says what still holds (hits of
+/// other sessions, equal in both, keep the order they came in: the
+/// search's).
+pub fn choose(mut hits: Vec<RecallHit>, reach: Reach) -> Vec<RecallHit> {
     hits.sort_by(|a, b| {
         b.strength
             .cmp(&a.strength)
             .then(b.exchange.cmp(&a.exchange))
-            .then(a.session.cmp(&b.session))
     });
     let Some(best) = hits.first().map(|h| h.strength) else {
         return hits;
     };
-    hits.retain(|h| h.strength.0 == best.0 && h.strength.1 + 1 >= best.1);
-    hits.truncate(HITS_SHOWN);
+    hits.retain(|h| h.strength.0 + reach.fewer_distinctive >= best.0 && h.strength.1 + 1 >= best.1);
+    hits.truncate(reach.hits);
     hits
 }
 
@@ -86,12 +87,40 @@ const LINE_CHARS: usize = 320;
 const MIN_WORD_CHARS: usize = 3;
 /// A passage cut shorter than this shows the ids and not the line.
 const MIN_PASSAGE_TOKENS: u32 = 48;
-/// At most this many hits are shown: past the first few, a match is a
-/// word in common more often than the thing asked about.
-const HITS_SHOWN: usize = 3;
-/// How many texts of one hit exchange a passage quotes: the answer that
-/// says what happened and the output that shows it.
-const TEXTS_PER_HIT: usize = 2;
+/// How much of a hit exchange a passage quotes: how many of its texts,
+/// and how many matching lines of each.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Reach {
+    pub texts: usize,
+    pub lines_per_text: usize,
+    /// At most this many hits are shown: past the first few, a match is a
+    /// word in common more often than the thing asked about.
+    pub hits: usize,
+    /// A hit may match this many fewer distinctive words than the best.
+    pub fewer_distinctive: usize,
+}
+
+impl Reach {
+    /// The session's own recall: the answer that says what happened and
+    /// the output that shows it, each at its best line; the rest of the
+    /// session is in the prompt's other layers.
+    pub const OWN: Reach = Reach {
+        texts: 2,
+        lines_per_text: 1,
+        hits: 3,
+        fewer_distinctive: 0,
+    };
+    /// Project memory's: an earlier session has nothing else in the
+    /// prompt, so its hit shows the lines of the exchange that match, and
+    /// a few more hits are shown (a new session's question has less of
+    /// its own context to narrow the words).
+    pub const PROJECT: Reach = Reach {
+        texts: 3,
+        lines_per_text: 3,
+        hits: 5,
+        fewer_distinctive: 1,
+    };
+}
 
 /// Words of a question that ask rather than point: how a person refers
 /// back or asks for something, never what the thing was. Beside the filler
@@ -180,7 +209,7 @@ pub fn relevant(matched: &[&RecallWord]) -> bool {
 
 /// The passage of one hit exchange: in each of its texts the line that
 /// matches the most of the question's words (rarest first on ties,
-/// earliest after that), and of those the best `TEXTS_PER_HIT` that pass
+/// earliest after that), and of those the best `reach.texts` that pass
 /// `relevant`, each with the lines around it, at most `max_tokens` in all.
 /// `None` when no line passes, or `max_tokens` is too few for a line. The
 /// ids are `session`'s when the exchange is another session's.
@@ -189,48 +218,53 @@ pub fn passage(
     exchange: ExchangeId,
     texts: &[RecallText],
     words: &[RecallWord],
+    reach: Reach,
     enc: Encoding,
     max_tokens: u32,
 ) -> Option<RecallHit> {
     if max_tokens < MIN_PASSAGE_TOKENS {
         return None;
     }
-    // (rank, text, line, matched words), best first.
-    let mut best: Vec<(Rank, usize, usize, Vec<usize>)> = Vec::new();
+    // Per text, its relevant lines best first: (rank, line, matched words).
+    let mut best: Vec<(usize, Vec<(Rank, usize, Vec<usize>)>)> = Vec::new();
     for (t, text) in texts.iter().enumerate() {
-        let mut top: Option<(Rank, usize, Vec<usize>)> = None;
+        let mut lines: Vec<(Rank, usize, Vec<usize>)> = Vec::new();
         for (l, line) in text.text.lines().enumerate() {
             let lower = line.to_lowercase();
             let hits: Vec<usize> = (0..words.len())
                 .filter(|&w| matches_word(&lower, &words[w].word))
                 .collect();
             let matched: Vec<&RecallWord> = hits.iter().map(|&w| &words[w]).collect();
-            if !relevant(&matched) {
-                continue;
-            }
-            let r = rank(&hits, words);
-            if top.as_ref().is_none_or(|(b, _, _)| r > *b) {
-                top = Some((r, l, hits));
+            if relevant(&matched) {
+                lines.push((rank(&hits, words), l, hits));
             }
         }
-        if let Some((r, l, hits)) = top {
-            best.push((r, t, l, hits));
+        // Stable: lines of equal rank stay in order.
+        lines.sort_by_key(|b| std::cmp::Reverse(b.0));
+        lines.truncate(reach.lines_per_text);
+        if !lines.is_empty() {
+            best.push((t, lines));
         }
     }
     // Stable: texts of equal rank stay in message order.
-    best.sort_by_key(|b| std::cmp::Reverse(b.0));
-    best.truncate(TEXTS_PER_HIT);
+    best.sort_by_key(|(_, lines)| std::cmp::Reverse(lines[0].0));
+    best.truncate(reach.texts);
     let mut names: Vec<String> = Vec::new();
     let mut whole = String::new();
-    for (_, t, l, hits) in &best {
-        for &w in hits {
-            if !names.contains(&words[w].word) {
-                names.push(words[w].word.clone());
+    for (t, lines) in &mut best {
+        // A text's lines in its own order: read as the output runs.
+        let mut shown: Vec<&(Rank, usize, Vec<usize>)> = lines.iter().collect();
+        shown.sort_by_key(|(_, l, _)| *l);
+        for (_, l, hits) in shown {
+            for &w in hits {
+                if !names.contains(&words[w].word) {
+                    names.push(words[w].word.clone());
+                }
             }
+            whole.push_str(&quote(session, exchange, &texts[*t], *l, hits, words));
         }
-        whole.push_str(&quote(session, exchange, &texts[*t], *l, hits, words));
     }
-    let (strength, _, _, first) = best.first()?;
+    let (strength, _, first) = best.first().map(|(_, lines)| &lines[0])?;
     let strength = (strength.0, strength.1);
     let first: Vec<&str> = first.iter().map(|&w| words[w].word.as_str()).collect();
     let head = format!(
@@ -436,6 +470,7 @@ mod tests {
             ExchangeId(7),
             &texts,
             &words,
+            Reach::OWN,
             Encoding::O200kBase,
             400,
         )
@@ -475,24 +510,44 @@ mod tests {
             ExchangeId(2),
             &texts,
             &words,
+            Reach::OWN,
             Encoding::O200kBase,
             400
         )
         .is_none());
         let rare = [w("parser", 1)];
-        assert!(passage(None, ExchangeId(2), &texts, &rare, Encoding::O200kBase, 400).is_some());
+        assert!(passage(
+            None,
+            ExchangeId(2),
+            &texts,
+            &rare,
+            Reach::OWN,
+            Encoding::O200kBase,
+            400
+        )
+        .is_some());
         let common = [w("the", 30), w("test", 20)];
         assert!(passage(
             None,
             ExchangeId(2),
             &texts,
             &common,
+            Reach::OWN,
             Encoding::O200kBase,
             400
         )
         .is_none());
         let both = [w("parser", 4), w("test", 20)];
-        assert!(passage(None, ExchangeId(2), &texts, &both, Encoding::O200kBase, 400).is_some());
+        assert!(passage(
+            None,
+            ExchangeId(2),
+            &texts,
+            &both,
+            Reach::OWN,
+            Encoding::O200kBase,
+            400
+        )
+        .is_some());
     }
 
     #[test]

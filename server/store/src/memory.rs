@@ -14,8 +14,8 @@ use std::path::Path;
 use ctxproxy_core::config::LayerCaps;
 use ctxproxy_core::exchange::Counted;
 use ctxproxy_core::ids::{self, ExchangeId};
-use ctxproxy_core::recall::{self, RecallWord};
-use ctxproxy_core::text;
+use ctxproxy_core::memory::{self, NoteSource};
+use ctxproxy_core::recall::{self, Reach, RecallWord};
 use ctxproxy_core::tokens::{self, Encoding};
 use ctxproxy_core::view::{MemoryNote, ProjectMemory};
 use rusqlite::{params, Connection, OptionalExtension};
@@ -23,10 +23,6 @@ use rusqlite::{params, Connection, OptionalExtension};
 use crate::recall::{exchange_texts, phrase, question_for, CANDIDATES, HITS_PER_BLOCK};
 use crate::Result;
 
-/// A person's message of an exchange without tools is a note of its own
-/// (what they stated or decided) up to this many characters; a longer one
-/// is left to the exchange's header.
-const STATED_CHARS: usize = 240;
 /// One earlier session takes at most this share of the standing section,
 /// so the sessions before the newest one are seen too.
 const SESSION_SHARE: u32 = 2;
@@ -87,7 +83,7 @@ fn project_of(conn: &Connection, session: &str) -> Result<Option<Project>> {
             "SELECT id, exchange_count FROM sessions
              WHERE tenant = ?1 AND workspace = ?2 AND parent_id IS NULL AND id != ?3
                 AND exchange_count > 0
-             ORDER BY created_at DESC, id DESC",
+             ORDER BY rowid DESC",
         )?
         .query_map(params![tenant, workspace, root], |r| {
             Ok((r.get(0)?, r.get(1)?))
@@ -131,44 +127,49 @@ fn root_of(conn: &Connection, session: &str) -> Result<String> {
 }
 
 /// The standing section: for each earlier session, newest first, its
-/// exchanges newest first: what the person stated (their message, when the
-/// exchange ran no tools and it is short) or else the exchange's header,
-/// each under its id; each session at most `1 / SESSION_SHARE` of the
-/// section, the section at most `cap` tokens.
+/// exchanges newest first, each as `memory::note_line` says it; each
+/// session at most `1 / SESSION_SHARE` of the section, the section at most
+/// `cap` tokens.
 fn notes(conn: &Connection, project: &Project, cap: u32, enc: Encoding) -> Result<Vec<MemoryNote>> {
     let mut notes = Vec::new();
     let mut left = cap;
     let per_session = cap / SESSION_SHARE;
-    let mut stmt = conn.prepare_cached(
-        "SELECT e.seq, e.header,
-                (SELECT count(*) FROM messages m
-                  WHERE m.session_id = e.session_id AND m.seq = e.seq AND m.role = 'tool'),
+    let mut exchanges = conn.prepare_cached(
+        "SELECT e.seq, e.header, e.outcome = 'error',
                 (SELECT m.content FROM messages m
                   WHERE m.session_id = e.session_id AND m.seq = e.seq ORDER BY m.idx LIMIT 1)
          FROM exchanges e
          WHERE e.session_id = ?1 AND e.id < ?2 AND e.superseded_by IS NULL
          ORDER BY e.seq DESC",
     )?;
+    let mut digests = conn.prepare_cached(
+        "SELECT content FROM messages WHERE session_id = ?1 AND seq = ?2 AND role = 'tool'
+         ORDER BY idx",
+    )?;
     for session in &project.sessions {
         let mut room = per_session.min(left);
-        let rows = stmt.query_map(params![session, project.before_row], |r| {
+        let rows = exchanges.query_map(params![session, project.before_row], |r| {
             Ok((
                 r.get::<_, u32>(0)?,
                 r.get::<_, String>(1)?,
-                r.get::<_, u32>(2)?,
+                r.get::<_, bool>(2)?,
                 r.get::<_, Option<String>>(3)?,
             ))
         })?;
         for row in rows {
-            let (seq, header, tools, opening) = row?;
+            let (seq, header, failed, opening) = row?;
             let id = ids::qualified(Some(session), ExchangeId(seq));
-            let stated = opening
-                .filter(|o| tools == 0 && o.chars().count() <= STATED_CHARS)
-                .map(|o| text::one_line(&o));
-            let line = match stated {
-                Some(said) => format!("{id} the person said: {said}\n"),
-                None => format!("{id} {header}\n"),
-            };
+            let outputs: Vec<String> = digests
+                .query_map(params![session, seq], |r| r.get(0))?
+                .collect::<std::result::Result<_, _>>()?;
+            let line = memory::note_line(&NoteSource {
+                id: &id,
+                header: &header,
+                opening: opening.as_deref().unwrap_or_default(),
+                ran_tools: !outputs.is_empty(),
+                failed,
+                digests: &outputs,
+            });
             let tokens = tokens::count(enc, &line);
             if tokens > room {
                 break;
@@ -253,11 +254,12 @@ fn hits(
             ExchangeId(seq),
             &texts,
             &words,
+            Reach::PROJECT,
             enc,
             per_hit,
         ) {
             hits.push(hit);
         }
     }
-    Ok(recall::choose(hits))
+    Ok(recall::choose(hits, Reach::PROJECT))
 }

@@ -12,7 +12,7 @@ use std::path::Path;
 use ctxproxy_core::config::LayerCaps;
 use ctxproxy_core::ids::{ExchangeId, MessageId};
 use ctxproxy_core::message::Role;
-use ctxproxy_core::recall::{self, RecallText, RecallWord};
+use ctxproxy_core::recall::{self, Reach, RecallText, RecallWord};
 use ctxproxy_core::tokens::Encoding;
 use ctxproxy_core::view::Recall;
 use rusqlite::{params, Connection, OptionalExtension};
@@ -107,14 +107,21 @@ pub(crate) fn recall(
     let mut hits = Vec::new();
     for seq in ranked {
         let texts = exchange_texts(conn, blob_dir, session, seq)?;
-        if let Some(hit) = recall::passage(None, ExchangeId(seq), &texts, &words, encoding, per_hit)
-        {
+        if let Some(hit) = recall::passage(
+            None,
+            ExchangeId(seq),
+            &texts,
+            &words,
+            Reach::OWN,
+            encoding,
+            per_hit,
+        ) {
             hits.push(hit);
         }
     }
     Ok(Recall {
         for_exchange,
-        hits: recall::choose(hits),
+        hits: recall::choose(hits, Reach::OWN),
     })
 }
 
