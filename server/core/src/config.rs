@@ -1,9 +1,9 @@
 //! Every cap and limit, in one place. Values arrive from initializationOptions,
 //! `workspace/didChangeConfiguration` or the CLI. The layers that hold
 //! history are sized by the prompt's budget unless pinned
-//! (`LayerSettings`); the per-item caps are the layered design's except where a
-//! measured reason changed them (docs/ASSEMBLY.md): L0 100 tokens (it is new
-//! on every turn).
+//! (`LayerSettings`; the shares are tabled in docs/ARCHITECTURE.md, "The
+//! budget and its shares"); the per-item caps are the layered design's except
+//! L0, 100 tokens (it is new, uncached, on every turn).
 
 use crate::tokens::Encoding;
 
@@ -68,7 +68,8 @@ impl LayerCaps {
     /// what the person said before it, 5 exchanges that ran tools kept in
     /// full at a compaction, 40 summaries, 200 headers, 30 references,
     /// 1,000 tokens of recall, 500 of project memory's standing section and
-    /// 1,000 of its recall (docs/ASSEMBLY.md: how the shares were chosen).
+    /// 1,000 of its recall (docs/ASSEMBLY.md, "The budget and the recall
+    /// block": why the shares are these).
     pub fn for_budget(budget: u32) -> LayerCaps {
         let share =
             |num: u32, den: u32| (u64::from(budget) * u64::from(num) / u64::from(den)) as u32;
