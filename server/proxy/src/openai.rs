@@ -346,7 +346,7 @@ mod tests {
                 {"role": "user", "content": "## Earlier exchanges\nx1 asked about an image\n"},
                 {"role": "user", "content": "Thanks\n"},
             ],
-            "tools": ctxproxy_core::render::tool_definitions(),
+            "tools": ctxproxy_core::context_tool::definitions(),
         }))
         .expect("a formatted prompt");
         let body = forwarded::<OpenAi>(&client_request(), prompt.clone(), "s-abc");

@@ -541,7 +541,7 @@ mod tests {
                 vec![Block::Text("now say thanks\n[input_image]".into())],
             ),
         ];
-        let tools = json!(ctxproxy_core::render::tool_definitions());
+        let tools = json!(ctxproxy_core::context_tool::definitions());
         let prompt = ctxproxy_service::format::prompt_fields(&messages, &tools, Format::Responses);
         let body = forwarded::<Responses>(&codex_request(), prompt, "s-abc");
         insta::assert_snapshot!(pretty(&body));

@@ -4,9 +4,10 @@
 
 use super::*;
 use crate::api::Splicer;
+use ctxproxy_core::context_tool::definitions as tool_definitions;
 use ctxproxy_core::message::Role;
 use ctxproxy_core::packer::PromptMessage;
-use ctxproxy_core::render::{tool_definitions, Block};
+use ctxproxy_core::render::Block;
 use serde_json::json;
 
 use crate::history::test_support::{forwarded, parse, pretty, request_as_text};
