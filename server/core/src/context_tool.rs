@@ -40,12 +40,6 @@ impl ContextTool {
             .ok_or_else(|| UnknownTool(name.to_string()))
     }
 
-    /// Whether a call of `name` is ctxproxy's to answer (the client's
-    /// otherwise).
-    pub fn is_context_tool(name: &str) -> bool {
-        ContextTool::named(name).is_ok()
-    }
-
     /// The tool as an OpenAI function definition (`name`, `description`,
     /// `parameters`); other API shapes take the same three fields. The
     /// parameters are what `ctxproxy_service::context_tool` reads.
@@ -81,6 +75,12 @@ impl fmt::Display for ContextTool {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(self.name())
     }
+}
+
+/// Whether a call of `name` is ctxproxy's to answer (the client's
+/// otherwise).
+pub fn is_context_tool(name: &str) -> bool {
+    ContextTool::named(name).is_ok()
 }
 
 /// The tools every layered prompt offers, as OpenAI function definitions.
