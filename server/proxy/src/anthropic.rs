@@ -5,7 +5,7 @@
 
 use std::collections::HashMap;
 
-use ctxproxy_core::message::{Message, ToolCall};
+use ctxproxy_core::message::ToolCall;
 use serde_json::{json, Value};
 
 use super::api::{
@@ -163,14 +163,6 @@ impl Api for Anthropic {
     /// block as it is masked.
     fn is_tool_output(_m: &Value) -> bool {
         false
-    }
-
-    fn turn_messages(turn: &Value) -> Vec<Message> {
-        to_messages(turn, "reply")
-            .ok()
-            .and_then(|mut m| m.pop())
-            .into_iter()
-            .collect()
     }
 
     /// A client tool has an `input_schema`; a server tool (web search, code

@@ -126,8 +126,13 @@ pub trait Api: Shape + Send + Sync + 'static {
 
     /// An assistant turn as the ctxproxy messages that are recorded: read
     /// the way the client's next request will carry it, so that it matches
-    /// (`Shape::joins` included).
-    fn turn_messages(turn: &Value) -> Vec<Message>;
+    /// (`Shape::joins` included). By default a turn is one history item,
+    /// read as one assistant message; one that does not read records
+    /// nothing.
+    fn turn_messages(turn: &Value) -> Vec<Message> {
+        let read = Self::read(turn, "reply").ok();
+        read.and_then(|mut m| m.pop()).into_iter().collect()
+    }
 
     /// The assistant message of a (non-streamed) reply, as a request carries it.
     fn assistant_turn(reply: &Value) -> Value;

@@ -8,7 +8,7 @@ use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::OnceLock;
 
-use ctxproxy_core::message::{Message, ToolCall};
+use ctxproxy_core::message::ToolCall;
 use serde_json::{json, Value};
 
 use super::api::{
@@ -264,14 +264,6 @@ impl Api for Gemini {
             ErrorKind::Internal => (500, "INTERNAL"),
         };
         json!({"error": {"code": code, "message": message, "status": status}})
-    }
-
-    fn turn_messages(turn: &Value) -> Vec<Message> {
-        to_messages(turn, "reply")
-            .ok()
-            .and_then(|mut m| m.pop())
-            .into_iter()
-            .collect()
     }
 
     /// A tool entry declares functions (`functionDeclarations`, each with

@@ -2,7 +2,7 @@
 //! prompt back into a request, replies and stream chunks spliced over the
 //! internal context-tool rounds.
 
-use ctxproxy_core::message::{Message, ToolCall};
+use ctxproxy_core::message::ToolCall;
 use std::collections::HashMap;
 
 use serde_json::{json, Value};
@@ -13,7 +13,7 @@ use super::api::{
 };
 use super::sse;
 pub use ctxproxy_model_apis::openai::OpenAi;
-use ctxproxy_model_apis::openai::{content_text, to_message};
+use ctxproxy_model_apis::openai::content_text;
 use ctxproxy_service::api::FormattedPrompt;
 use ctxproxy_service::format::Format;
 
@@ -67,10 +67,6 @@ impl Api for OpenAi {
 
     fn is_tool_output(m: &Value) -> bool {
         m["role"] == "tool"
-    }
-
-    fn turn_messages(turn: &Value) -> Vec<Message> {
-        to_message(turn, "reply").into_iter().collect()
     }
 
     fn function_tools(tool: &Value) -> Vec<Value> {

@@ -177,51 +177,44 @@ impl Service {
 /// Each item as a `## id (format, N tokens)` heading over its text; a
 /// failed item as its error, in its place.
 fn render_retrieve(result: &RetrieveResult) -> String {
-    if result.items.is_empty() {
-        return "No items.".into();
-    }
-    result
-        .items
-        .iter()
-        .map(|item| match item {
-            RetrievedItem::Failed(f) => {
-                format!("## {}: error {}: {}", f.id, f.error.code, f.error.message)
+    listed(&result.items, "No items.", "\n\n", |item| match item {
+        RetrievedItem::Failed(f) => {
+            format!("## {}: error {}: {}", f.id, f.error.code, f.error.message)
+        }
+        RetrievedItem::Found(item) => {
+            let mut notes = vec![
+                item.format.as_str().to_string(),
+                format!("{} tokens", item.tokens),
+            ];
+            if item.truncated {
+                notes.push("truncated".into());
             }
-            RetrievedItem::Found(item) => {
-                let mut notes = vec![
-                    item.format.as_str().to_string(),
-                    format!("{} tokens", item.tokens),
-                ];
-                if item.truncated {
-                    notes.push("truncated".into());
-                }
-                format!("## {} ({})\n{}", item.id, notes.join(", "), item.text)
-            }
-        })
-        .collect::<Vec<_>>()
-        .join("\n\n")
+            format!("## {} ({})\n{}", item.id, notes.join(", "), item.text)
+        }
+    })
 }
 
 /// One line per hit (`id [session] header`), its snippet under it (the
-/// words around the match, `…` where FTS5 cut it), so that the model can tell the right exchange
-/// before it retrieves it.
+/// words around the match, `…` where FTS5 cut it), so that the model can
+/// tell the right exchange before it retrieves it.
 fn render_search(result: &SearchResult) -> String {
-    if result.hits.is_empty() {
-        return "No matches.".into();
+    listed(&result.hits, "No matches.", "\n", |h| {
+        let mut line = format!("{} [{}] {}", h.id, h.session_id, h.header);
+        if !h.snippet.is_empty() {
+            line.push_str("\n  ");
+            line.push_str(&h.snippet);
+        }
+        line
+    })
+}
+
+/// Each of `items` rendered, joined by `separator`; `none` says there are
+/// none, so that the model never reads an empty answer.
+fn listed<T>(items: &[T], none: &str, separator: &str, render: impl Fn(&T) -> String) -> String {
+    if items.is_empty() {
+        return none.to_string();
     }
-    result
-        .hits
-        .iter()
-        .map(|h| {
-            let mut line = format!("{} [{}] {}", h.id, h.session_id, h.header);
-            if !h.snippet.is_empty() {
-                line.push_str("\n  ");
-                line.push_str(&h.snippet);
-            }
-            line
-        })
-        .collect::<Vec<_>>()
-        .join("\n")
+    items.iter().map(render).collect::<Vec<_>>().join(separator)
 }
 
 #[cfg(test)]

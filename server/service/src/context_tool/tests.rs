@@ -1,3 +1,7 @@
+//! The context tools' runner: names and arguments read (errors naming the field),
+//! answers rendered, calls run against a store, and `ctx/callContextTool`'s
+//! answers and errors against the text the proxy gives a model.
+
 use serde_json::json;
 
 use super::*;
