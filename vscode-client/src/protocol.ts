@@ -279,6 +279,17 @@ export interface SearchResult {
   hits: SearchHit[];
 }
 
+/** A context-tool call the model made, by the tool's name, with its arguments as the model wrote them. */
+export interface CallContextToolParams {
+  sessionId: string;
+  name: string;
+  arguments: object;
+}
+/** The answer as the text the model reads (the text the proxy gives a model for the same call). */
+export interface CallContextToolResult {
+  text: string;
+}
+
 export interface ExplainParams {
   sessionId: string;
   promptId: string;
@@ -465,6 +476,7 @@ export const METHODS = {
   assemble: "ctx/assemble",
   retrieve: "ctx/retrieve",
   search: "ctx/search",
+  callContextTool: "ctx/callContextTool",
   explain: "ctx/explain",
   housekeeping: "ctx/housekeeping",
   listSessions: "ctx/listSessions",

@@ -1,6 +1,7 @@
-// Read-only documents under the ctxproxy: scheme, filled through ctx/retrieve.
+// Read-only documents under the ctxproxy: scheme: an id as the model reads it when it retrieves it
+// (ctx/callContextTool renders the answer).
 import * as vscode from "vscode";
-import { renderRetrieveResult } from "./contextTools";
+import { answerContextTool } from "./contextTools";
 import { RetrieveFormat } from "./protocol";
 import { parseRetrieveUriPath, RETRIEVE_SCHEME, retrieveUriPath } from "./retrieveUri";
 import { Sidecar } from "./sidecar";
@@ -11,8 +12,8 @@ export class RetrievedDocuments implements vscode.TextDocumentContentProvider {
   async provideTextDocumentContent(uri: vscode.Uri): Promise<string> {
     const target = parseRetrieveUriPath(uri.path);
     if (!target) return `Not a ctxproxy address: ${uri.toString()}`;
-    const result = await this.sidecar.retrieve({ sessionId: target.sessionId, ids: [target.id], format: target.format });
-    return renderRetrieveResult(result);
+    const args = { ids: [target.id], format: target.format };
+    return answerContextTool(this.sidecar, target.sessionId, "context_retrieve", args);
   }
 }
 

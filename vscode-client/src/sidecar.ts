@@ -5,6 +5,8 @@ import {
   AppendResult,
   AssembleParams,
   AssembleResult,
+  CallContextToolParams,
+  CallContextToolResult,
   ExplainParams,
   ExplainResult,
   ListExchangesParams,
@@ -40,6 +42,9 @@ export class Sidecar {
   }
   search(params: SearchParams): Promise<SearchResult> {
     return this.sender.sendRequest(METHODS.search, params);
+  }
+  callContextTool(params: CallContextToolParams): Promise<CallContextToolResult> {
+    return this.sender.sendRequest(METHODS.callContextTool, params);
   }
   explain(params: ExplainParams): Promise<ExplainResult> {
     return this.sender.sendRequest(METHODS.explain, params);

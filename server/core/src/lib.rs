@@ -9,6 +9,7 @@ pub mod baseline;
 pub mod call;
 pub mod config;
 pub mod context;
+pub mod context_tool;
 pub mod digest;
 pub mod evaluation;
 pub mod exchange;

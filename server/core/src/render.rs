@@ -219,40 +219,9 @@ fn patch_files(input: &str) -> Option<String> {
     (!files.is_empty()).then(|| format!("patch: {}", files.join(", ")))
 }
 
-/// The names of the tools `tool_definitions` offers.
-pub const TOOL_NAMES: [&str; 2] = ["context_retrieve", "context_search"];
-
-/// The two tools every assembled prompt offers, as OpenAI function
-/// definitions (`name`, `description`, `parameters`); other API shapes take
-/// the same three fields.
-pub fn tool_definitions() -> serde_json::Value {
-    let [retrieve, search] = TOOL_NAMES;
-    serde_json::json!([
-        {"type": "function", "function": {
-            "name": retrieve,
-            "description": "Fetch earlier conversation content by id: exchanges (x12), messages (x12.3) or stored tool outputs (b3:...). Use format header, summary or full; for blobs, lines [first,last] or grep.",
-            "parameters": {"type": "object", "properties": {
-                "ids": {"type": "array", "items": {"type": "string"}},
-                "format": {"type": "string", "enum": ["header", "summary", "full"]},
-                "lines": {"type": "array", "items": {"type": "integer"}, "minItems": 2, "maxItems": 2},
-                "grep": {"type": "string"},
-                "maxTokens": {"type": "integer"}
-            }, "required": ["ids"]}
-        }},
-        {"type": "function", "function": {
-            "name": search,
-            "description": "Full-text search over every stored exchange of this session; returns ids and headers.",
-            "parameters": {"type": "object", "properties": {
-                "query": {"type": "string"},
-                "limit": {"type": "integer"}
-            }, "required": ["query"]}
-        }}
-    ])
-}
-
-/// What `tool_definitions` cost in a prompt.
+/// What the context tools' definitions cost in a prompt.
 pub fn tools_tokens(encoding: Encoding) -> u32 {
-    tokens::count(encoding, &tool_definitions().to_string()) + TOOLS_OVERHEAD
+    tokens::count(encoding, &crate::context_tool::definitions().to_string()) + TOOLS_OVERHEAD
 }
 
 #[cfg(test)]

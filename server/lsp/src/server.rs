@@ -44,8 +44,13 @@ pub struct Backend {
 }
 
 fn rpc_error(e: ServiceError) -> Error {
+    coded_error(e.code(), &e)
+}
+
+/// An error with the JSON-RPC code PROTOCOL.md assigns, its text the message.
+fn coded_error(code: i64, e: &dyn std::fmt::Display) -> Error {
     Error {
-        code: ErrorCode::from(e.code()),
+        code: ErrorCode::from(code),
         message: e.to_string().into(),
         data: None,
     }
@@ -105,6 +110,14 @@ impl Backend {
     }
     async fn search(&self, p: Value) -> Result<Value> {
         reply(self.service()?.search(params(p)?).await)
+    }
+    /// The error's message is the text the proxy gives a model for the
+    /// same call, so a chat loop can hand either to its model.
+    async fn call_context_tool(&self, p: Value) -> Result<Value> {
+        let answer = self.service()?.call_context_tool(params(p)?).await;
+        answer
+            .map(|v| to_wire(&v))
+            .map_err(|e| coded_error(e.code(), &e))
     }
     async fn explain(&self, p: Value) -> Result<Value> {
         reply(self.service()?.explain(params(p)?).await)
@@ -222,6 +235,7 @@ pub async fn serve(store_override: Option<PathBuf>) -> i32 {
     .custom_method("ctx/assemble", Backend::assemble)
     .custom_method("ctx/retrieve", Backend::retrieve)
     .custom_method("ctx/search", Backend::search)
+    .custom_method("ctx/callContextTool", Backend::call_context_tool)
     .custom_method("ctx/explain", Backend::explain)
     .custom_method("ctx/housekeeping", Backend::housekeeping)
     .custom_method("ctx/listSessions", Backend::list_sessions)

@@ -5,12 +5,12 @@
 
 use std::collections::HashMap;
 
-use ctxproxy_core::message::Message;
+use ctxproxy_core::message::ToolCall;
 use serde_json::{json, Value};
 
 use super::api::{
     function_tool, is_context_tool, put_summed_usage, put_tools, Api, BadRequest, ClientBody,
-    ClientCalls, ContextCall, ErrorKind, TurnCalls,
+    ErrorKind,
 };
 use super::sse;
 pub use ctxproxy_model_apis::anthropic::Anthropic;
@@ -165,14 +165,6 @@ impl Api for Anthropic {
         false
     }
 
-    fn turn_messages(turn: &Value) -> Vec<Message> {
-        to_messages(turn, "reply")
-            .ok()
-            .and_then(|mut m| m.pop())
-            .into_iter()
-            .collect()
-    }
-
     /// A client tool has an `input_schema`; a server tool (web search, code
     /// execution) has a `type` and none.
     fn function_tools(tool: &Value) -> Vec<Value> {
@@ -250,28 +242,7 @@ impl Api for Anthropic {
         json!({"role": "assistant", "content": reply["content"].as_array().cloned().unwrap_or_default()})
     }
 
-    fn calls(turn: &Value) -> TurnCalls {
-        let mut context = Vec::new();
-        let mut client = ClientCalls::None;
-        for b in turn["content"].as_array().into_iter().flatten() {
-            if b["type"] != "tool_use" {
-                continue;
-            }
-            let name = b["name"].as_str().unwrap_or_default();
-            if is_context_tool(name) {
-                context.push(ContextCall {
-                    id: b["id"].as_str().unwrap_or_default().to_string(),
-                    name: name.to_string(),
-                    arguments: b["input"].to_string(),
-                });
-            } else {
-                client = ClientCalls::Some;
-            }
-        }
-        TurnCalls { context, client }
-    }
-
-    fn continue_with(body: &mut Value, turn: &Value, answers: &[(ContextCall, String)]) {
+    fn continue_with(body: &mut Value, turn: &Value, answers: &[(ToolCall, String)]) {
         let messages = body["messages"]
             .as_array_mut()
             .expect("a forwarded body has messages");
@@ -374,7 +345,7 @@ impl Api for Anthropic {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::api::Splicer;
+    use crate::api::{ClientCalls, Splicer};
     use ctxproxy_core::message::Role;
     use serde_json::json;
 

@@ -1,9 +1,11 @@
 //! What the model APIs have in common for the proxy: the request as
-//! ctxproxy sees it, the context-tool calls a reply holds, and the interface
+//! ctxproxy sees it, the context-tool calls a reply holds (read as the
+//! turn's messages are: `Api::calls`), and the interface
 //! `openai`, `anthropic`, `responses` and `gemini` each implement (shapes in,
 //! shapes out; no HTTP).
 
-use ctxproxy_core::message::Message;
+pub use ctxproxy_core::context_tool::is_context_tool;
+use ctxproxy_core::message::{Message, ToolCall};
 use ctxproxy_model_apis::Shape;
 pub use ctxproxy_model_apis::{expected, push_read, BadRequest};
 use serde_json::{Map, Value};
@@ -11,13 +13,6 @@ use serde_json::{Map, Value};
 use super::sse;
 use ctxproxy_service::api::FormattedPrompt;
 use ctxproxy_service::format::Format;
-
-/// The two tools the proxy answers itself.
-pub const CONTEXT_TOOLS: [&str; 2] = ["context_retrieve", "context_search"];
-
-pub fn is_context_tool(name: &str) -> bool {
-    CONTEXT_TOOLS.contains(&name)
-}
 
 /// What the body to forward is built from: the client's body less its
 /// history, and the few history messages the API mapping reads back
@@ -28,20 +23,11 @@ pub struct ClientBody<'a> {
     pub kept: &'a [(usize, Value)],
 }
 
-/// A context-tool call the model made.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ContextCall {
-    pub id: String,
-    pub name: String,
-    /// The arguments as JSON text.
-    pub arguments: String,
-}
-
 /// The calls an assistant turn made.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct TurnCalls {
-    /// The calls of the two tools the proxy answers itself.
-    pub context: Vec<ContextCall>,
+    /// The calls of the context tools, which the proxy answers itself.
+    pub context: Vec<ToolCall>,
     /// Whether the client's own tools were called too.
     pub client: ClientCalls,
 }
@@ -140,19 +126,50 @@ pub trait Api: Shape + Send + Sync + 'static {
 
     /// An assistant turn as the ctxproxy messages that are recorded: read
     /// the way the client's next request will carry it, so that it matches
-    /// (`Shape::joins` included).
-    fn turn_messages(turn: &Value) -> Vec<Message>;
+    /// (`Shape::joins` included). By default a turn is one history item,
+    /// read as one assistant message; one that does not read records
+    /// nothing.
+    fn turn_messages(turn: &Value) -> Vec<Message> {
+        let read = Self::read(turn, "reply").ok();
+        read.and_then(|mut m| m.pop()).into_iter().collect()
+    }
 
     /// The assistant message of a (non-streamed) reply, as a request carries it.
     fn assistant_turn(reply: &Value) -> Value;
 
     /// The calls of an assistant turn: context-tool calls, and whether the
-    /// client's own tools were called too.
-    fn calls(turn: &Value) -> TurnCalls;
+    /// client's own tools were called too. Read from the turn's messages
+    /// (`turn_messages`), so a call is seen as it is recorded.
+    fn calls(turn: &Value) -> TurnCalls {
+        let mut calls = TurnCalls {
+            context: Vec::new(),
+            client: match Self::calls_unread_tools(turn) {
+                true => ClientCalls::Some,
+                false => ClientCalls::None,
+            },
+        };
+        for call in Self::turn_messages(turn)
+            .into_iter()
+            .flat_map(|m| m.tool_calls)
+        {
+            match is_context_tool(&call.name) {
+                true => calls.context.push(call),
+                false => calls.client = ClientCalls::Some,
+            }
+        }
+        calls
+    }
+
+    /// Whether a turn calls one of the client's tools that `turn_messages`
+    /// does not read as a call (a hosted shell or computer the client
+    /// runs); none by default.
+    fn calls_unread_tools(_turn: &Value) -> bool {
+        false
+    }
 
     /// Appends an assistant turn and the answers to its context calls to a
     /// request body, for the next round.
-    fn continue_with(body: &mut Value, turn: &Value, answers: &[(ContextCall, String)]);
+    fn continue_with(body: &mut Value, turn: &Value, answers: &[(ToolCall, String)]);
 
     /// The reply the client gets from the (non-streamed) replies of every
     /// round: one message, context calls left out, usage summed.
@@ -270,6 +287,77 @@ pub fn stream_flag(body: &Value) -> Result<bool, BadRequest> {
 mod tests {
     use super::*;
     use serde_json::json;
+
+    /// Each API's turn with a context call and a call of the client's, then
+    /// the context call alone: what `Api::calls` reads from it.
+    #[test]
+    fn calls_are_read_as_the_turn_is_recorded() {
+        fn check<A: Api>(turn: Value, context: &[(&str, &str, &str)], client: ClientCalls) {
+            let calls = A::calls(&turn);
+            let read: Vec<_> = calls
+                .context
+                .iter()
+                .map(|c| (c.id.as_str(), c.name.as_str(), c.arguments.as_str()))
+                .collect();
+            assert_eq!((read.as_slice(), calls.client), (context, client), "{turn}");
+        }
+        let retrieve = [("c1", "context_retrieve", r#"{"ids":["x1"]}"#)];
+        let openai =
+            |calls: Value| json!({"role": "assistant", "content": null, "tool_calls": calls});
+        let openai_ctx = json!({"id": "c1", "type": "function", "function": {"name": "context_retrieve", "arguments": "{\"ids\":[\"x1\"]}"}});
+        let openai_own = json!({"id": "c2", "type": "function", "function": {"name": "shell", "arguments": "{}"}});
+        check::<crate::openai::OpenAi>(
+            openai(json!([openai_ctx, openai_own])),
+            &retrieve,
+            ClientCalls::Some,
+        );
+        check::<crate::openai::OpenAi>(openai(json!([openai_ctx])), &retrieve, ClientCalls::None);
+
+        let anthropic = |blocks: Value| json!({"role": "assistant", "content": blocks});
+        let anthropic_ctx = json!({"type": "tool_use", "id": "c1", "name": "context_retrieve", "input": {"ids": ["x1"]}});
+        let anthropic_own = json!({"type": "tool_use", "id": "c2", "name": "Bash", "input": {}});
+        check::<crate::anthropic::Anthropic>(
+            anthropic(json!([anthropic_ctx, anthropic_own])),
+            &retrieve,
+            ClientCalls::Some,
+        );
+        check::<crate::anthropic::Anthropic>(
+            anthropic(json!([{"type": "text", "text": "Checking."}, anthropic_ctx])),
+            &retrieve,
+            ClientCalls::None,
+        );
+
+        let responses_ctx = json!({"type": "function_call", "call_id": "c1", "name": "context_retrieve", "arguments": "{\"ids\":[\"x1\"]}"});
+        // A shell call is the client's though ctxproxy does not read it as a call.
+        let responses_own = json!({"type": "local_shell_call", "call_id": "c2", "action": {"type": "exec", "command": ["ls"]}});
+        let reasoning = json!({"type": "reasoning", "summary": []});
+        check::<crate::responses::Responses>(
+            json!([responses_ctx, responses_own]),
+            &retrieve,
+            ClientCalls::Some,
+        );
+        check::<crate::responses::Responses>(
+            json!([reasoning, responses_ctx]),
+            &retrieve,
+            ClientCalls::None,
+        );
+
+        let gemini = |parts: Value| json!({"role": "model", "parts": parts});
+        let gemini_ctx = json!({"functionCall": {"id": "c1", "name": "context_retrieve", "args": {"ids": ["x1"]}}});
+        let gemini_own = json!({"functionCall": {"name": "run_shell_command", "args": {}}});
+        check::<crate::gemini::Gemini>(
+            gemini(json!([gemini_ctx, gemini_own])),
+            &retrieve,
+            ClientCalls::Some,
+        );
+        check::<crate::gemini::Gemini>(gemini(json!([gemini_ctx])), &retrieve, ClientCalls::None);
+        // No calls at all: nothing to answer inside.
+        check::<crate::openai::OpenAi>(
+            json!({"role": "assistant", "content": "Done."}),
+            &[],
+            ClientCalls::None,
+        );
+    }
 
     #[test]
     fn usage_sums_numbers_at_every_depth() {

@@ -8,12 +8,11 @@ use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::OnceLock;
 
-use ctxproxy_core::message::Message;
+use ctxproxy_core::message::ToolCall;
 use serde_json::{json, Value};
 
 use super::api::{
-    function_tool, is_context_tool, put_summed_usage, Api, BadRequest, ClientBody, ClientCalls,
-    ContextCall, ErrorKind, TurnCalls,
+    function_tool, is_context_tool, put_summed_usage, Api, BadRequest, ClientBody, ErrorKind,
 };
 use super::sse;
 pub use ctxproxy_model_apis::gemini::Gemini;
@@ -267,14 +266,6 @@ impl Api for Gemini {
         json!({"error": {"code": code, "message": message, "status": status}})
     }
 
-    fn turn_messages(turn: &Value) -> Vec<Message> {
-        to_messages(turn, "reply")
-            .ok()
-            .and_then(|mut m| m.pop())
-            .into_iter()
-            .collect()
-    }
-
     /// A tool entry declares functions (`functionDeclarations`, each with
     /// `parameters` or `parametersJsonSchema`) or is a built-in (search,
     /// code execution) with none.
@@ -295,40 +286,24 @@ impl Api for Gemini {
         json!({"role": "model", "parts": reply_parts(reply)})
     }
 
-    fn calls(turn: &Value) -> TurnCalls {
-        let mut context = Vec::new();
-        let mut client = ClientCalls::None;
-        for p in turn["parts"].as_array().into_iter().flatten() {
-            let call = &p["functionCall"];
-            let Some(name) = call["name"].as_str() else {
-                continue;
-            };
-            if is_context_tool(name) {
-                context.push(ContextCall {
-                    id: call["id"].as_str().unwrap_or_default().to_string(),
-                    name: name.to_string(),
-                    arguments: match &call["args"] {
-                        Value::Null => "{}".to_string(),
-                        args => args.to_string(),
-                    },
-                });
-            } else {
-                client = ClientCalls::Some;
-            }
-        }
-        TurnCalls { context, client }
-    }
-
-    fn continue_with(body: &mut Value, turn: &Value, answers: &[(ContextCall, String)]) {
+    fn continue_with(body: &mut Value, turn: &Value, answers: &[(ToolCall, String)]) {
         let contents = body["contents"]
             .as_array_mut()
             .expect("a forwarded body has contents");
         contents.push(turn.clone());
+        // A call the upstream left without an id was read with one of
+        // ctxproxy's (`call_id`): its answer names none either.
+        let stated: Vec<&str> = turn["parts"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(|p| p["functionCall"]["id"].as_str())
+            .collect();
         let parts: Vec<Value> = answers
             .iter()
             .map(|(call, text)| {
                 let mut response = json!({"name": call.name, "response": {"output": text}});
-                if !call.id.is_empty() {
+                if stated.contains(&call.id.as_str()) {
                     response["id"] = json!(call.id);
                 }
                 json!({"functionResponse": response})

@@ -2,18 +2,18 @@
 //! prompt back into a request, replies and stream chunks spliced over the
 //! internal context-tool rounds.
 
-use ctxproxy_core::message::Message;
+use ctxproxy_core::message::ToolCall;
 use std::collections::HashMap;
 
 use serde_json::{json, Value};
 
 use super::api::{
     function_tool, is_context_tool, put_summed_usage, put_tools, Api, BadRequest, ClientBody,
-    ClientCalls, ContextCall, ErrorKind, TurnCalls,
+    ErrorKind,
 };
 use super::sse;
 pub use ctxproxy_model_apis::openai::OpenAi;
-use ctxproxy_model_apis::openai::{content_text, to_message};
+use ctxproxy_model_apis::openai::content_text;
 use ctxproxy_service::api::FormattedPrompt;
 use ctxproxy_service::format::Format;
 
@@ -67,10 +67,6 @@ impl Api for OpenAi {
 
     fn is_tool_output(m: &Value) -> bool {
         m["role"] == "tool"
-    }
-
-    fn turn_messages(turn: &Value) -> Vec<Message> {
-        to_message(turn, "reply").into_iter().collect()
     }
 
     fn function_tools(tool: &Value) -> Vec<Value> {
@@ -144,28 +140,7 @@ impl Api for OpenAi {
         turn
     }
 
-    fn calls(turn: &Value) -> TurnCalls {
-        let mut context = Vec::new();
-        let mut client = ClientCalls::None;
-        for c in turn["tool_calls"].as_array().into_iter().flatten() {
-            let name = c["function"]["name"].as_str().unwrap_or_default();
-            if is_context_tool(name) {
-                context.push(ContextCall {
-                    id: c["id"].as_str().unwrap_or_default().to_string(),
-                    name: name.to_string(),
-                    arguments: c["function"]["arguments"]
-                        .as_str()
-                        .unwrap_or("{}")
-                        .to_string(),
-                });
-            } else {
-                client = ClientCalls::Some;
-            }
-        }
-        TurnCalls { context, client }
-    }
-
-    fn continue_with(body: &mut Value, turn: &Value, answers: &[(ContextCall, String)]) {
+    fn continue_with(body: &mut Value, turn: &Value, answers: &[(ToolCall, String)]) {
         let messages = body["messages"]
             .as_array_mut()
             .expect("a forwarded body has messages");
@@ -277,7 +252,7 @@ fn without_context_calls(message: &mut Value) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::api::Splicer;
+    use crate::api::{ClientCalls, Splicer, TurnCalls};
     use serde_json::json;
 
     use crate::history::test_support::{forwarded, parse, pretty, request_as_text};
@@ -346,7 +321,7 @@ mod tests {
                 {"role": "user", "content": "## Earlier exchanges\nx1 asked about an image\n"},
                 {"role": "user", "content": "Thanks\n"},
             ],
-            "tools": ctxproxy_core::render::tool_definitions(),
+            "tools": ctxproxy_core::context_tool::definitions(),
         }))
         .expect("a formatted prompt");
         let body = forwarded::<OpenAi>(&client_request(), prompt.clone(), "s-abc");

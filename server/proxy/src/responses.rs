@@ -9,12 +9,12 @@
 
 use std::collections::HashMap;
 
-use ctxproxy_core::message::Message;
+use ctxproxy_core::message::{Message, ToolCall};
 use serde_json::{json, Value};
 
 use super::api::{
     expected, function_tool, is_context_tool, push_read, put_summed_usage, put_tools, Api,
-    BadRequest, ClientBody, ClientCalls, ContextCall, ErrorKind, TurnCalls,
+    BadRequest, ClientBody, ErrorKind,
 };
 use super::openai::OpenAi;
 use super::sse;
@@ -28,12 +28,11 @@ mod stream;
 
 pub use stream::ResponseSplicer;
 
-/// Output items that are calls the client runs: a reply with one is the
-/// client's to answer. Hosted tools' calls (`web_search_call`, ...) are
-/// run by the upstream and are not.
-const CLIENT_CALLS: [&str; 7] = [
-    "function_call",
-    "custom_tool_call",
+/// Output items that are calls the client runs but that ctxproxy does not
+/// read as calls (`is_read`): a reply with one is the client's to answer.
+/// Hosted tools' calls (`web_search_call`, ...) are run by the upstream
+/// and are not.
+const UNREAD_CLIENT_CALLS: [&str; 5] = [
     "local_shell_call",
     "shell_call",
     "apply_patch_call",
@@ -296,24 +295,12 @@ impl Api for Responses {
         Value::Array(reply["output"].as_array().cloned().unwrap_or_default())
     }
 
-    fn calls(turn: &Value) -> TurnCalls {
-        let mut context = Vec::new();
-        let mut client = ClientCalls::None;
-        for item in turn.as_array().into_iter().flatten() {
-            if is_context_call(item) {
-                context.push(ContextCall {
-                    id: item["call_id"].as_str().unwrap_or_default().to_string(),
-                    name: item["name"].as_str().unwrap_or_default().to_string(),
-                    arguments: item["arguments"].as_str().unwrap_or("{}").to_string(),
-                });
-            } else if CLIENT_CALLS.contains(&kind(item)) {
-                client = ClientCalls::Some;
-            }
-        }
-        TurnCalls { context, client }
+    fn calls_unread_tools(turn: &Value) -> bool {
+        let mut items = turn.as_array().into_iter().flatten();
+        items.any(|item| UNREAD_CLIENT_CALLS.contains(&kind(item)))
     }
 
-    fn continue_with(body: &mut Value, turn: &Value, answers: &[(ContextCall, String)]) {
+    fn continue_with(body: &mut Value, turn: &Value, answers: &[(ToolCall, String)]) {
         let input = body["input"]
             .as_array_mut()
             .expect("a forwarded body has input");
@@ -371,7 +358,7 @@ impl Api for Responses {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::api::Splicer;
+    use crate::api::{ClientCalls, Splicer, TurnCalls};
     use ctxproxy_core::message::Role;
     use ctxproxy_core::packer::PromptMessage;
     use ctxproxy_core::render::Block;
@@ -541,7 +528,7 @@ mod tests {
                 vec![Block::Text("now say thanks\n[input_image]".into())],
             ),
         ];
-        let tools = json!(ctxproxy_core::render::tool_definitions());
+        let tools = json!(ctxproxy_core::context_tool::definitions());
         let prompt = ctxproxy_service::format::prompt_fields(&messages, &tools, Format::Responses);
         let body = forwarded::<Responses>(&codex_request(), prompt, "s-abc");
         insta::assert_snapshot!(pretty(&body));

@@ -183,6 +183,16 @@ pub struct SearchParams {
     pub limit: Option<u32>,
 }
 
+/// `ctx/callContextTool`: a context-tool call an editor's model made, by
+/// the tool's name, with its arguments as the model wrote them (an object).
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct CallContextToolParams {
+    pub session_id: String,
+    pub name: String,
+    pub arguments: Value,
+}
+
 #[derive(Debug, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct ExplainParams {
@@ -669,6 +679,13 @@ pub struct SearchHit {
     pub header: String,
     pub snippet: String,
     pub score: f64,
+}
+
+/// The answer to a context-tool call, as the text the model reads.
+#[derive(Debug, Serialize, Deserialize, Clone, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct CallContextToolResult {
+    pub text: String,
 }
 
 #[derive(Debug, Serialize, Deserialize, Clone, PartialEq)]

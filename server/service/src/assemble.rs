@@ -211,7 +211,7 @@ fn pack(
 pub fn to_wire(record: &Record) -> AssembleResult {
     let tools = match record.tools.as_slice() {
         [] => serde_json::Value::Array(Vec::new()),
-        _ => render::tool_definitions(),
+        _ => ctxproxy_core::context_tool::definitions(),
     };
     AssembleResult {
         prompt_id: record.request.prompt_id.clone(),

@@ -3,11 +3,13 @@
 //! drive it, so each computation has one place.
 //!
 //! Layers, bottom first (no module uses one above it): `error`, `from_json`; `api`,
-//! `config`, `format`, `retrieve`, `state`; `assemble`; `service`; `requests` (the proxy's request log, over `service`).
+//! `config`, `format`, `retrieve`, `state`; `assemble`; `service`; `requests` (the proxy's request log) and
+//! `context_tool` (the context tools run and their answers rendered), over `service`.
 
 pub mod api;
 pub mod assemble;
 pub mod config;
+pub mod context_tool;
 pub mod error;
 pub mod format;
 pub mod from_json;

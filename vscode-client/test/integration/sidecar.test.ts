@@ -3,7 +3,6 @@ import assert from "node:assert/strict";
 import { readFileSync } from "node:fs";
 import { after, before, test } from "node:test";
 import { runChatTurn } from "../../src/chatLoop";
-import { CONTEXT_RETRIEVE, CONTEXT_SEARCH } from "../../src/contextTools";
 import { promptView } from "../../src/explainModel";
 import { renderPromptHtml } from "../../src/promptHtml";
 import { newestExchangeShown, sessionChart } from "../../src/sessionChart";
@@ -19,6 +18,8 @@ import { RunningSidecar, startSidecar, waitForEvent } from "../sidecarProcess";
 const recorded = parseSessionJsonl(readFileSync(fixtureSessionPath(), "utf8")).exchanges;
 let running: RunningSidecar;
 let replayed: ReplayResult;
+
+const [CONTEXT_RETRIEVE, CONTEXT_SEARCH] = ["context_retrieve", "context_search"];
 
 function retrievedText(result: RetrieveResult): string {
   const item = result.items[0];
@@ -162,6 +163,17 @@ test("the chat loop retrieves through the sidecar, answers, and appends the whol
   assert.ok(stored.includes("What did I ask first?"), stored);
   assert.ok(stored.includes("x1 answered that already."), stored);
   assert.ok(stored.includes(CONTEXT_RETRIEVE), stored);
+});
+
+test("ctx/callContextTool answers with the text the model reads, and refuses an unknown tool or bad arguments", async () => {
+  const sessionId = replayed.sessionId;
+  const { text } = await running.sidecar.callContextTool({ sessionId, name: CONTEXT_RETRIEVE, arguments: { ids: ["x1"], format: "header" } });
+  assert.match(text, /^## x1 \(header, \d+ tokens\)\n/);
+  await assert.rejects(running.sidecar.callContextTool({ sessionId, name: "shell", arguments: {} }), /unknown tool `shell`: the context tools are context_retrieve and context_search/);
+  await assert.rejects(
+    running.sidecar.callContextTool({ sessionId, name: CONTEXT_SEARCH, arguments: { query: 3 } }),
+    /context_search failed: arguments: query: invalid type: integer `3`, expected a string/,
+  );
 });
 
 test("changed settings reach the sidecar as workspace/didChangeConfiguration under ctx", async () => {

@@ -1,12 +1,11 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
 import { ChatSidecar, runChatTurn } from "../../src/chatLoop";
-import { renderRetrieveResult, renderSearchResult } from "../../src/contextTools";
-import { AppendParams, AssembleParams, RetrieveParams, SearchParams } from "../../src/protocol";
+import { AppendParams, AssembleParams, CallContextToolParams } from "../../src/protocol";
 import { ScriptedModel, text, toolCall } from "../scriptedModel";
 
 function fakeSidecar() {
-  const calls = { assemble: [] as AssembleParams[], append: [] as AppendParams[], retrieve: [] as RetrieveParams[], search: [] as SearchParams[] };
+  const calls = { assemble: [] as AssembleParams[], append: [] as AppendParams[], tools: [] as CallContextToolParams[] };
   const sidecar: ChatSidecar = {
     assemble: async (params) => {
       calls.assemble.push(params);
@@ -34,13 +33,10 @@ function fakeSidecar() {
       calls.append.push(params);
       return { exchanges: [{ id: "x4", seq: 4 }], blobs: [] };
     },
-    retrieve: async (params) => {
-      calls.retrieve.push(params);
-      return { items: [{ id: "x1", kind: "exchange", format: "full", text: "load_config in src/config.rs", tokens: 8, truncated: false, at: null, outcome: "completed" }] };
-    },
-    search: async (params) => {
-      calls.search.push(params);
-      return { hits: [{ id: "x2", sessionId: "s-1", header: "cargo test", snippet: "test result: ok", score: 1.5 }] };
+    // The server renders the answer (ctx/callContextTool); the loop hands it to the model as it is.
+    callContextTool: async (params) => {
+      calls.tools.push(params);
+      return { text: "## x1 (full, 8 tokens)\nload_config in src/config.rs" };
     },
   };
   return { sidecar, calls };
@@ -61,7 +57,7 @@ test("a turn with one retrieval: tool answered through the sidecar, whole exchan
   assert.deepEqual(streamed, ["Checking x1.", "It is ", "load_config."]);
   assert.deepEqual(calls.assemble[0].input, { role: "user", content: "Where is config loaded?", kind: "query" });
   assert.equal(calls.assemble[0].format, "openai");
-  assert.deepEqual(calls.retrieve, [{ sessionId: "s-1", ids: ["x1"], format: "full" }]);
+  assert.deepEqual(calls.tools, [{ sessionId: "s-1", name: "context_retrieve", arguments: { ids: ["x1"], format: "full" } }]);
 
   assert.equal(model.requests.length, 2);
   assert.deepEqual(model.requests[0].tools.map((t) => t.name), ["context_retrieve"]);
@@ -89,38 +85,21 @@ test("after the last allowed tool round the model is asked without tools", async
   const model = new ScriptedModel([[toolCall("c1", "context_search", { query: "cargo" })], [text("Done.")]]);
   const turn = await runChatTurn(sidecar, model, { sessionId: "s-1", text: "q", maxToolRounds: 1 });
   assert.equal(turn.answer, "Done.");
-  assert.deepEqual(calls.search, [{ sessionId: "s-1", query: "cargo", limit: undefined }]);
+  assert.deepEqual(calls.tools, [{ sessionId: "s-1", name: "context_search", arguments: { query: "cargo" } }]);
   assert.deepEqual(model.requests[1].tools, []);
 });
 
-test("an unknown tool and a failing retrieval become text for the model", async () => {
+test("a call the server refuses becomes its message, as text for the model", async () => {
   const { sidecar } = fakeSidecar();
-  sidecar.retrieve = async () => {
-    throw new Error("unknown session");
+  const refusals: Record<string, string> = {
+    shell: "unknown tool `shell`: the context tools are context_retrieve and context_search",
+    context_retrieve: "context_retrieve failed: unknown session `s-1`",
+  };
+  sidecar.callContextTool = async ({ name }) => {
+    throw new Error(refusals[name]);
   };
   const model = new ScriptedModel([[toolCall("c1", "shell", {}), toolCall("c2", "context_retrieve", { ids: ["x9"] })], [text("ok")]]);
   const turn = await runChatTurn(sidecar, model, { sessionId: "s-1", text: "q" });
   const tools = turn.appended.filter((m) => m.role === "tool").map((m) => m.content);
-  assert.deepEqual(tools, [
-    "Unknown tool shell: the tools are context_retrieve and context_search.",
-    "context_retrieve failed: unknown session",
-  ]);
-});
-
-test("retrieve and search results render as text the model can read", () => {
-  assert.equal(
-    renderRetrieveResult({
-      items: [
-        { id: "x1", kind: "exchange", format: "summary", text: "asked about config", tokens: 4, truncated: true, at: null, outcome: "completed" },
-        { id: "x99", error: { code: -32002, message: "unknown id" } },
-      ],
-    }),
-    "## x1 (summary, 4 tokens, truncated)\nasked about config\n\n## x99: error -32002: unknown id",
-  );
-  assert.equal(renderSearchResult({ hits: [] }), "No matches.");
-  assert.equal(
-    renderSearchResult({ hits: [{ id: "x2", sessionId: "s-1", header: "cargo test", snippet: "test result: ok. 9 passed", score: 2 }] }),
-    "x2 [s-1] cargo test\n  …test result: ok. 9 passed…",
-  );
-  assert.equal(renderSearchResult({ hits: [{ id: "x2", sessionId: "s-1", header: "cargo test", snippet: "", score: 2 }] }), "x2 [s-1] cargo test");
+  assert.deepEqual(tools, [refusals.shell, refusals.context_retrieve]);
 });

@@ -46,7 +46,7 @@ mod whole;
 
 use crate::call;
 use crate::config::LayerCaps;
-use crate::render::TOOL_NAMES;
+use crate::context_tool::ContextTool;
 use crate::view::SessionView;
 
 pub use prompt::{
@@ -104,6 +104,6 @@ fn layered(
 pub fn offered_tools(tools_tokens: u32) -> &'static [&'static str] {
     match tools_tokens {
         0 => &[],
-        _ => &TOOL_NAMES,
+        _ => &ContextTool::NAMES,
     }
 }

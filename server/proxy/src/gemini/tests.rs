@@ -4,9 +4,10 @@
 
 use super::*;
 use crate::api::Splicer;
+use ctxproxy_core::context_tool::definitions as tool_definitions;
 use ctxproxy_core::message::Role;
 use ctxproxy_core::packer::PromptMessage;
-use ctxproxy_core::render::{tool_definitions, Block};
+use ctxproxy_core::render::Block;
 use serde_json::json;
 
 use crate::history::test_support::{forwarded, parse, pretty, request_as_text};
@@ -204,6 +205,32 @@ fn whole_replies_splice_over_context_rounds() {
     );
     let spliced = Gemini::splice(&[round1, round2]);
     insta::assert_snapshot!(pretty(&json!({"continuation": body, "client": spliced})));
+}
+
+/// A call the upstream sent without an id is read with one of ctxproxy's
+/// (what is recorded); its answer goes back without one, as the call came.
+#[test]
+fn an_answer_names_the_call_only_by_an_id_it_had() {
+    let turn = json!({"role": "model", "parts": [
+        {"functionCall": {"name": "context_search", "args": {"query": "pytest"}}},
+        {"functionCall": {"id": "ctx_2", "name": "context_retrieve", "args": {"ids": ["x1"]}}},
+    ]});
+    let calls = Gemini::calls(&turn).context;
+    assert_eq!(calls.len(), 2);
+    assert!(!calls[0].id.is_empty(), "read with an id of ctxproxy's");
+    let answers: Vec<_> = calls
+        .into_iter()
+        .map(|c| (c, "No matches.".to_string()))
+        .collect();
+    let mut body = json!({"contents": []});
+    Gemini::continue_with(&mut body, &turn, &answers);
+    assert_eq!(
+        body["contents"][1]["parts"],
+        json!([
+            {"functionResponse": {"name": "context_search", "response": {"output": "No matches."}}},
+            {"functionResponse": {"id": "ctx_2", "name": "context_retrieve", "response": {"output": "No matches."}}},
+        ])
+    );
 }
 
 /// Feeds rounds of chunks through the splicer: what the client reads, and
