@@ -336,11 +336,13 @@ impl Sessions {
         Ok(None)
     }
 
-    /// Finds (or opens, or forks) the session `messages` continue.
+    /// Finds (or opens, or forks) the session `messages` continue; a
+    /// session it opens is stored under `project`.
     pub async fn begin(
         &self,
         service: &Service,
         key: &str,
+        project: &str,
         system: &str,
         sent: Sent<'_>,
     ) -> Result<Turn, ServiceError> {
@@ -389,9 +391,9 @@ impl Sessions {
                     .take_while(|p| p.exchange <= at)
                     .count();
                 let session = if at == 0 {
-                    open(service, key, None).await?
+                    open(service, key, project, None).await?
                 } else {
-                    open(service, key, Some((parent.session.clone(), at))).await?
+                    open(service, key, project, Some((parent.session.clone(), at))).await?
                 };
                 guard.list.insert(
                     0,
@@ -416,9 +418,9 @@ impl Sessions {
                 let query = messages.iter().find(|m| m.role == Role::User);
                 let (session, called) = match (caller, query) {
                     (Some(caller), Some(query)) => {
-                        (open_call(service, key, caller, query).await?, true)
+                        (open_call(service, key, project, caller, query).await?, true)
                     }
-                    _ => (open(service, key, None).await?, false),
+                    _ => (open(service, key, project, None).await?, false),
                 };
                 guard.list.insert(
                     0,
@@ -490,11 +492,12 @@ impl Turn {
 async fn open(
     service: &Service,
     key: &str,
+    project: &str,
     parent: Option<(String, u32)>,
 ) -> Result<String, ServiceError> {
     service
         .open_new_session(NewSession {
-            workspace: Some(WORKSPACE.into()),
+            workspace: Some(project.into()),
             title: Some(key.to_string()),
             parent: parent.map(|(s, at)| (s, Some(at))),
             ..NewSession::default()
@@ -507,6 +510,7 @@ async fn open(
 async fn open_call(
     service: &Service,
     key: &str,
+    project: &str,
     (caller, at): (String, u32),
     query: &Message,
 ) -> Result<String, ServiceError> {
@@ -516,7 +520,7 @@ async fn open_call(
     };
     service
         .open_new_session(NewSession {
-            workspace: Some(WORKSPACE.into()),
+            workspace: Some(project.into()),
             title: Some(key.to_string()),
             parent: Some((caller, Some(at))),
             child: Some(ChildCall {
