@@ -32,12 +32,17 @@ pub enum BadDirectory {
     Unusable(String),
 }
 
-/// `dir` as a project: made absolute against the current directory, its
+/// `dir` as a project: the directory it names, as the system names its
+/// current directory (symbolic links and `..` resolved, as the working
+/// directory an assistant states is: its process's `getcwd`), or, for one
+/// that does not exist, made absolute against the current directory; its
 /// trailing separators removed (`ctxproxy proxy --project`, `ctxproxy
 /// run`'s directory, `ctxproxy sessions --project`).
 pub fn directory_project(dir: &Path) -> Result<String, BadDirectory> {
     let shown = || dir.display().to_string();
-    let absolute = std::path::absolute(dir).map_err(|e| BadDirectory::Absolute(shown(), e))?;
+    let absolute = std::fs::canonicalize(dir)
+        .or_else(|_| std::path::absolute(dir))
+        .map_err(|e| BadDirectory::Absolute(shown(), e))?;
     absolute
         .to_str()
         .and_then(normalise)
@@ -125,6 +130,25 @@ mod tests {
             got, "",
             "a statement after an answer is the conversation's, not the opening"
         );
+    }
+
+    #[test]
+    fn a_directory_is_named_as_the_system_names_it() {
+        let root = std::env::temp_dir().join(format!("ctxproxy-project-{}", std::process::id()));
+        let app = root.join("app");
+        std::fs::create_dir_all(&app).unwrap();
+        let canonical = std::fs::canonicalize(&app).unwrap();
+        for given in [app.clone(), app.join(""), root.join("app/../app")] {
+            let got = directory_project(&given).unwrap();
+            assert_eq!(Path::new(&got), canonical, "{}", given.display());
+        }
+        let missing = directory_project(&root.join("missing/")).unwrap();
+        assert_eq!(
+            Path::new(&missing),
+            root.join("missing"),
+            "kept as given, absolute"
+        );
+        std::fs::remove_dir_all(&root).unwrap();
     }
 
     #[test]
