@@ -162,3 +162,34 @@ def test_ctxproxy_run_s_sessions_belong_to_the_directory_it_starts_in(tmp_path, 
     assert p.returncode == 0, p.stdout + p.stderr
     session = p.stdout.strip()
     assert listed(store, str(work)) == [session]
+
+
+def test_a_sub_agent_s_call_and_a_fork_keep_the_project_of_the_session_they_branch_from(tmp_path, store, upstream,
+                                                                                      proxy):
+    work = tmp_path / "work"
+    work.mkdir()
+    upstream.push(*[Turn(text="Done.") for _ in range(4)])
+    same_id = {"x-claude-code-session-id": "0b7f3c1e-project-test"}
+
+    def turn(body: dict, ask: str) -> dict:
+        return {**body, "messages": body["messages"] + [
+            {"role": "assistant", "content": [{"type": "text", "text": "Done."}]},
+            {"role": "user", "content": [{"type": "text", "text": ask}]}]}
+
+    first = claude_code_body("Refactor the parser.", str(work))
+    main = session_of(send_claude_code(proxy, first, same_id))
+    # A sub-agent: the same session id, a system prompt of its own, stating another directory.
+    agent_body = claude_code_body("Find the parser's tests.", "/home/me/elsewhere")
+    agent_body["system"] = [{"type": "text", "text": "You are a search agent."}]
+    agent = session_of(send_claude_code(proxy, agent_body, same_id))
+    assert session_of(send_claude_code(proxy, turn(first, "And the lexer?"), same_id)) == main
+    # The second turn asked again another way: a fork of the main session after x1, sent
+    # under another project.
+    fork = session_of(send_claude_code(proxy, turn(first, "And the tests?"),
+                                       {**same_id, "x-ctxproxy-project": "elsewhere"}))
+
+    listing = proxylib.sessions(store)
+    assert len({main, agent, fork}) == 3, listing
+    assert f"called by {main}" in listing and f"fork of {main} at x1" in listing, listing
+    assert sorted(listed(store, str(work))) == sorted([main, agent, fork]), listing
+    assert listed(store, "elsewhere") == [] and listed(store, "/home/me/elsewhere") == []

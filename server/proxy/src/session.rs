@@ -336,8 +336,9 @@ impl Sessions {
         Ok(None)
     }
 
-    /// Finds (or opens, or forks) the session `messages` continue; a
-    /// session it opens is stored under `project`.
+    /// Finds (or opens, or forks) the session `messages` continue; a root
+    /// session it opens is stored under `project` (a fork or a call
+    /// belongs to the project of the session it branches from).
     pub async fn begin(
         &self,
         service: &Service,
@@ -418,7 +419,7 @@ impl Sessions {
                 let query = messages.iter().find(|m| m.role == Role::User);
                 let (session, called) = match (caller, query) {
                     (Some(caller), Some(query)) => {
-                        (open_call(service, key, project, caller, query).await?, true)
+                        (open_call(service, key, caller, query).await?, true)
                     }
                     _ => (open(service, key, project, None).await?, false),
                 };
@@ -495,9 +496,12 @@ async fn open(
     project: &str,
     parent: Option<(String, u32)>,
 ) -> Result<String, ServiceError> {
+    // A fork keeps the workspace of the session it forks (`None`): it is
+    // the same conversation, whatever this request says of its project.
+    let workspace = parent.is_none().then(|| project.to_string());
     service
         .open_new_session(NewSession {
-            workspace: Some(project.into()),
+            workspace,
             title: Some(key.to_string()),
             parent: parent.map(|(s, at)| (s, Some(at))),
             ..NewSession::default()
@@ -510,7 +514,6 @@ async fn open(
 async fn open_call(
     service: &Service,
     key: &str,
-    project: &str,
     (caller, at): (String, u32),
     query: &Message,
 ) -> Result<String, ServiceError> {
@@ -520,7 +523,8 @@ async fn open_call(
     };
     service
         .open_new_session(NewSession {
-            workspace: Some(project.into()),
+            // The caller's workspace: a sub-agent works on its caller's project.
+            workspace: None,
             title: Some(key.to_string()),
             parent: Some((caller, Some(at))),
             child: Some(ChildCall {
