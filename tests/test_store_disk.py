@@ -25,9 +25,9 @@ def cli(*args, check=True, prefix=()) -> subprocess.CompletedProcess:
 
 
 def sessions(store) -> dict[str, int]:
-    """session id -> exchanges, from `ctxproxy sessions`."""
-    lines = cli("sessions", "--store", store).stdout.splitlines()[1:]
-    return {l.split()[0]: int(l.split()[1]) for l in lines if l.strip()}
+    """session id -> exchanges, from `ctxproxy sessions` (its rows, not its project headings)."""
+    rows = [l.split() for l in cli("sessions", "--store", store).stdout.splitlines() if l.startswith("s-")]
+    return {row[0]: int(row[1]) for row in rows}
 
 
 def alone(store: pathlib.Path, tmp: pathlib.Path) -> pathlib.Path:

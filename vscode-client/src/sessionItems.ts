@@ -1,6 +1,16 @@
-// What the Sessions view shows for a session and for an exchange. No vscode import.
+// What the Sessions view shows for a project, a session and an exchange. No vscode import.
 import { ExchangeHeader, SessionInfo } from "./protocol";
 import { formatTokens } from "./tokenFigures";
+
+/** A project (a session's workspace) and the sessions listed under it. */
+export interface ProjectItem {
+  kind: "project";
+  project: string;
+  label: string;
+  description: string;
+  tooltip: string;
+  sessions: SessionInfo[];
+}
 
 export interface SessionItem {
   kind: "session";
@@ -63,6 +73,29 @@ export function sessionTree(sessions: SessionInfo[]): SessionTree {
     list.sort((a, b) => (a.createdAt ?? "").localeCompare(b.createdAt ?? ""));
   }
   return { roots: sortSessions(roots), children };
+}
+
+/** Sessions under their projects: the project of the newest session first, each project's sessions
+ * in the order given. A project is shown by its last path segment (or its name), in full beside it;
+ * sessions without one go under "(no project)". */
+export function projectItems(sessions: SessionInfo[]): ProjectItem[] {
+  const groups = new Map<string, SessionInfo[]>();
+  for (const s of sortSessions(sessions)) {
+    const project = s.workspace ?? "";
+    groups.set(project, [...(groups.get(project) ?? []), s]);
+  }
+  return [...groups].map(([project, list]) => {
+    const name = project.split(/[\\/]/).filter(Boolean).pop() ?? project;
+    const count = `${list.length} session${list.length === 1 ? "" : "s"}`;
+    return {
+      kind: "project",
+      project,
+      label: project === "" ? "(no project)" : name,
+      description: project === name ? count : [project, count].filter(Boolean).join(" · "),
+      tooltip: [project || "sessions without a project", count].join("\n"),
+      sessions: list,
+    };
+  });
 }
 
 export function exchangeItem(sessionId: string, exchange: ExchangeHeader): ExchangeItem {

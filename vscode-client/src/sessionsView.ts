@@ -1,10 +1,20 @@
-// The Sessions tree: sessions (ctx/listSessions) and, under each, the child calls it made
-// (sessionTree) then its exchange headers (ctx/listExchanges). Clicking an exchange opens it in full.
+// The Sessions tree: projects, the sessions of each (ctx/listSessions) and, under a session, the
+// child calls it made (sessionTree) then its exchange headers (ctx/listExchanges). Clicking an
+// exchange opens it in full.
 import * as vscode from "vscode";
-import { ExchangeItem, exchangeItem, SessionItem, sessionItem, SessionTree, sessionTree } from "./sessionItems";
+import {
+  ExchangeItem,
+  exchangeItem,
+  ProjectItem,
+  projectItems,
+  SessionItem,
+  sessionItem,
+  SessionTree,
+  sessionTree,
+} from "./sessionItems";
 import { Sidecar } from "./sidecar";
 
-export type SessionsNode = SessionItem | ExchangeItem;
+export type SessionsNode = ProjectItem | SessionItem | ExchangeItem;
 
 const MAX_EXCHANGES = 10000;
 
@@ -22,6 +32,15 @@ export class SessionsView implements vscode.TreeDataProvider<SessionsNode> {
   }
 
   getTreeItem(node: SessionsNode): vscode.TreeItem {
+    if (node.kind === "project") {
+      const item = new vscode.TreeItem(node.label, vscode.TreeItemCollapsibleState.Expanded);
+      item.id = `project:${node.project}`;
+      item.description = node.description;
+      item.tooltip = node.tooltip;
+      item.contextValue = "project";
+      item.iconPath = new vscode.ThemeIcon("folder");
+      return item;
+    }
     if (node.kind === "session") {
       const item = new vscode.TreeItem(node.label, vscode.TreeItemCollapsibleState.Collapsed);
       item.id = node.sessionId;
@@ -45,7 +64,10 @@ export class SessionsView implements vscode.TreeDataProvider<SessionsNode> {
     if (!node) {
       const { sessions } = await this.sidecar.listSessions({});
       this.tree = sessionTree(sessions);
-      return this.tree.roots.map(sessionItem);
+      return projectItems(this.tree.roots);
+    }
+    if (node.kind === "project") {
+      return node.sessions.map(sessionItem);
     }
     if (node.kind === "session") {
       const calls = (this.tree.children.get(node.sessionId) ?? []).map(sessionItem);

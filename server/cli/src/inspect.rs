@@ -8,7 +8,7 @@ use ctxproxy_core::config::DigestLimits;
 use ctxproxy_core::digest;
 use ctxproxy_core::ids::ItemId;
 use ctxproxy_core::tokens::{self, Encoding};
-use ctxproxy_store::{ParentKind, Store, StoreError};
+use ctxproxy_store::{ParentKind, SessionListing, Store, StoreError};
 
 use ctxproxy_service::config;
 use ctxproxy_service::service::{Forget, Service};
@@ -178,13 +178,56 @@ pub fn path(store: &Path, session: &str, node: Option<&str>, json: bool) -> anyh
     Ok(())
 }
 
-pub fn sessions(store: &Path) -> anyhow::Result<()> {
+/// `ctxproxy sessions [--project P]`: one project's sessions, or every
+/// session under its project's heading.
+pub fn sessions(store: &Path, project: Option<&str>) -> anyhow::Result<()> {
     let store = open_existing(store)?;
-    let list = store.read_now(|r| r.sessions(None))?;
+    let project = project.map(project_filter).transpose()?;
+    let list = store.read_now(|r| r.sessions(project.as_deref()))?;
     println!(
         "{:<10} {:>9} {:>7}  {:<20}  title",
         "session", "exchanges", "prompts", "updated"
     );
+    match project {
+        Some(_) => print_sessions(&list),
+        None => {
+            for (project, list) in by_project(list) {
+                match project.as_str() {
+                    "" => println!("\n(no project)"),
+                    p => println!("\nproject {p}"),
+                }
+                print_sessions(&list);
+            }
+        }
+    }
+    Ok(())
+}
+
+/// `--project P` as sessions are stored under it: a directory (absolute,
+/// or one that exists here) as the proxy stores one, any other name as
+/// given (an `x-ctxproxy-project` header's).
+fn project_filter(project: &str) -> anyhow::Result<String> {
+    let path = Path::new(project);
+    Ok(match path.is_absolute() || path.is_dir() {
+        true => ctxproxy_proxy::project::directory_project(path)?,
+        false => project.trim().to_string(),
+    })
+}
+
+/// Sessions (newest first) grouped by project: the project of the newest
+/// session first, each project's sessions newest first.
+fn by_project(list: Vec<SessionListing>) -> Vec<(String, Vec<SessionListing>)> {
+    let mut groups: Vec<(String, Vec<SessionListing>)> = Vec::new();
+    for s in list {
+        match groups.iter_mut().find(|(p, _)| *p == s.workspace) {
+            Some((_, group)) => group.push(s),
+            None => groups.push((s.workspace.clone(), vec![s])),
+        }
+    }
+    groups
+}
+
+fn print_sessions(list: &[SessionListing]) {
     for s in list {
         // Where a session sits among the others, after its title.
         let origin = match &s.parent {
@@ -202,7 +245,6 @@ pub fn sessions(store: &Path) -> anyhow::Result<()> {
             s.id, s.exchanges, s.prompts, s.updated_at, s.title
         );
     }
-    Ok(())
 }
 
 pub fn stats(store: &Path, json: bool) -> anyhow::Result<()> {

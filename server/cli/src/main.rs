@@ -82,8 +82,12 @@ enum Command {
         #[command(flatten)]
         store: StoreArg,
     },
-    /// List the sessions of a store.
+    /// List the sessions of a store, under their projects.
     Sessions {
+        /// Only this project's sessions: a directory (made absolute), or a name an
+        /// `x-ctxproxy-project` header gave.
+        #[arg(long, value_name = "P")]
+        project: Option<String>,
         #[command(flatten)]
         store: StoreArg,
     },
@@ -185,7 +189,9 @@ fn main() -> anyhow::Result<()> {
             json,
             store,
         } => inspect::path(&store_path(store)?, &session, exchange.as_deref(), json),
-        Command::Sessions { store } => inspect::sessions(&store_path(store)?),
+        Command::Sessions { project, store } => {
+            inspect::sessions(&store_path(store)?, project.as_deref())
+        }
         Command::Forget {
             project,
             session,

@@ -32,6 +32,10 @@ pub struct OptionsArgs {
     /// Settings as the JSON editors send in initializationOptions, e.g. '{"budget": 24000}'.
     #[arg(long, value_name = "JSON")]
     config: Option<String>,
+    /// The project of every request that names none in `x-ctxproxy-project` (for a proxy serving
+    /// one project; `run`: the current directory) [default: the directory the assistant states].
+    #[arg(long, value_name = "DIR")]
+    project: Option<PathBuf>,
     /// Base URL of the OpenAI-compatible API.
     #[arg(long, default_value = Upstreams::OPENAI)]
     openai_upstream: String,
@@ -72,6 +76,7 @@ impl From<OptionsArgs> for Options {
                 upstream_idle: a.upstream_idle.unwrap_or(defaults.upstream_idle),
                 shutdown: a.shutdown.unwrap_or(defaults.shutdown),
             },
+            project: a.project,
         }
     }
 }

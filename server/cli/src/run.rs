@@ -69,7 +69,13 @@ pub async fn run(args: Args) -> anyhow::Result<i32> {
         .split_first()
         .context("ctxproxy run: name the assistant to run")?;
     let listen = SocketAddr::from((Ipv4Addr::LOCALHOST, 0));
-    let opened = proxy::open(args.options.into(), listen, None, true).await?;
+    let mut options: proxy::Options = args.options.into();
+    if options.project.is_none() {
+        // The assistant works on the directory it is started in: its
+        // sessions belong to that project, whatever it states.
+        options.project = Some(std::env::current_dir().context("the current directory")?);
+    }
+    let opened = proxy::open(options, listen, None, true).await?;
     let addr = opened.addr;
     let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
     let serving = tokio::spawn(opened.serve_until(async {

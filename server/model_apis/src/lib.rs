@@ -13,6 +13,7 @@ use serde_json::{json, Value};
 pub mod anthropic;
 pub mod gemini;
 pub mod openai;
+pub mod project;
 pub mod responses;
 #[cfg(test)]
 mod tests;

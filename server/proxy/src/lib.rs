@@ -10,8 +10,9 @@
 //! checked), `errors` (our own error bodies), `history` (a body read
 //! against the one its conversation sent last), `session` (which session
 //! and which messages are new), `rounds` (forwarding, context-tool rounds,
-//! replies), `accounting` with `metrics`, `traces`, `tally` and
-//! `dashboard` (what is counted of a request and where it shows).
+//! replies), `project` (which project a request belongs to), `accounting`
+//! with `metrics`, `traces`, `tally` and `dashboard` (what is counted of a
+//! request and where it shows).
 
 mod accounting;
 mod anthropic;
@@ -26,6 +27,7 @@ mod mask;
 mod metrics;
 pub mod model_api;
 mod openai;
+pub mod project;
 mod request;
 mod responses;
 #[cfg(test)]
@@ -61,6 +63,10 @@ pub struct Options {
     pub config: Option<String>,
     pub upstreams: Upstreams,
     pub timeouts: Timeouts,
+    /// The project of every request that names none in `x-ctxproxy-project`
+    /// (`--project`, `ctxproxy run`'s directory); `None`: the directory
+    /// each assistant states, if any.
+    pub project: Option<PathBuf>,
 }
 
 /// How long the proxy waits on its clients and its upstream; docs/PROXY.md
@@ -100,6 +106,8 @@ pub struct Proxy {
     body_timeout: Duration,
     /// What each session was sent and forwarded, when kept (`ctxproxy run`).
     tally: Option<tally::Tally>,
+    /// `Options::project`, normalised.
+    project: Option<String>,
     /// What `GET /metrics` and the dashboard's totals show.
     metrics: metrics::Metrics,
     /// A span per request, when `OTEL_EXPORTER_OTLP_ENDPOINT` is set.
@@ -125,6 +133,7 @@ impl Proxy {
             token,
             body_timeout: timeouts.body,
             tally: None,
+            project: None,
             metrics: metrics::Metrics::default(),
             traces: traces::Traces::from_env().context("OTEL_EXPORTER_OTLP_ENDPOINT")?,
         })

@@ -12,7 +12,7 @@ use serde_json::Value;
 
 use crate::api::{Api, ErrorKind};
 use crate::errors::{body_too_slow, error, UNAUTHORISED};
-use crate::{history, mask, session, Proxy};
+use crate::{history, mask, project, session, Proxy};
 
 pub(crate) fn header_str<'a>(headers: &'a HeaderMap, name: &str) -> Option<&'a str> {
     headers.get(name).and_then(|v| v.to_str().ok())
@@ -28,6 +28,8 @@ pub(crate) struct Incoming {
     pub(crate) budget: Option<u32>,
     pub(crate) passthrough: bool,
     pub(crate) key: String,
+    /// The project a session it opens is stored under (`project`).
+    pub(crate) project: String,
     /// The session headers its history is kept under.
     pub(crate) history_key: Option<String>,
 }
@@ -131,6 +133,13 @@ pub(crate) async fn read_request<A: Api>(
         .find(|m| m.role == Role::User)
         .map_or("", |m| m.content.as_str());
     let key = session::session_key(&headers, &read.envelope, &read.system, first_user);
+    let project = project::request_project(
+        &headers,
+        proxy.project.as_deref(),
+        &read.system,
+        read.history.messages(),
+    )
+    .map_err(|e| bad(&e.to_string(), project::HEADER))?;
     Ok(Incoming {
         model: A::model(&read.envelope, parts.uri.path()),
         url: proxy.upstreams.url_for(&path),
@@ -139,6 +148,7 @@ pub(crate) async fn read_request<A: Api>(
         budget,
         passthrough,
         key,
+        project,
         history_key,
     })
 }

@@ -112,6 +112,7 @@ async fn model<A: Api>(State(proxy): State<Arc<Proxy>>, request: Request) -> Res
         .begin(
             service,
             &incoming.key,
+            &incoming.project,
             &incoming.read.system,
             incoming.read.history.sent(),
         )

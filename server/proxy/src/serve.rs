@@ -45,6 +45,12 @@ pub async fn open(
     token: Option<String>,
     tally: bool,
 ) -> anyhow::Result<Opened> {
+    let project = args
+        .project
+        .as_deref()
+        .map(crate::project::directory_project)
+        .transpose()
+        .context("--project")?;
     let settings = ctxproxy_service::config::settings_text(args.config.as_deref())?;
     let (config, store_path) = ctxproxy_service::config::load(
         settings,
@@ -59,6 +65,7 @@ pub async fn open(
     let service = Service::open(store_path, config, None)?;
     let mut proxy = Proxy::new(service, args.upstreams, args.timeouts, token)?;
     proxy.tally = tally.then(tally::Tally::default);
+    proxy.project = project;
     let proxy = Arc::new(proxy);
     let listener = tokio::net::TcpListener::bind(listen)
         .await

@@ -338,11 +338,14 @@ impl Sessions {
         Ok(None)
     }
 
-    /// Finds (or opens, or forks) the session `messages` continue.
+    /// Finds (or opens, or forks) the session `messages` continue; a root
+    /// session it opens is stored under `project` (a fork or a call
+    /// belongs to the project of the session it branches from).
     pub async fn begin(
         &self,
         service: &Service,
         key: &str,
+        project: &str,
         system: &str,
         sent: Sent<'_>,
     ) -> Result<Turn, ServiceError> {
@@ -391,9 +394,9 @@ impl Sessions {
                     .take_while(|p| p.exchange <= at)
                     .count();
                 let session = if at == 0 {
-                    open(service, key, None).await?
+                    open(service, key, project, None).await?
                 } else {
-                    open(service, key, Some((parent.session.clone(), at))).await?
+                    open(service, key, project, Some((parent.session.clone(), at))).await?
                 };
                 guard.list.insert(
                     0,
@@ -420,7 +423,7 @@ impl Sessions {
                     (Some(caller), Some(query)) => {
                         (open_call(service, key, caller, query).await?, true)
                     }
-                    _ => (open(service, key, None).await?, false),
+                    _ => (open(service, key, project, None).await?, false),
                 };
                 guard.list.insert(
                     0,
@@ -492,10 +495,15 @@ impl Turn {
 async fn open(
     service: &Service,
     key: &str,
+    project: &str,
     parent: Option<(String, u32)>,
 ) -> Result<String, ServiceError> {
+    // A fork keeps the workspace of the session it forks (`None`): it is
+    // the same conversation, whatever this request says of its project.
+    let workspace = parent.is_none().then(|| project.to_string());
     service
         .open_new_session(NewSession {
+            workspace,
             title: Some(key.to_string()),
             parent: parent.map(|(s, at)| (s, Some(at))),
             edge: Edge::Proxy,
@@ -518,6 +526,8 @@ async fn open_call(
     };
     service
         .open_new_session(NewSession {
+            // The caller's workspace: a sub-agent works on its caller's project.
+            workspace: None,
             title: Some(key.to_string()),
             parent: Some((caller, Some(at))),
             child: Some(ChildCall {

@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
-import { exchangeItem, sessionItem, sessionTree, sortSessions } from "../../src/sessionItems";
+import { exchangeItem, projectItems, sessionItem, sessionTree, sortSessions } from "../../src/sessionItems";
 import { SessionInfo } from "../../src/protocol";
 
 const session: SessionInfo = { sessionId: "s-1", title: "fix config", workspace: "/w", exchanges: 3, prompts: 3, createdAt: "2026-11-21T09:00:00Z", updatedAt: "2026-11-21T10:00:00Z", depth: 0 };
@@ -49,4 +49,24 @@ test("child calls go under their caller with their depth; forks and orphans stay
   assert.equal(item.description, "depth 2 · 3 exchanges · c1a");
   assert.match(item.tooltip, /called by c1 after x1/);
   assert.match(sessionItem(fork).tooltip, /forked from s-1 at x2/);
+});
+
+test("sessions go under their projects, the most recently active project first", () => {
+  const at = (id: string, workspace: string, updatedAt: string): SessionInfo => ({ ...session, sessionId: id, workspace, updatedAt });
+  const projects = projectItems([
+    at("s-a1", "/home/me/app", "2026-11-21T08:00:00Z"),
+    at("s-none", "", "2026-11-21T09:00:00Z"),
+    at("s-b", "billing", "2026-11-21T07:00:00Z"),
+    at("s-a2", "/home/me/app/", "2026-11-21T06:00:00Z"),
+    at("s-a3", "/home/me/app", "2026-11-21T10:00:00Z"),
+  ]);
+  assert.deepEqual(
+    projects.map((p) => [p.label, p.description, p.sessions.map((s) => s.sessionId)]),
+    [
+      ["app", "/home/me/app · 2 sessions", ["s-a3", "s-a1"]],
+      ["(no project)", "1 session", ["s-none"]],
+      ["billing", "1 session", ["s-b"]],
+      ["app", "/home/me/app/ · 1 session", ["s-a2"]],
+    ],
+  );
 });

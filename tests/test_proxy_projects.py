@@ -1,0 +1,195 @@
+"""A proxied session's project (its workspace): the `x-ctxproxy-project` header, else the proxy's
+own (`ctxproxy proxy --project DIR`, the directory `ctxproxy run` starts in), else the working
+directory the assistant states (here in Claude Code's and Codex's words), else none. `ctxproxy
+sessions` lists sessions under their projects, `--project P` one project's."""
+
+from __future__ import annotations
+
+import json
+import pathlib
+import re
+import subprocess
+import sys
+import urllib.error
+import urllib.request
+from dataclasses import dataclass
+
+import pytest
+
+import proxylib
+from proxylib import Turn
+
+ANTHROPIC_HEADERS = {"x-api-key": "sk-ant-api03-projecttest0123456789", "anthropic-version": "2023-06-01"}
+
+
+def claude_code_body(task: str, cwd: str | None) -> dict:
+    """A Messages request shaped as Claude Code sends it: its environment notes open the first
+    user message (fixtures/stated-cwd/claude-code.txt)."""
+    blocks = [{"type": "text", "text": task}]
+    if cwd is not None:
+        notes = ("<system-reminder>\n# Environment\nYou have been invoked in the following environment: \n"
+                 f" - Primary working directory: {cwd}\n - Is a git repository: false\n - Platform: linux\n"
+                 "</system-reminder>")
+        blocks.insert(0, {"type": "text", "text": notes})
+    return {"model": "claude-sonnet-4-5", "max_tokens": 256,
+            "system": [{"type": "text", "text": "You are Claude Code, Anthropic's official CLI for Claude."}],
+            "messages": [{"role": "user", "content": blocks}]}
+
+
+def codex_body(task: str, cwd: str) -> dict:
+    """A Responses request shaped as Codex sends it: developer messages, then its
+    <environment_context> as a user message (fixtures/stated-cwd/codex.txt)."""
+    def message(role: str, text: str) -> dict:
+        return {"type": "message", "role": role, "content": [{"type": "input_text", "text": text}]}
+    context = (f"<environment_context>\n  <cwd>{cwd}</cwd>\n  <shell>bash</shell>\n"
+               "  <current_date>2026-12-06</current_date>\n</environment_context>")
+    return {"model": "gpt-scripted", "stream": False, "store": False,
+            "input": [message("developer", "You are Codex, a coding agent."), message("user", context),
+                      message("user", task)]}
+
+
+@dataclass
+class Reply:
+    status: int
+    headers: dict[str, str]
+    json: dict
+
+
+def post(url: str, body: dict, headers: dict) -> Reply:
+    request = urllib.request.Request(url, data=json.dumps(body).encode(),
+                                     headers={"content-type": "application/json", **headers})
+    try:
+        with urllib.request.urlopen(request, timeout=60) as r:
+            return Reply(r.status, {k.lower(): v for k, v in r.headers.items()}, json.load(r))
+    except urllib.error.HTTPError as e:
+        return Reply(e.code, {k.lower(): v for k, v in e.headers.items()}, json.load(e))
+
+
+def send_claude_code(proxy, body: dict, headers: dict | None = None) -> Reply:
+    return post(proxy.url + "/v1/messages", body, {**ANTHROPIC_HEADERS, **(headers or {})})
+
+
+def session_of(reply: Reply) -> str:
+    assert reply.status == 200, reply.json
+    return reply.headers["x-ctxproxy-session"]
+
+
+def listed(store: pathlib.Path, *project: str) -> list[str]:
+    """The sessions `ctxproxy sessions [--project P]` lists."""
+    args = ["sessions", *(["--project", project[0]] if project else [])]
+    return re.findall(r"^(s-\S+)", proxylib.cli(*args, store=store).stdout, re.M)
+
+
+def grouped(store: pathlib.Path) -> dict[str, list[str]]:
+    """`ctxproxy sessions` read back: each project ("" for none) with its sessions."""
+    groups: dict[str, list[str]] = {}
+    current = None
+    for line in proxylib.sessions(store).splitlines():
+        if line.startswith("project "):
+            current = line.removeprefix("project ")
+        elif line == "(no project)":
+            current = ""
+        elif m := re.match(r"(s-\S+)", line):
+            assert current is not None, "a session before any project heading"
+            groups.setdefault(current, []).append(m.group(1))
+    return groups
+
+
+def test_stated_working_directories_the_header_and_none_each_decide_a_project(tmp_path, store, upstream, proxy):
+    work = tmp_path / "work"
+    work.mkdir()
+    upstream.push(*[Turn(text="Done.") for _ in range(4)])
+
+    # Claude Code's words, and Codex's with a trailing slash: both the same project.
+    claude = session_of(send_claude_code(proxy, claude_code_body("Create hello.txt.", str(work))))
+    codex = session_of(post(proxy.url + "/v1/responses", codex_body("Create bye.txt.", f"{work}/"),
+                            {"authorization": "Bearer sk-proj-projecttest0123"}))
+    # The header wins over what the request states.
+    named = session_of(send_claude_code(proxy, claude_code_body("Fix the invoice totals.", str(work)),
+                                        {"x-ctxproxy-project": "  billing service "}))
+    # Nothing stated, no header: no project.
+    plain = session_of(send_claude_code(proxy, claude_code_body("What is 2 + 2?", None)))
+
+    assert len({claude, codex, named, plain}) == 4, "four conversations, four sessions"
+    assert sorted(listed(store, str(work))) == sorted([claude, codex])
+    # A directory given relative to where `sessions` runs is the same project.
+    p = subprocess.run([str(proxylib.ctxlib.binary()), "sessions", "--project", "work", "--store", str(store)],
+                       cwd=tmp_path, capture_output=True, text=True, timeout=60)
+    assert sorted(re.findall(r"^(s-\S+)", p.stdout, re.M)) == sorted([claude, codex]), p.stdout + p.stderr
+    assert listed(store, "billing service") == [named]
+    groups = {project: sorted(sessions) for project, sessions in grouped(store).items()}
+    assert groups == {str(work): sorted([claude, codex]), "billing service": [named], "": [plain]}
+
+
+@pytest.mark.parametrize("value, says", [
+    ("   ", "empty"),
+    ("p" * 513, "513 bytes, at most 512"),
+], ids=["blank", "too-long"])
+def test_a_project_header_that_cannot_be_one_is_a_400_naming_it(store, upstream, proxy, value, says):
+    reply = send_claude_code(proxy, claude_code_body("Hi.", None), {"x-ctxproxy-project": value})
+    assert reply.status == 400, reply.json
+    message = reply.json["error"]["message"]
+    assert "x-ctxproxy-project" in message and says in message, message
+    assert upstream.model_calls() == [], "nothing forwarded"
+
+
+def test_the_proxy_s_project_comes_after_the_header_and_before_what_is_stated(tmp_path, store, upstream):
+    served = tmp_path / "served"
+    served.mkdir()
+    upstream.push(Turn(text="Done."), Turn(text="Done."))
+    with proxylib.Proxy(store, upstream.url, upstream.url, extra=["--project", f"{served}/"]) as proxy:
+        stated = session_of(send_claude_code(proxy, claude_code_body("Hi.", "/home/me/elsewhere")))
+        named = session_of(send_claude_code(proxy, claude_code_body("Hello.", None),
+                                            {"x-ctxproxy-project": "named"}))
+    assert listed(store, str(served)) == [stated]
+    assert listed(store, "named") == [named]
+    assert listed(store, "/home/me/elsewhere") == []
+
+
+def test_ctxproxy_run_s_sessions_belong_to_the_directory_it_starts_in(tmp_path, store, upstream):
+    work = tmp_path / "work"
+    work.mkdir()
+    upstream.push(Turn(text="Done."))
+    # The command sends one Messages request, stating nothing, to the proxy `run` points it at.
+    send = ("import json, os, urllib.request\n"
+            f"body = json.dumps({json.dumps(claude_code_body('Hi.', None))}).encode()\n"
+            "req = urllib.request.Request(os.environ['ANTHROPIC_BASE_URL'] + '/v1/messages', data=body,\n"
+            f"    headers={{'content-type': 'application/json', **{ANTHROPIC_HEADERS!r}}})\n"
+            "print(urllib.request.urlopen(req, timeout=60).headers['x-ctxproxy-session'])\n")
+    p = subprocess.run([str(proxylib.ctxlib.binary()), "run", "--store", str(store), "--anthropic-upstream",
+                        upstream.url, "--config", json.dumps(proxylib.LAYERED), "--", sys.executable, "-c", send],
+                       cwd=work, env=proxylib.env_without_proxies(), capture_output=True, text=True, timeout=120)
+    assert p.returncode == 0, p.stdout + p.stderr
+    session = p.stdout.strip()
+    assert listed(store, str(work)) == [session]
+
+
+def test_a_sub_agent_s_call_and_a_fork_keep_the_project_of_the_session_they_branch_from(tmp_path, store, upstream,
+                                                                                      proxy):
+    work = tmp_path / "work"
+    work.mkdir()
+    upstream.push(*[Turn(text="Done.") for _ in range(4)])
+    same_id = {"x-claude-code-session-id": "0b7f3c1e-project-test"}
+
+    def turn(body: dict, ask: str) -> dict:
+        return {**body, "messages": body["messages"] + [
+            {"role": "assistant", "content": [{"type": "text", "text": "Done."}]},
+            {"role": "user", "content": [{"type": "text", "text": ask}]}]}
+
+    first = claude_code_body("Refactor the parser.", str(work))
+    main = session_of(send_claude_code(proxy, first, same_id))
+    # A sub-agent: the same session id, a system prompt of its own, stating another directory.
+    agent_body = claude_code_body("Find the parser's tests.", "/home/me/elsewhere")
+    agent_body["system"] = [{"type": "text", "text": "You are a search agent."}]
+    agent = session_of(send_claude_code(proxy, agent_body, same_id))
+    assert session_of(send_claude_code(proxy, turn(first, "And the lexer?"), same_id)) == main
+    # The second turn asked again another way: a fork of the main session after x1, sent
+    # under another project.
+    fork = session_of(send_claude_code(proxy, turn(first, "And the tests?"),
+                                       {**same_id, "x-ctxproxy-project": "elsewhere"}))
+
+    listing = proxylib.sessions(store)
+    assert len({main, agent, fork}) == 3, listing
+    assert f"called by {main}" in listing and f"fork of {main} at x1" in listing, listing
+    assert sorted(listed(store, str(work))) == sorted([main, agent, fork]), listing
+    assert listed(store, "elsewhere") == [] and listed(store, "/home/me/elsewhere") == []
