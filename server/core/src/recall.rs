@@ -225,10 +225,10 @@ pub fn passage(
     if max_tokens < MIN_PASSAGE_TOKENS {
         return None;
     }
-    // Per text, its relevant lines best first: (rank, line, matched words).
-    let mut best: Vec<(usize, Vec<(Rank, usize, Vec<usize>)>)> = Vec::new();
+    // Per text, its relevant lines best first.
+    let mut best: Vec<(usize, Vec<MatchedLine>)> = Vec::new();
     for (t, text) in texts.iter().enumerate() {
-        let mut lines: Vec<(Rank, usize, Vec<usize>)> = Vec::new();
+        let mut lines: Vec<MatchedLine> = Vec::new();
         for (l, line) in text.text.lines().enumerate() {
             let lower = line.to_lowercase();
             let hits: Vec<usize> = (0..words.len())
@@ -253,7 +253,7 @@ pub fn passage(
     let mut whole = String::new();
     for (t, lines) in &mut best {
         // A text's lines in its own order: read as the output runs.
-        let mut shown: Vec<&(Rank, usize, Vec<usize>)> = lines.iter().collect();
+        let mut shown: Vec<&MatchedLine> = lines.iter().collect();
         shown.sort_by_key(|(_, l, _)| *l);
         for (_, l, hits) in shown {
             for &w in hits {
@@ -368,6 +368,9 @@ fn stem(word: &str) -> String {
 /// How good a line's matches are: more distinctive words first, then more
 /// words, then rarer ones.
 type Rank = (usize, usize, std::cmp::Reverse<u32>);
+
+/// A line that passed the bar: its rank, its index and the words it matched.
+type MatchedLine = (Rank, usize, Vec<usize>);
 
 fn rank(hits: &[usize], words: &[RecallWord]) -> Rank {
     let distinctive = hits.iter().filter(|&&w| words[w].distinctive).count();

@@ -12,8 +12,8 @@ use super::api::{
     ErrorKind,
 };
 use super::sse;
-pub use ctxproxy_model_apis::openai::OpenAi;
 use ctxproxy_model_apis::openai::content_text;
+pub use ctxproxy_model_apis::openai::OpenAi;
 use ctxproxy_service::api::FormattedPrompt;
 use ctxproxy_service::format::Format;
 
