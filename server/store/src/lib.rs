@@ -44,11 +44,11 @@ pub use error::StoreError;
 pub use exchange_row::TextSource;
 pub use path::{Lineage, PathSegment};
 pub use read::{
-    BlobText, ExchangeListing, MessageItem, ParentKind, ParentLink, PromptRecord, Reader,
+    BlobText, Edge, ExchangeListing, MessageItem, ParentKind, ParentLink, PromptRecord, Reader,
     SearchHit, SessionListing, Stats,
 };
 pub use requests::{LoggedRequest, RequestLog, SessionRequests};
-pub use sessions::{ChildCall, Edge, NewSession};
+pub use sessions::{ChildCall, NewSession};
 pub use writer::{IngestSettings, Writer};
 
 pub type Result<T, E = StoreError> = std::result::Result<T, E>;

@@ -18,7 +18,6 @@ use rusqlite::{params, Connection, OptionalExtension, Row};
 
 use crate::blobs;
 use crate::error::StoreError;
-use crate::sessions::Edge;
 use crate::Result;
 
 /// Read access to a connection and the blob directory: the writer's own
@@ -26,6 +25,31 @@ use crate::Result;
 pub struct Reader<'a> {
     pub(crate) conn: &'a Connection,
     blob_dir: &'a Path,
+}
+
+/// Which edge opened a session: the proxy finds its conversations again
+/// among its own sessions only.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Edge {
+    #[default]
+    Lsp,
+    Proxy,
+}
+
+impl Edge {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Edge::Lsp => "lsp",
+            Edge::Proxy => "proxy",
+        }
+    }
+
+    pub(crate) fn parse(s: &str) -> Edge {
+        match s {
+            "proxy" => Edge::Proxy,
+            _ => Edge::Lsp,
+        }
+    }
 }
 
 #[derive(Clone, Debug, PartialEq, Eq)]

@@ -12,36 +12,11 @@ use rusqlite::{params, OptionalExtension};
 
 use crate::cached::{execute_cached, query_row_cached};
 use crate::error::StoreError;
-use crate::read::{self, session_exists, stored_context};
+use crate::read::{self, session_exists, stored_context, Edge};
 use crate::time::now_rfc3339;
 use crate::writer::Writer;
 use crate::Result;
 use crate::{blobs, exchange_row, fulltext};
-
-/// Which edge opened a session: the proxy finds its conversations again
-/// among its own sessions only.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub enum Edge {
-    #[default]
-    Lsp,
-    Proxy,
-}
-
-impl Edge {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Edge::Lsp => "lsp",
-            Edge::Proxy => "proxy",
-        }
-    }
-
-    pub(crate) fn parse(s: &str) -> Edge {
-        match s {
-            "proxy" => Edge::Proxy,
-            _ => Edge::Lsp,
-        }
-    }
-}
 
 #[derive(Clone, Debug, Default)]
 pub struct NewSession {
