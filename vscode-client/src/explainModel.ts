@@ -53,6 +53,8 @@ export const LAYER_LABELS: Record<string, string> = {
   asks: "What the person said",
   references: "L4 references",
   recall: "Recall",
+  memory: "Project memory",
+  projectRecall: "Project recall",
   input: "Input",
 };
 

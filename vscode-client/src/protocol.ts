@@ -80,6 +80,7 @@ export interface AssembleParams {
 
 export const LAYER_NAMES = [
   "system",
+  "memory",
   "currentContext",
   "recent",
   "headers",
@@ -87,6 +88,7 @@ export const LAYER_NAMES = [
   "asks",
   "references",
   "recall",
+  "projectRecall",
   "input",
 ] as const;
 export type LayerName = (typeof LAYER_NAMES)[number];

@@ -21,6 +21,8 @@ const LAYER_COLORS: Record<string, string> = {
   asks: "var(--vscode-terminal-ansiGreen, #0dbc79)",
   references: "var(--vscode-charts-orange, #d18616)",
   recall: "var(--vscode-terminal-ansiMagenta, #bc3fbc)",
+  memory: "var(--vscode-terminal-ansiBlue, #2472c8)",
+  projectRecall: "var(--vscode-terminal-ansiRed, #cd3131)",
   input: "var(--vscode-charts-purple, #b180d7)",
   [OUTSIDE_LAYERS]: "var(--vscode-disabledForeground, #8888)",
 };

@@ -30,8 +30,9 @@ pub struct TurnSeen {
 }
 
 /// The prompt layers, in prompt order: the JSON key and the text table's column.
-pub(crate) const LAYERS: [(&str, &str); 9] = [
+pub(crate) const LAYERS: [(&str, &str); 11] = [
     ("system", "sys"),
+    ("memory", "memory"),
     ("currentContext", "L0"),
     ("recent", "recent"),
     ("headers", "headers"),
@@ -39,6 +40,7 @@ pub(crate) const LAYERS: [(&str, &str); 9] = [
     ("asks", "asks"),
     ("references", "refs"),
     ("recall", "recall"),
+    ("projectRecall", "project"),
     ("input", "input"),
 ];
 

@@ -56,6 +56,8 @@ fn layer_style(key: &str) -> (&'static str, &'static str) {
         "asks" => ("what the person said", "#0d9488"),
         "references" => ("references", "#f59e0b"),
         "recall" => ("recall", "#e11d48"),
+        "memory" => ("project memory", "#7c3aed"),
+        "projectRecall" => ("project recall", "#be185d"),
         "input" => ("input", "#c026d3"),
         _ => ("other", "#6b7280"),
     }
@@ -760,7 +762,7 @@ mod tests {
                 "outsideLayers": 20,
                 "cumulativeEffectiveCost": cost,
                 "layers": {"system": 20, "currentContext": 30, "recent": total - 90, "headers": 10,
-                           "summaries": 0, "asks": 0, "references": 0, "recall": 0, "input": 10},
+                           "summaries": 0, "asks": 0, "references": 0, "recall": 0, "memory": 0, "projectRecall": 0, "input": 10},
                 "baselines": {"full-history": {"total": full, "prefixReused": 0, "cumulativeEffectiveCost": full_cost}},
             })
         };

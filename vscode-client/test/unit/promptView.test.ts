@@ -21,6 +21,7 @@ test("layers come in packer order with tokens, shares and items", () => {
     view.layers.map((l) => [l.name, l.tokens, l.items.length]),
     [
       ["system", 100, 0],
+      ["memory", 0, 0],
       ["currentContext", 150, 1],
       ["recent", 600, 2],
       ["headers", 50, 2],
@@ -28,10 +29,11 @@ test("layers come in packer order with tokens, shares and items", () => {
       ["asks", 0, 0],
       ["references", 280, 1],
       ["recall", 0, 0],
+      ["projectRecall", 0, 0],
       ["input", 20, 0],
     ],
   );
-  assert.equal(view.layers[2].share, 0.5);
+  assert.equal(view.layers[3].share, 0.5);
   assert.deepEqual(view.toolNames, ["context_retrieve", "context_search"]);
   assert.deepEqual(view.messages[2].toolCalls, ['call_1 context_retrieve({"ids":["x1"]})']);
   assert.equal(view.messages[3].toolCallId, "call_1");
