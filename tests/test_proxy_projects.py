@@ -193,3 +193,50 @@ def test_a_sub_agent_s_call_and_a_fork_keep_the_project_of_the_session_they_bran
     assert f"called by {main}" in listing and f"fork of {main} at x1" in listing, listing
     assert sorted(listed(store, str(work))) == sorted([main, agent, fork]), listing
     assert listed(store, "elsewhere") == [] and listed(store, "/home/me/elsewhere") == []
+
+
+DECISION = "We settled it: invoice totals round half-even, to the penny, per line."
+
+
+def forwarded_text(call) -> str:
+    """Everything a forwarded model call carried, as one string."""
+    return json.dumps(call.json)
+
+
+def test_a_second_conversation_of_the_project_gets_the_first_one_s_memory(tmp_path, store, upstream, proxy):
+    work, other = tmp_path / "work", tmp_path / "other"
+    work.mkdir()
+    other.mkdir()
+    upstream.push(*[Turn(text="Noted.") for _ in range(6)])
+    # The first conversation, in Claude Code's words: the person states a decision.
+    first = session_of(send_claude_code(proxy, claude_code_body(DECISION, str(work))))
+    # A new conversation of the same project, through Codex's words: the decision is in what the
+    # model gets, under an id naming the first session.
+    second = session_of(post(proxy.url + "/v1/responses",
+                             codex_body("How do invoice totals round again?", str(work)),
+                             {"authorization": "Bearer sk-proj-projecttest0123"}))
+    assert second != first
+    text = forwarded_text(upstream.model_calls()[-1])
+    assert DECISION in text and f"{first}/x1" in text, text[:3000]
+    # Another project, and a conversation stating no project: nothing of it.
+    stranger = session_of(send_claude_code(proxy, claude_code_body("How do invoice totals round?", str(other))))
+    assert DECISION not in forwarded_text(upstream.model_calls()[-1]) and first not in forwarded_text(
+        upstream.model_calls()[-1])
+    loner = session_of(send_claude_code(proxy, claude_code_body("How do invoice totals round?", None)))
+    assert DECISION not in forwarded_text(upstream.model_calls()[-1])
+    assert len({first, second, stranger, loner}) == 4
+    # Forgotten: a new conversation of the project gets nothing of it.
+    proxylib.cli("forget", "--project", str(work), store=store)
+    session_of(send_claude_code(proxy, claude_code_body("And how do totals round?", str(work))))
+    assert DECISION not in forwarded_text(upstream.model_calls()[-1])
+
+
+def test_memory_off_keeps_each_conversation_to_itself(tmp_path, store, upstream):
+    work = tmp_path / "work"
+    work.mkdir()
+    upstream.push(Turn(text="Noted."), Turn(text="Noted."))
+    with proxylib.Proxy(store, upstream.url, upstream.url,
+                        config={**proxylib.LAYERED, "memory": False}) as proxy:
+        session_of(send_claude_code(proxy, claude_code_body(DECISION, str(work))))
+        session_of(send_claude_code(proxy, claude_code_body("How do invoice totals round again?", str(work))))
+    assert DECISION not in forwarded_text(upstream.model_calls()[-1])
