@@ -11,7 +11,7 @@ use ctxproxy_service::assemble;
 use serde_json::Value;
 
 use crate::api::{Api, ErrorKind};
-use crate::errors::{body_too_slow, error, UNAUTHORISED};
+use crate::errors::{body_too_slow, error, service_error, UNAUTHORISED};
 use crate::{history, mask, project, session, Proxy};
 
 pub(crate) fn header_str<'a>(headers: &'a HeaderMap, name: &str) -> Option<&'a str> {
@@ -27,7 +27,8 @@ pub(crate) struct Incoming {
     pub(crate) read: history::Read,
     pub(crate) budget: Option<u32>,
     pub(crate) passthrough: bool,
-    pub(crate) key: String,
+    /// The conversation: the client's tenant and the key it is named by.
+    pub(crate) key: session::Key,
     /// The project a session it opens is stored under (`project`).
     pub(crate) project: String,
     /// The session headers its history is kept under.
@@ -44,12 +45,35 @@ const SESSION_HEADERS: [&str; 5] = [
     "x-session-id",
 ];
 
-fn history_key(headers: &HeaderMap) -> Option<String> {
+fn history_key(headers: &HeaderMap, tenant: &str) -> Option<String> {
     let named: Vec<String> = SESSION_HEADERS
         .iter()
         .filter_map(|name| header_str(headers, name).map(|v| format!("{name}={v}")))
         .collect();
-    (!named.is_empty()).then(|| named.join("\n"))
+    // Another tenant's conversation of the same name is another one.
+    (!named.is_empty()).then(|| format!("{tenant}\n{}", named.join("\n")))
+}
+
+/// The credential a request carries for the model API: a bearer token, an
+/// `x-api-key` or `x-goog-api-key`, or Gemini's `?key=`; what its tenant is
+/// derived from.
+fn credential<'a>(headers: &'a HeaderMap, query: Option<&'a str>) -> Option<&'a str> {
+    let bearer = header_str(headers, "authorization").map(|v| {
+        let v = v.trim();
+        match v.get(..7) {
+            Some(scheme) if scheme.eq_ignore_ascii_case("bearer ") => v[7..].trim(),
+            _ => v,
+        }
+    });
+    bearer
+        .or_else(|| header_str(headers, "x-api-key"))
+        .or_else(|| header_str(headers, "x-goog-api-key"))
+        .or_else(|| {
+            query?
+                .split('&')
+                .find_map(|pair| pair.strip_prefix("key="))
+        })
+        .filter(|c| !c.trim().is_empty())
 }
 
 /// Reads a model request: the token, the body in the API's shape, and
@@ -80,7 +104,12 @@ pub(crate) async fn read_request<A: Api>(
         .uri
         .path_and_query()
         .map_or_else(|| parts.uri.path().to_string(), |p| p.as_str().to_string());
-    let history_key = history_key(&headers);
+    let tenant = proxy
+        .service
+        .tenant_of(credential(&headers, parts.uri.query()))
+        .await
+        .map_err(service_error::<A>)?;
+    let history_key = history_key(&headers, &tenant);
     let expected = header_str(&headers, "content-length")
         .and_then(|n| n.parse().ok())
         .unwrap_or(0);
@@ -132,7 +161,10 @@ pub(crate) async fn read_request<A: Api>(
         .iter()
         .find(|m| m.role == Role::User)
         .map_or("", |m| m.content.as_str());
-    let key = session::session_key(&headers, &read.envelope, &read.system, first_user);
+    let key = session::Key {
+        name: session::session_key(&headers, &read.envelope, &read.system, first_user),
+        tenant,
+    };
     let project = project::request_project(
         &headers,
         proxy.project.as_deref(),

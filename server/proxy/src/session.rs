@@ -36,9 +36,14 @@ use xxhash_rust::xxh3::Xxh3;
 
 use ctxproxy_service::service::{ChildCall, Edge, FoundSession, NewSession, Service, ServiceError};
 
-/// The tenant every proxied session belongs to until clients are told
-/// apart by their credentials: the local user's.
-const LOCAL_TENANT: &str = "";
+/// A conversation as the proxy keeps it apart: the client's tenant
+/// (`Service::tenant_of` its credential) and the key it names the
+/// conversation by (`session_key`), which is the sessions' title.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct Key {
+    pub tenant: String,
+    pub name: String,
+}
 
 /// Branches read back from the store for a key, newest first.
 const BRANCHES_LOADED: usize = 8;
@@ -285,7 +290,7 @@ pub struct Branches {
 /// requests of one conversation are ingested and recorded in turn.
 #[derive(Default)]
 pub struct Sessions {
-    keys: DashMap<String, Arc<Mutex<Branches>>>,
+    keys: DashMap<Key, Arc<Mutex<Branches>>>,
 }
 
 /// A request's place in its session, held until its reply is recorded.
@@ -303,9 +308,9 @@ impl Sessions {
     async fn lock(
         &self,
         service: &Service,
-        key: &str,
+        key: &Key,
     ) -> Result<OwnedMutexGuard<Branches>, ServiceError> {
-        let lock = self.keys.entry(key.to_string()).or_default().clone();
+        let lock = self.keys.entry(key.clone()).or_default().clone();
         let mut guard = lock.lock_owned().await;
         if !guard.loaded {
             guard.list = load_branches(service, key).await?;
@@ -320,7 +325,7 @@ impl Sessions {
     pub async fn peek(
         &self,
         service: &Service,
-        key: &str,
+        key: &Key,
         sent: Sent<'_>,
     ) -> Result<Option<(String, Message)>, ServiceError> {
         let mut guard = self.lock(service, key).await?;
@@ -344,7 +349,7 @@ impl Sessions {
     pub async fn begin(
         &self,
         service: &Service,
-        key: &str,
+        key: &Key,
         project: &str,
         system: &str,
         sent: Sent<'_>,
@@ -356,7 +361,7 @@ impl Sessions {
         // A key never seen whose request carries answers already: a client
         // resuming a stored conversation under another key.
         if guard.list.is_empty() && messages.iter().any(|m| m.role == Role::Assistant) {
-            if let Some(resumed) = resumed_branch(service, sent, mask).await? {
+            if let Some(resumed) = resumed_branch(service, &key.tenant, sent, mask).await? {
                 guard.list.push(resumed);
             }
         }
@@ -494,7 +499,7 @@ impl Turn {
 
 async fn open(
     service: &Service,
-    key: &str,
+    key: &Key,
     project: &str,
     parent: Option<(String, u32)>,
 ) -> Result<String, ServiceError> {
@@ -504,7 +509,8 @@ async fn open(
     service
         .open_new_session(NewSession {
             workspace,
-            title: Some(key.to_string()),
+            title: Some(key.name.clone()),
+            tenant: key.tenant.clone(),
             parent: parent.map(|(s, at)| (s, Some(at))),
             edge: Edge::Proxy,
             ..NewSession::default()
@@ -516,7 +522,7 @@ async fn open(
 /// newest exchange, called with the sub-agent's first user message.
 async fn open_call(
     service: &Service,
-    key: &str,
+    key: &Key,
     (caller, at): (String, u32),
     query: &Message,
 ) -> Result<String, ServiceError> {
@@ -528,7 +534,7 @@ async fn open_call(
         .open_new_session(NewSession {
             // The caller's workspace: a sub-agent works on its caller's project.
             workspace: None,
-            title: Some(key.to_string()),
+            title: Some(key.name.clone()),
             parent: Some((caller, Some(at))),
             child: Some(ChildCall {
                 query,
@@ -548,9 +554,9 @@ fn system_print(system: &str) -> Fingerprint {
 
 /// The key's sessions in the store, newest first, with the fingerprints of
 /// their messages as stored.
-async fn load_branches(service: &Service, key: &str) -> Result<Vec<Branch>, ServiceError> {
+async fn load_branches(service: &Service, key: &Key) -> Result<Vec<Branch>, ServiceError> {
     let found = service
-        .proxied_sessions(LOCAL_TENANT, Some(key), BRANCHES_LOADED)
+        .proxied_sessions(&key.tenant, Some(&key.name), BRANCHES_LOADED)
         .await?;
     Ok(branches(found))
 }
@@ -560,12 +566,11 @@ async fn load_branches(service: &Service, key: &str) -> Result<Vec<Branch>, Serv
 /// first message anew and so derives another key.
 async fn resumed_branch(
     service: &Service,
+    tenant: &str,
     sent: Sent<'_>,
     mask: bool,
 ) -> Result<Option<Branch>, ServiceError> {
-    let found = service
-        .proxied_sessions(LOCAL_TENANT, None, RESUMABLE)
-        .await?;
+    let found = service.proxied_sessions(tenant, None, RESUMABLE).await?;
     Ok(branches(found)
         .into_iter()
         .filter(|b| !b.called)

@@ -43,6 +43,8 @@ pub struct Service {
     last_prompts: Arc<assemble::LastPrompts>,
     /// The state envelope of each session's last prompt, for `stateChanged`.
     last_states: Mutex<HashMap<String, StateEnvelope>>,
+    /// The key a tenant is derived from a credential under, read once.
+    tenant_key: tokio::sync::OnceCell<[u8; 32]>,
 }
 
 impl Service {
@@ -58,7 +60,25 @@ impl Service {
             events,
             last_prompts: Arc::default(),
             last_states: Mutex::default(),
+            tenant_key: tokio::sync::OnceCell::new(),
         })
+    }
+
+    /// The tenant a client's credential (an API key, a bearer token) makes
+    /// it: `t-` and a keyed hash of it under a secret the store keeps, never
+    /// the credential itself; the local user's (`""`) without one.
+    pub async fn tenant_of(&self, credential: Option<&str>) -> Reply<String> {
+        let Some(credential) = credential.map(str::trim).filter(|c| !c.is_empty()) else {
+            return Ok(String::new());
+        };
+        let key = self
+            .tenant_key
+            .get_or_try_init(|| async {
+                settle(self.store.write(|w| w.store_secret("tenant-key"))).await
+            })
+            .await?;
+        let hash = blake3::keyed_hash(key, credential.as_bytes());
+        Ok(format!("t-{}", &hash.to_hex()[..16]))
     }
 
     /// The store's database file.

@@ -231,6 +231,16 @@ CREATE INDEX sessions_by_project ON sessions(tenant, workspace, created_at);
 CREATE INDEX sessions_by_edge ON sessions(edge, tenant, title);
 "#,
     ),
+    // Secrets the store keeps for itself: the key tenants are derived
+    // from a client's credential under (`Writer::store_secret`).
+    M::up(
+        r#"
+CREATE TABLE store_secrets (
+    name  TEXT PRIMARY KEY,
+    value BLOB NOT NULL
+);
+"#,
+    ),
 ];
 
 pub fn migrate(conn: &mut Connection) -> Result<(), rusqlite_migration::Error> {
@@ -279,7 +289,7 @@ mod tests {
     #[test]
     fn proxied_sessions_leave_the_proxy_workspace_for_their_edge() {
         let mut conn = Connection::open_in_memory().unwrap();
-        Migrations::from_slice(&super::MIGRATIONS[..super::MIGRATIONS.len() - 1])
+        Migrations::from_slice(&super::MIGRATIONS[..super::MIGRATIONS.len() - 2])
             .to_latest(&mut conn)
             .unwrap();
         for (id, workspace) in [("s-1", "proxy"), ("s-2", "/home/me/app")] {
@@ -308,7 +318,7 @@ mod tests {
     fn the_full_text_index_is_split_with_every_row_kept() {
         let mut conn = Connection::open_in_memory().unwrap();
         // The migrations before the split: all but it and the ones after.
-        let split = super::MIGRATIONS.len() - 3;
+        let split = super::MIGRATIONS.len() - 4;
         Migrations::from_slice(&super::MIGRATIONS[..split])
             .to_latest(&mut conn)
             .unwrap();

@@ -171,6 +171,24 @@ impl Writer {
         Ok(id)
     }
 
+    /// The store's secret `name`: 32 random bytes, made on first use
+    /// (SQLite's `randomblob`, from the operating system's randomness) and
+    /// the same for every process on the store from then on.
+    pub fn store_secret(&mut self, name: &str) -> Result<[u8; 32]> {
+        self.conn.execute(
+            "INSERT OR IGNORE INTO store_secrets (name, value) VALUES (?1, randomblob(32))",
+            [name],
+        )?;
+        let value: Vec<u8> = self.conn.query_row(
+            "SELECT value FROM store_secrets WHERE name = ?1",
+            [name],
+            |r| r.get(0),
+        )?;
+        <[u8; 32]>::try_from(value.as_slice()).map_err(|_| {
+            StoreError::Unreadable(format!("store secret {name}: {} bytes, not 32", value.len()))
+        })
+    }
+
     fn fresh_session_id(&self, now: &str) -> Result<String> {
         const ALPHABET: &[u8] = b"0123456789abcdefghijklmnopqrstuvwxyz";
         for attempt in 0u32.. {
