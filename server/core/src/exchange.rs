@@ -87,17 +87,19 @@ crate::wire_name!(Outcome: Ongoing, Completed, Error);
 /// Splits an appended batch into the part that continues the session's open
 /// exchange and the new exchanges that follow: a user message opens one.
 pub fn group(messages: Vec<Message>) -> (Vec<Message>, Vec<Vec<Message>>) {
-    let mut continuing = Vec::new();
-    let mut opened: Vec<Vec<Message>> = Vec::new();
-    for m in messages {
-        if m.opens_exchange() {
-            opened.push(vec![m]);
-        } else if let Some(last) = opened.last_mut() {
-            last.push(m);
-        } else {
-            continuing.push(m);
-        }
-    }
+    // Each part is moved into a Vec of its own length: grown a push at a
+    // time, a two-message exchange's would hold room for four, and an
+    // append of 50,000 exchanges twice the memory of its messages.
+    let mut starts: Vec<usize> = (0..messages.len())
+        .filter(|&i| messages[i].opens_exchange())
+        .collect();
+    starts.push(messages.len());
+    let mut rest = messages.into_iter();
+    let continuing = rest.by_ref().take(starts[0]).collect();
+    let opened = starts
+        .windows(2)
+        .map(|w| rest.by_ref().take(w[1] - w[0]).collect())
+        .collect();
     (continuing, opened)
 }
 

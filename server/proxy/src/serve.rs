@@ -60,6 +60,8 @@ pub async fn open(
     let mut proxy = Proxy::new(service, args.upstreams, args.timeouts, token)?;
     proxy.tally = tally.then(tally::Tally::default);
     let proxy = Arc::new(proxy);
+    crate::trim::map_large_blocks();
+    tokio::spawn(proxy.trimmer.clone().run(proxy.history_cache.clone()));
     let listener = tokio::net::TcpListener::bind(listen)
         .await
         .with_context(|| format!("listening on {listen}"))?;

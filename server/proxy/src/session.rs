@@ -210,20 +210,25 @@ impl Branch {
         self.prints.last().map_or(0, |p| p.exchange)
     }
 
-    fn push(&mut self, messages: &[Message]) {
+    /// The prints of `messages` appended to the branch: made before the
+    /// messages are handed to the store, so that no copy of them is kept
+    /// meanwhile (a body of 100,000 new messages would double).
+    fn prints_after(&self, messages: &[Message]) -> Vec<Print> {
         let mut exchange = self.exchanges();
+        let mut prints = Vec::with_capacity(messages.len());
         for m in messages {
             // As the store groups them: a user message opens an exchange, and
             // a session's first messages open x1 whoever sent them.
             if m.role == Role::User || exchange == 0 {
                 exchange += 1;
             }
-            self.prints.push(Print {
+            prints.push(Print {
                 sent: Some((exact(m), fingerprint(m))),
                 stored: None,
                 exchange,
             });
         }
+        prints
     }
 }
 
@@ -462,10 +467,11 @@ impl Turn {
             return Ok(());
         }
         let earlier = std::mem::take(&mut self.earlier);
+        let prints = self.guard.list[self.branch].prints_after(&earlier);
         service
-            .append_messages(&self.session, earlier.clone(), None, Vec::new())
+            .append_messages(&self.session, earlier, None, Vec::new())
             .await?;
-        self.guard.list[self.branch].push(&earlier);
+        self.guard.list[self.branch].prints.extend(prints);
         Ok(())
     }
 
@@ -479,10 +485,11 @@ impl Turn {
             ..
         } = self;
         let messages: Vec<Message> = input.into_iter().chain(reply).collect();
+        let prints = guard.list[branch].prints_after(&messages);
         service
-            .append_messages(&session, messages.clone(), None, Vec::new())
+            .append_messages(&session, messages, None, Vec::new())
             .await?;
-        guard.list[branch].push(&messages);
+        guard.list[branch].prints.extend(prints);
         Ok(())
     }
 }
@@ -692,7 +699,7 @@ mod tests {
             system: None,
             called: false,
         };
-        b.push(messages);
+        b.prints = b.prints_after(messages);
         b
     }
 
