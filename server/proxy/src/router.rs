@@ -94,6 +94,8 @@ async fn model<A: Api>(State(proxy): State<Arc<Proxy>>, request: Request) -> Res
         busy.large();
     }
     let service = &proxy.service;
+    // Counted before the new messages may be moved out to be stored.
+    let client_tokens = incoming.client_tokens(service.config().encoding);
     let started_at = std::time::SystemTime::now();
     let started = Instant::now();
     let mut turn = match proxy
@@ -109,6 +111,7 @@ async fn model<A: Api>(State(proxy): State<Arc<Proxy>>, request: Request) -> Res
         Ok(t) => t,
         Err(e) => return service_error::<A>(e),
     };
+    turn.take_new(incoming.read.history.new_messages(turn.repeated));
     let mut timing = vec![("match", started.elapsed())];
     let started = Instant::now();
     if let Err(e) = turn.store_earlier(service).await {
@@ -137,7 +140,6 @@ async fn model<A: Api>(State(proxy): State<Arc<Proxy>>, request: Request) -> Res
             Err(e) => return not_json::<A>(&e),
         }
     };
-    let client_tokens = incoming.client_tokens(service.config().encoding);
     let figures = accounting::RequestFigures {
         api: A::FORMAT.as_str(),
         model: std::mem::take(&mut incoming.model),

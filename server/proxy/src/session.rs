@@ -296,6 +296,9 @@ pub struct Turn {
     guard: OwnedMutexGuard<Branches>,
     branch: usize,
     pub session: String,
+    /// How many of the request's messages the branch holds: the rest are
+    /// new (`Turn::take_new`).
+    pub repeated: usize,
     /// Messages to store before assembling.
     pub earlier: Vec<Message>,
     /// The newest message: the prompt's input, stored with the reply.
@@ -439,28 +442,32 @@ impl Sessions {
         };
         // A branch read back after a restart learns its system prompt.
         guard.list[branch].system.get_or_insert(system);
-        // Only the new messages are copied: the history a client resends
-        // is the request's, read once and kept for its next request.
-        let mut new = messages[from..].to_vec();
-        // A tool result is a tool output like any other: stored first, so
-        // the prompt shows it as the packer decides (whole when it fits,
-        // else its digest and blob id), never raw as the input, which a
-        // large file read would push past the budget.
-        let input = match new.last() {
-            Some(m) if m.role != Role::Tool => new.pop(),
-            _ => None,
-        };
         Ok(Turn {
             session: guard.list[branch].session.clone(),
             guard,
             branch,
-            earlier: new,
-            input,
+            repeated: from,
+            earlier: Vec::new(),
+            input: None,
         })
     }
 }
 
 impl Turn {
+    /// Takes the request's new messages (`History::new_messages`): the
+    /// newest is the prompt's input, the rest are stored first.
+    pub fn take_new(&mut self, mut new: Vec<Message>) {
+        // A tool result is a tool output like any other: stored first, so
+        // the prompt shows it as the packer decides (whole when it fits,
+        // else its digest and blob id), never raw as the input, which a
+        // large file read would push past the budget.
+        self.input = match new.last() {
+            Some(m) if m.role != Role::Tool => new.pop(),
+            _ => None,
+        };
+        self.earlier = new;
+    }
+
     /// Stores the messages before the input (assembly shows them).
     pub async fn store_earlier(&mut self, service: &Service) -> Result<(), ServiceError> {
         if self.earlier.is_empty() {

@@ -25,7 +25,7 @@ pub const MAX_BYTES: usize = 256 << 20;
 /// (`take_large`): a 1,000-exchange conversation (about 15 MiB) keeps its
 /// own, while a body of 100,000 short messages would hold 7 times its
 /// 4 MB until the client came back, to save reading it whole again (about
-/// 0.4 s on the release build).
+/// 0.1-0.4 s more on the release build).
 pub const IDLE_MAX_BYTES: usize = 16 << 20;
 
 struct Kept {
