@@ -918,3 +918,37 @@ def breakpoints(body: dict) -> int:
             return sum(count(x) for x in v)
         return 0
     return count(body.get("system")) + count(body.get("tools")) + count(body.get("messages"))
+
+
+# ------------------------------------------------------------ memory
+
+def status_kib(pid: int, field: str) -> int:
+    """A figure of /proc/PID/status in KiB (`VmRSS`: resident now; `VmHWM`:
+    the peak since the process started or its peak was last reset)."""
+    for line in pathlib.Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith(field + ":"):
+            return int(line.split()[1])
+    raise AssertionError(f"no {field} for {pid}")
+
+
+def reset_peak(pid: int):
+    """Sets the process's VmHWM back to its VmRSS (Linux 4.0+), so the next
+    VmHWM is the peak of what comes after."""
+    pathlib.Path(f"/proc/{pid}/clear_refs").write_text("5")
+
+
+def many_messages_body(api: str, seed: int, count: int = 100_000) -> bytes:
+    """A request body in `api`'s shape ("openai" or "anthropic") of `count`
+    short messages, user and assistant in turn, their words drawn with
+    `seed` (about 40 bytes a message: 4 MB for 100,000); the last is the
+    user's question."""
+    import random
+    rng = random.Random(seed)
+    words = ["fix", "the", "test", "read", "file", "ok", "done", "why", "build", "run", "log", "diff"]
+    messages = [{"role": "user" if i % 2 == 0 else "assistant",
+                 "content": f"{rng.choice(words)} {i}"} for i in range(count)]
+    messages[-1] = {"role": "user", "content": f"last question of {seed}"}
+    body = {"model": "memory-scripted", "messages": messages}
+    if api == "anthropic":
+        body["max_tokens"] = 1024
+    return json.dumps(body, separators=(",", ":")).encode()

@@ -86,19 +86,23 @@ crate::wire_name!(Outcome: Ongoing, Completed, Error);
 
 /// Splits an appended batch into the part that continues the session's open
 /// exchange and the new exchanges that follow: a user message opens one.
-pub fn group(messages: Vec<Message>) -> (Vec<Message>, Vec<Vec<Message>>) {
-    let mut continuing = Vec::new();
-    let mut opened: Vec<Vec<Message>> = Vec::new();
-    for m in messages {
-        if m.opens_exchange() {
-            opened.push(vec![m]);
-        } else if let Some(last) = opened.last_mut() {
-            last.push(m);
-        } else {
-            continuing.push(m);
+pub fn group(mut messages: Vec<Message>) -> (Vec<Message>, Vec<Vec<Message>>) {
+    let starts: Vec<usize> = (0..messages.len())
+        .filter(|&i| messages[i].opens_exchange())
+        .collect();
+    // Each exchange is split off the end at its own length (grown a push at
+    // a time, a two-message exchange's Vec would hold room for four), and
+    // the batch gives its room back as it empties: an append of 50,000
+    // exchanges does not hold its messages twice over.
+    let mut opened = Vec::with_capacity(starts.len());
+    for &start in starts.iter().rev() {
+        opened.push(messages.split_off(start));
+        if messages.len() * 4 < messages.capacity() * 3 {
+            messages.shrink_to_fit();
         }
     }
-    (continuing, opened)
+    opened.reverse();
+    (messages, opened)
 }
 
 #[cfg(test)]

@@ -12,7 +12,8 @@
 //! and which messages are new), `rounds` (forwarding, context-tool rounds,
 //! replies), `project` (which project a request belongs to), `accounting`
 //! with `metrics`, `traces`, `tally` and `dashboard` (what is counted of a
-//! request and where it shows).
+//! request and where it shows), `trim` (memory given back once idle after
+//! a large request).
 
 mod accounting;
 mod anthropic;
@@ -39,9 +40,11 @@ mod session;
 mod sse;
 pub mod tally;
 mod traces;
+mod trim;
 mod upstream;
 
 use std::path::PathBuf;
+use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::Context;
@@ -100,7 +103,7 @@ pub struct Proxy {
     upstreams: Upstreams,
     client: upstream::Client,
     sessions: session::Sessions,
-    history_cache: history::cache::HistoryCache,
+    history_cache: Arc<history::cache::HistoryCache>,
     token: Option<String>,
     /// `Timeouts::body`.
     body_timeout: Duration,
@@ -112,6 +115,8 @@ pub struct Proxy {
     metrics: metrics::Metrics,
     /// A span per request, when `OTEL_EXPORTER_OTLP_ENDPOINT` is set.
     traces: Option<traces::Traces>,
+    /// The requests in flight, for memory given back once they end.
+    trimmer: Arc<trim::Trimmer>,
 }
 
 impl Proxy {
@@ -129,13 +134,14 @@ impl Proxy {
             client: upstream::Client::new(timeouts.upstream_idle)
                 .context("building the HTTP client")?,
             sessions: session::Sessions::default(),
-            history_cache: history::cache::HistoryCache::default(),
+            history_cache: Arc::default(),
             token,
             body_timeout: timeouts.body,
             tally: None,
             project: None,
             metrics: metrics::Metrics::default(),
             traces: traces::Traces::from_env().context("OTEL_EXPORTER_OTLP_ENDPOINT")?,
+            trimmer: Arc::default(),
         })
     }
 

@@ -68,11 +68,7 @@ fn credential<'a>(headers: &'a HeaderMap, query: Option<&'a str>) -> Option<&'a 
     bearer
         .or_else(|| header_str(headers, "x-api-key"))
         .or_else(|| header_str(headers, "x-goog-api-key"))
-        .or_else(|| {
-            query?
-                .split('&')
-                .find_map(|pair| pair.strip_prefix("key="))
-        })
+        .or_else(|| query?.split('&').find_map(|pair| pair.strip_prefix("key=")))
         .filter(|c| !c.trim().is_empty())
 }
 

@@ -1,4 +1,6 @@
-//! A body read from a kept history reads exactly as the body read whole:
+//! A body read from a kept history reads exactly as the body read whole,
+//! and a body read whole a message at a time exactly as parsed into one
+//! `Value`:
 //! bodies received one after another through `HistoryCache` and `receive`
 //! (as the proxy does) against each read whole on its own, for edits at
 //! the end, in the middle, of the system prompt, of the tools, malformed
@@ -9,10 +11,10 @@ use proptest::prelude::*;
 use serde_json::{json, Value};
 
 use super::anthropic::Anthropic;
-use super::api::Api;
+use super::api::{Api, BadRequest};
 use super::history::cache::HistoryCache;
 use super::history::receive::receive;
-use super::history::{read_whole, Read};
+use super::history::{read_checked, read_whole, Read};
 use super::openai::OpenAi;
 use super::responses::Responses;
 use ctxproxy_service::api::WireMessage;
@@ -89,11 +91,21 @@ impl Reader {
     }
 }
 
-/// `body` read whole on its own.
+/// `body` read whole on its own: a message at a time as parsed into one
+/// `Value`, which must read the same.
 fn whole<A: Api>(body: &[u8]) -> Result<Value, String> {
-    read_whole::<A>(body.to_vec())
-        .map(|r| reading(&r))
-        .map_err(|e| format!("{} | {}", e.param, e.message))
+    let read = |r: Result<Read, BadRequest>| {
+        r.map(|r| reading(&r))
+            .map_err(|e| format!("{} | {}", e.param, e.message))
+    };
+    let whole = read(read_whole::<A>(body.to_vec()));
+    assert_eq!(
+        whole,
+        read(read_checked::<A>(body.to_vec())),
+        "a message at a time and as one value: {}",
+        String::from_utf8_lossy(body)
+    );
+    whole
 }
 
 /// Reads `bodies` in turn through one reader; each must read as it does

@@ -25,7 +25,7 @@ use super::errors::error;
 use super::router::{channel_body, server_timing};
 use super::session::Turn;
 use super::upstream::Rewritten;
-use super::{context_tools, sse, upstream, Proxy};
+use super::{context_tools, sse, trim, upstream, Proxy};
 
 /// Internal context-tool rounds answered per request.
 pub const MAX_ROUNDS: usize = 4;
@@ -48,6 +48,9 @@ pub struct ModelCall {
     pub timing: Vec<(&'static str, Duration)>,
     /// What the request is accounted as when it ends.
     pub figures: RequestFigures,
+    /// Held until the request ends (its reply recorded): memory is given
+    /// back only once none is in flight.
+    pub _busy: trim::Busy,
 }
 
 impl ModelCall {

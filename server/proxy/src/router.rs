@@ -17,6 +17,7 @@ use serde_json::{json, Value};
 use crate::api::{Api, ErrorKind};
 use crate::errors::{body_too_slow, error, not_json, service_error, UNAUTHORISED};
 use crate::request::read_request;
+use crate::trim::LARGE_BODY;
 use crate::{
     accounting, anthropic, dashboard, gemini, history, mask, openai, responses, rounds, upstream,
     Proxy,
@@ -58,22 +59,6 @@ async fn responses_over_http() -> Response {
     )
 }
 
-/// A body from this size on is large: once it is read, its new messages
-/// stored and its prompt assembled, the memory that took is given back.
-const LARGE_BODY: usize = 1 << 20;
-
-/// Hands the allocator's free memory back to the system. glibc's malloc
-/// keeps what a large request freed (the parsed body, the store's batches,
-/// spread over the arenas of the threads that made them) for the process's
-/// lifetime; `malloc_trim` releases the free pages of every arena.
-fn give_memory_back() {
-    #[cfg(all(target_os = "linux", target_env = "gnu"))]
-    tokio::task::spawn_blocking(|| {
-        // SAFETY: malloc_trim only walks the allocator's own free lists.
-        unsafe { libc::malloc_trim(0) };
-    });
-}
-
 /// `server-timing: match;dur=0.20, ingest;dur=0.41, assemble;dur=1.20`
 /// (milliseconds): where the time the proxy adds goes (finding the session
 /// and its new messages, then the store's work), for `replay --via-proxy`.
@@ -100,11 +85,17 @@ fn our_headers(session: &str, prompt: Option<&str>) -> HeaderMap {
 /// `POST /v1/chat/completions`, `POST /v1/messages` and Gemini's
 /// `generateContent` / `streamGenerateContent`.
 async fn model<A: Api>(State(proxy): State<Arc<Proxy>>, request: Request) -> Response {
+    let busy = proxy.trimmer.begin();
     let mut incoming = match read_request::<A>(&proxy, request).await {
         Ok(i) => i,
         Err(refusal) => return refusal,
     };
+    if incoming.read.history.body().len() >= LARGE_BODY {
+        busy.large();
+    }
     let service = &proxy.service;
+    // Counted before the new messages may be moved out to be stored.
+    let client_tokens = incoming.client_tokens(service.config().encoding);
     let started_at = std::time::SystemTime::now();
     let started = Instant::now();
     let mut turn = match proxy
@@ -121,6 +112,7 @@ async fn model<A: Api>(State(proxy): State<Arc<Proxy>>, request: Request) -> Res
         Ok(t) => t,
         Err(e) => return service_error::<A>(e),
     };
+    turn.take_new(incoming.read.history.new_messages(turn.repeated));
     let mut timing = vec![("match", started.elapsed())];
     let started = Instant::now();
     if let Err(e) = turn.store_earlier(service).await {
@@ -149,7 +141,6 @@ async fn model<A: Api>(State(proxy): State<Arc<Proxy>>, request: Request) -> Res
             Err(e) => return not_json::<A>(&e),
         }
     };
-    let client_tokens = incoming.client_tokens(service.config().encoding);
     let figures = accounting::RequestFigures {
         api: A::FORMAT.as_str(),
         model: std::mem::take(&mut incoming.model),
@@ -165,12 +156,7 @@ async fn model<A: Api>(State(proxy): State<Arc<Proxy>>, request: Request) -> Res
     let headers = upstream::request_headers(&incoming.headers, true);
     // From here on only the body's other fields are needed (the stream
     // splicer's options); the history is kept for the next request.
-    let large = incoming.read.history.body().len() >= LARGE_BODY;
     let client_options = incoming.keep_history::<A>(&proxy);
-    if large {
-        // What reading, storing and assembling it took is freed by now.
-        give_memory_back();
-    }
     let call = rounds::ModelCall {
         proxy: proxy.clone(),
         url,
@@ -181,6 +167,7 @@ async fn model<A: Api>(State(proxy): State<Arc<Proxy>>, request: Request) -> Res
         body: upstream_body,
         turn,
         figures,
+        _busy: busy,
     };
     if stream {
         rounds::streamed::<A>(call).await
@@ -229,10 +216,14 @@ fn forwarded_body<A: Api>(
 /// other history is counted as sent.
 async fn count_tokens(State(proxy): State<Arc<Proxy>>, request: Request) -> Response {
     type A = anthropic::Anthropic;
+    let busy = proxy.trimmer.begin();
     let incoming = match read_request::<A>(&proxy, request).await {
         Ok(i) => i,
         Err(refusal) => return refusal,
     };
+    if incoming.read.history.body().len() >= LARGE_BODY {
+        busy.large();
+    }
     let service = &proxy.service;
     let found = if incoming.passthrough {
         None

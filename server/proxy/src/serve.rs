@@ -67,6 +67,8 @@ pub async fn open(
     proxy.tally = tally.then(tally::Tally::default);
     proxy.project = project;
     let proxy = Arc::new(proxy);
+    crate::trim::map_large_blocks();
+    tokio::spawn(proxy.trimmer.clone().run(proxy.history_cache.clone()));
     let listener = tokio::net::TcpListener::bind(listen)
         .await
         .with_context(|| format!("listening on {listen}"))?;

@@ -217,20 +217,25 @@ impl Branch {
         self.prints.last().map_or(0, |p| p.exchange)
     }
 
-    fn push(&mut self, messages: &[Message]) {
+    /// The prints of `messages` appended to the branch: made before the
+    /// messages are handed to the store, so that no copy of them is kept
+    /// meanwhile (a body of 100,000 new messages would double).
+    fn prints_after(&self, messages: &[Message]) -> Vec<Print> {
         let mut exchange = self.exchanges();
+        let mut prints = Vec::with_capacity(messages.len());
         for m in messages {
             // As the store groups them: a user message opens an exchange, and
             // a session's first messages open x1 whoever sent them.
             if m.role == Role::User || exchange == 0 {
                 exchange += 1;
             }
-            self.prints.push(Print {
+            prints.push(Print {
                 sent: Some((exact(m), fingerprint(m))),
                 stored: None,
                 exchange,
             });
         }
+        prints
     }
 }
 
@@ -298,6 +303,9 @@ pub struct Turn {
     guard: OwnedMutexGuard<Branches>,
     branch: usize,
     pub session: String,
+    /// How many of the request's messages the branch holds: the rest are
+    /// new (`Turn::take_new`).
+    pub repeated: usize,
     /// Messages to store before assembling.
     pub earlier: Vec<Message>,
     /// The newest message: the prompt's input, stored with the reply.
@@ -444,38 +452,43 @@ impl Sessions {
         };
         // A branch read back after a restart learns its system prompt.
         guard.list[branch].system.get_or_insert(system);
-        // Only the new messages are copied: the history a client resends
-        // is the request's, read once and kept for its next request.
-        let mut new = messages[from..].to_vec();
-        // A tool result is a tool output like any other: stored first, so
-        // the prompt shows it as the packer decides (whole when it fits,
-        // else its digest and blob id), never raw as the input, which a
-        // large file read would push past the budget.
-        let input = match new.last() {
-            Some(m) if m.role != Role::Tool => new.pop(),
-            _ => None,
-        };
         Ok(Turn {
             session: guard.list[branch].session.clone(),
             guard,
             branch,
-            earlier: new,
-            input,
+            repeated: from,
+            earlier: Vec::new(),
+            input: None,
         })
     }
 }
 
 impl Turn {
+    /// Takes the request's new messages (`History::new_messages`): the
+    /// newest is the prompt's input, the rest are stored first.
+    pub fn take_new(&mut self, mut new: Vec<Message>) {
+        // A tool result is a tool output like any other: stored first, so
+        // the prompt shows it as the packer decides (whole when it fits,
+        // else its digest and blob id), never raw as the input, which a
+        // large file read would push past the budget.
+        self.input = match new.last() {
+            Some(m) if m.role != Role::Tool => new.pop(),
+            _ => None,
+        };
+        self.earlier = new;
+    }
+
     /// Stores the messages before the input (assembly shows them).
     pub async fn store_earlier(&mut self, service: &Service) -> Result<(), ServiceError> {
         if self.earlier.is_empty() {
             return Ok(());
         }
         let earlier = std::mem::take(&mut self.earlier);
+        let prints = self.guard.list[self.branch].prints_after(&earlier);
         service
-            .append_messages(&self.session, earlier.clone(), None, Vec::new())
+            .append_messages(&self.session, earlier, None, Vec::new())
             .await?;
-        self.guard.list[self.branch].push(&earlier);
+        self.guard.list[self.branch].prints.extend(prints);
         Ok(())
     }
 
@@ -489,10 +502,11 @@ impl Turn {
             ..
         } = self;
         let messages: Vec<Message> = input.into_iter().chain(reply).collect();
+        let prints = guard.list[branch].prints_after(&messages);
         service
-            .append_messages(&session, messages.clone(), None, Vec::new())
+            .append_messages(&session, messages, None, Vec::new())
             .await?;
-        guard.list[branch].push(&messages);
+        guard.list[branch].prints.extend(prints);
         Ok(())
     }
 }
@@ -711,7 +725,7 @@ mod tests {
             system: None,
             called: false,
         };
-        b.push(messages);
+        b.prints = b.prints_after(messages);
         b
     }
 

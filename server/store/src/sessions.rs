@@ -185,7 +185,10 @@ impl Writer {
             |r| r.get(0),
         )?;
         <[u8; 32]>::try_from(value.as_slice()).map_err(|_| {
-            StoreError::Unreadable(format!("store secret {name}: {} bytes, not 32", value.len()))
+            StoreError::Unreadable(format!(
+                "store secret {name}: {} bytes, not 32",
+                value.len()
+            ))
         })
     }
 
