@@ -212,9 +212,10 @@ def test_a_second_conversation_of_the_project_gets_the_first_one_s_memory(tmp_pa
     first = session_of(send_claude_code(proxy, claude_code_body(DECISION, str(work))))
     # A new conversation of the same project, through Codex's words: the decision is in what the
     # model gets, under an id naming the first session.
+    # (One credential for both, as through a team's gateway key: a tenant is a credential.)
     second = session_of(post(proxy.url + "/v1/responses",
                              codex_body("How do invoice totals round again?", str(work)),
-                             {"authorization": "Bearer sk-proj-projecttest0123"}))
+                             {"authorization": f"Bearer {ANTHROPIC_HEADERS['x-api-key']}"}))
     assert second != first
     text = forwarded_text(upstream.model_calls()[-1])
     assert DECISION in text and f"{first}/x1" in text, text[:3000]
@@ -240,3 +241,27 @@ def test_memory_off_keeps_each_conversation_to_itself(tmp_path, store, upstream)
         session_of(send_claude_code(proxy, claude_code_body(DECISION, str(work))))
         session_of(send_claude_code(proxy, claude_code_body("How do invoice totals round again?", str(work))))
     assert DECISION not in forwarded_text(upstream.model_calls()[-1])
+
+
+def test_another_key_is_another_tenant_and_sees_nothing_of_the_project(tmp_path, store, upstream, proxy):
+    work = tmp_path / "work"
+    work.mkdir()
+    upstream.push(*[Turn(text="Noted.") for _ in range(4)])
+    mine = {"x-api-key": "sk-ant-api03-tenant-one-0123456789", "x-ctxproxy-session": "shared-name"}
+    theirs = {"x-api-key": "sk-ant-api03-tenant-two-0123456789", "x-ctxproxy-session": "shared-name"}
+    first = session_of(send_claude_code(proxy, claude_code_body(DECISION, str(work)), mine))
+    # The same project and the same session name, another key: another conversation, and
+    # nothing of the first one reaches its prompt.
+    other = session_of(send_claude_code(proxy, claude_code_body("How do invoice totals round again?",
+                                                                str(work)), theirs))
+    assert other != first
+    text = forwarded_text(upstream.model_calls()[-1])
+    assert DECISION not in text and first not in text, text[:2000]
+    # The first key's next conversation of the project gets it.
+    session_of(send_claude_code(proxy, claude_code_body("How do invoice totals round again?", str(work)),
+                                {"x-api-key": mine["x-api-key"]}))
+    text = forwarded_text(upstream.model_calls()[-1])
+    assert DECISION in text, text[:4000]
+    # The credential is never stored: only a keyed hash of it names the tenant.
+    data = b"".join(p.read_bytes() for p in store.parent.glob("store.db*"))
+    assert b"tenant-one" not in data and b"tenant-two" not in data

@@ -24,11 +24,12 @@ fn open_existing(path: &Path) -> anyhow::Result<Store> {
         .with_context(|| format!("opening store {}", path.display()))
 }
 
-/// `ctxproxy forget`: removes a project's sessions (the local user's) or
-/// one session, and says what went.
+/// `ctxproxy forget`: removes a project's sessions (one tenant's, or
+/// every tenant's) or one session, and says what went.
 pub async fn forget(
     store: &Path,
     project: Option<String>,
+    tenant: Option<String>,
     session: Option<String>,
 ) -> anyhow::Result<()> {
     if !store.exists() {
@@ -42,10 +43,13 @@ pub async fn forget(
     let (scope, what) = match (project, session) {
         (Some(project), _) => (
             Forget::Project {
-                tenant: String::new(),
+                tenant: tenant.clone(),
                 project: project.clone(),
             },
-            format!("project {project}"),
+            match &tenant {
+                Some(t) => format!("project {project} of tenant {t:?}"),
+                None => format!("project {project}"),
+            },
         ),
         (None, Some(id)) => (Forget::Session(id.clone()), format!("session {id}")),
         (None, None) => bail!("forget: give --project P or --session S"),

@@ -99,6 +99,10 @@ enum Command {
         /// `ctxproxy sessions` lists it.
         #[arg(long, conflicts_with = "session", required_unless_present = "session")]
         project: Option<String>,
+        /// With --project: only this tenant's sessions (as `ctxproxy sessions`
+        /// lists them; "" for the local user's); without it, every tenant's.
+        #[arg(long, requires = "project")]
+        tenant: Option<String>,
         /// One session (s-…).
         #[arg(long)]
         session: Option<String>,
@@ -194,9 +198,15 @@ fn main() -> anyhow::Result<()> {
         }
         Command::Forget {
             project,
+            tenant,
             session,
             store,
-        } => runtime.block_on(inspect::forget(&store_path(store)?, project, session)),
+        } => runtime.block_on(inspect::forget(
+            &store_path(store)?,
+            project,
+            tenant,
+            session,
+        )),
         Command::Stats { store, json } => inspect::stats(&store_path(store)?, json),
         Command::Digest(args) => inspect::digest(args),
         Command::Bench(args) => runtime.block_on(bench::run(args)),

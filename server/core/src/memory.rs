@@ -36,7 +36,8 @@ pub struct NoteSource<'a> {
 /// a name); where it failed, when it failed and a digest names a place in
 /// a file; else its header.
 pub fn note_line(x: &NoteSource) -> String {
-    let said = x.opening.trim();
+    let said = text::without_client_notes(x.opening);
+    let said = said.trim();
     if !x.ran_tools
         && !said.is_empty()
         && !said.ends_with('?')

@@ -12,6 +12,7 @@
 use crate::exchange::Counted;
 use crate::ids::{self, BlobHash, ExchangeId, MessageId};
 use crate::summary::is_stopword;
+use crate::text;
 use crate::tokens::{self, Encoding};
 
 /// A question word and in how many of the session's earlier exchanges it
@@ -145,6 +146,9 @@ const ASKING_WORDS: &[&str] = &[
 /// digits, `_`, inner `.` `-` `:`), lower-cased, not a filler word, in the
 /// order they come. Empty when the question has none (`"Run it."`).
 pub fn question_words(question: &str) -> Vec<String> {
+    // An assistant's own notes in the message are not what is asked.
+    let question = text::without_client_notes(question);
+    let question = question.as_ref();
     let mut out: Vec<String> = Vec::new();
     // Apostrophes stay inside a word until the filler check (`didn't`).
     let apostrophe = |c: char| c == '\'' || c == '\u{2019}';

@@ -99,7 +99,7 @@ impl Service {
     }
 
     /// Removes what project memory could show of `scope`: every session of
-    /// a project (of one tenant), or one session, each with the forks and
+    /// a project (of one tenant, or of all), or one session, each with the forks and
     /// calls made from it, and the blobs nothing else references. Returns
     /// the sessions removed, descendants first.
     pub async fn forget(&self, scope: Forget) -> Reply<Vec<String>> {
@@ -108,7 +108,7 @@ impl Service {
             .iter()
             .filter(|s| match &scope {
                 Forget::Project { tenant, project } => {
-                    s.workspace == *project && s.tenant == *tenant
+                    s.workspace == *project && tenant.as_ref().is_none_or(|t| s.tenant == *t)
                 }
                 Forget::Session(id) => s.id == *id,
             })
@@ -731,7 +731,12 @@ pub fn prompt_id_of(raw: &str) -> Result<PromptId, ServiceError> {
 /// What `Service::forget` removes.
 #[derive(Clone, Debug)]
 pub enum Forget {
-    Project { tenant: String, project: String },
+    /// `tenant`: one tenant's sessions of the project; `None`: every
+    /// tenant's.
+    Project {
+        tenant: Option<String>,
+        project: String,
+    },
     Session(String),
 }
 
