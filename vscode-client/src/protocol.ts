@@ -265,6 +265,8 @@ export interface RetrieveResult {
 
 export interface SearchParams {
   sessionId?: string;
+  /** With sessionId: the other sessions of its project too. */
+  project?: boolean;
   workspace?: string;
   query: string;
   limit?: number;
