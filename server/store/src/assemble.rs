@@ -80,12 +80,13 @@ impl Writer {
         })?;
         self.count_for_view(session, encoding, &caps, window)?;
         let mut view = read::session_view(&self.conn, session, encoding, &caps, window)?;
+        // The question both recall blocks answer, read once.
+        let asked = recall::question_for(&self.conn, session, view.exchange_count, question)?;
         view.recall = recall::recall(
             &self.conn,
             &self.blob_dir,
             session,
-            view.exchange_count,
-            question,
+            asked.as_ref(),
             &caps,
             encoding,
         )?;
@@ -94,8 +95,7 @@ impl Writer {
                 &self.conn,
                 &self.blob_dir,
                 session,
-                view.exchange_count,
-                question,
+                asked.as_ref().map(|(_, q)| q.as_str()),
                 &caps,
                 encoding,
             )?;

@@ -20,7 +20,7 @@ use ctxproxy_core::tokens::{self, Encoding};
 use ctxproxy_core::view::{MemoryNote, ProjectMemory};
 use rusqlite::{params, Connection, OptionalExtension};
 
-use crate::recall::{exchange_texts, phrase, question_for, CANDIDATES, HITS_PER_BLOCK};
+use crate::recall::{distinctive_query, exchange_texts, phrase, CANDIDATES, HITS_PER_BLOCK};
 use crate::Result;
 
 /// One earlier session takes at most this share of the standing section,
@@ -36,15 +36,14 @@ struct Project {
     exchanges: u32,
 }
 
-/// What the project's other sessions give a prompt of `session` (`count`
-/// exchanges) for `question` (as `recall::recall` reads it): the standing
+/// What the project's other sessions give a prompt of `session` for its
+/// `question` (`recall::question_for`): the standing
 /// section within `caps.memory_tokens` and the recall hits within
 /// `caps.project_recall_max`. Empty when the session has no project.
 pub(crate) fn project_memory(
     conn: &Connection,
     blob_dir: &Path,
     session: &str,
-    count: u32,
     question: Option<&str>,
     caps: &LayerCaps,
     encoding: Encoding,
@@ -56,12 +55,9 @@ pub(crate) fn project_memory(
         0 => Vec::new(),
         cap => notes(conn, &project, cap, encoding)?,
     };
-    let recall = match (
-        caps.project_recall_max,
-        question_for(conn, session, count, question)?,
-    ) {
+    let recall = match (caps.project_recall_max, question) {
         (0, _) | (_, None) => Vec::new(),
-        (cap, Some((_, question))) => hits(conn, blob_dir, &project, &question, cap, encoding)?,
+        (cap, Some(question)) => hits(conn, blob_dir, &project, question, cap, encoding)?,
     };
     Ok(ProjectMemory { notes, recall })
 }
@@ -137,7 +133,9 @@ fn notes(conn: &Connection, project: &Project, cap: u32, enc: Encoding) -> Resul
     let mut exchanges = conn.prepare_cached(
         "SELECT e.seq, e.header, e.outcome = 'error',
                 (SELECT m.content FROM messages m
-                  WHERE m.session_id = e.session_id AND m.seq = e.seq ORDER BY m.idx LIMIT 1)
+                  WHERE m.session_id = e.session_id AND m.seq = e.seq ORDER BY m.idx LIMIT 1),
+                EXISTS (SELECT 1 FROM messages m
+                  WHERE m.session_id = e.session_id AND m.seq = e.seq AND m.role = 'tool')
          FROM exchanges e
          WHERE e.session_id = ?1 AND e.id < ?2 AND e.superseded_by IS NULL
          ORDER BY e.seq DESC",
@@ -154,19 +152,24 @@ fn notes(conn: &Connection, project: &Project, cap: u32, enc: Encoding) -> Resul
                 r.get::<_, String>(1)?,
                 r.get::<_, bool>(2)?,
                 r.get::<_, Option<String>>(3)?,
+                r.get::<_, bool>(4)?,
             ))
         })?;
         for row in rows {
-            let (seq, header, failed, opening) = row?;
+            let (seq, header, failed, opening, ran_tools) = row?;
             let id = ids::qualified(Some(session), ExchangeId(seq));
-            let outputs: Vec<String> = digests
-                .query_map(params![session, seq], |r| r.get(0))?
-                .collect::<std::result::Result<_, _>>()?;
+            // Only a failure's line reads its outputs' digests.
+            let outputs: Vec<String> = match failed && ran_tools {
+                true => digests
+                    .query_map(params![session, seq], |r| r.get(0))?
+                    .collect::<std::result::Result<_, _>>()?,
+                false => Vec::new(),
+            };
             let line = memory::note_line(&NoteSource {
                 id: &id,
                 header: &header,
                 opening: opening.as_deref().unwrap_or_default(),
-                ran_tools: !outputs.is_empty(),
+                ran_tools,
                 failed,
                 digests: &outputs,
             });
@@ -223,15 +226,9 @@ fn hits(
         });
     }
     let words = recall::weigh(words, project.exchanges);
-    let query = words
-        .iter()
-        .filter(|w| w.distinctive)
-        .map(|w| phrase(&w.word))
-        .collect::<Vec<_>>()
-        .join(" OR ");
-    if query.is_empty() {
+    let Some(query) = distinctive_query(&words) else {
         return Ok(Vec::new());
-    }
+    };
     let ranked: Vec<(String, u32)> = conn
         .prepare_cached(
             "SELECT e.session_id, e.seq FROM exchange_text t JOIN exchanges e ON e.id = t.rowid

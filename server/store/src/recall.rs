@@ -33,21 +33,20 @@ pub(crate) const CANDIDATES: u32 = 16;
 /// several hits fit.
 pub(crate) const HITS_PER_BLOCK: u32 = 2;
 
-/// The recall block's hits for a prompt of `session` (`count` exchanges):
-/// for `question` when the prompt's input opens a new exchange with it,
-/// else for the newest exchange's opening message (its tool loop).
+/// The recall block's hits for a prompt of `session`, for the exchange it
+/// serves and its question (`question_for`).
 pub(crate) fn recall(
     conn: &Connection,
     blob_dir: &Path,
     session: &str,
-    count: u32,
-    question: Option<&str>,
+    asked: Option<&(ExchangeId, String)>,
     caps: &LayerCaps,
     encoding: Encoding,
 ) -> Result<Recall> {
-    let Some((for_exchange, question)) = question_for(conn, session, count, question)? else {
+    let Some((for_exchange, question)) = asked else {
         return Ok(Recall::default());
     };
+    let for_exchange = *for_exchange;
     let none = Recall {
         for_exchange,
         hits: Vec::new(),
@@ -69,7 +68,7 @@ pub(crate) fn recall(
     let newest_rows = row_ids(conn, session, newest, for_exchange)?.unwrap_or(rows);
     let newest_common = recall::common_count(for_exchange.0 - newest);
     let mut words = Vec::new();
-    for word in recall::question_words(&question) {
+    for word in recall::question_words(question) {
         let query = phrase(&word);
         let exchanges = match exchanges_with(conn, newest_rows, &query, newest_common)? {
             n if n > newest_common => common + 1,
@@ -82,15 +81,9 @@ pub(crate) fn recall(
         });
     }
     let words = recall::weigh(words, earlier);
-    let query = words
-        .iter()
-        .filter(|w| w.distinctive)
-        .map(|w| phrase(&w.word))
-        .collect::<Vec<_>>()
-        .join(" OR ");
-    if query.is_empty() {
+    let Some(query) = distinctive_query(&words) else {
         return Ok(none);
-    }
+    };
     let ranked: Vec<u32> = conn
         .prepare_cached(
             "SELECT e.seq FROM exchange_text t JOIN exchanges e ON e.id = t.rowid
@@ -140,6 +133,18 @@ pub(crate) fn question_for(
         None if count == 0 => None,
         None => Some((ExchangeId(count), opening_text(conn, session, count)?)),
     })
+}
+
+/// The weighed words' distinctive ones as one full-text query (any of
+/// them); `None` when none is.
+pub(crate) fn distinctive_query(words: &[RecallWord]) -> Option<String> {
+    let query = words
+        .iter()
+        .filter(|w| w.distinctive)
+        .map(|w| phrase(&w.word))
+        .collect::<Vec<_>>()
+        .join(" OR ");
+    (!query.is_empty()).then_some(query)
 }
 
 /// A word as an FTS5 phrase (quoted, so `-` and `:` are not operators).
