@@ -22,11 +22,20 @@
 //!
 //! Messages are compared by fingerprint: of the message as the client sent
 //! it (kept in memory for what this process stored), or, for history stored
-//! before a restart, of the message as the store keeps it (secrets masked).
+//! before a restart or by another process, of the message as the store keeps
+//! it (secrets masked).
+//!
+//! What a process keeps of a key's branches is a cache of the store: each
+//! request first reads where the key's sessions end (`Tip`) and reads what
+//! another process appended since, or a branch it opened (`refresh`), and
+//! every append names the tip it expects (`Turn::append`). So two proxies on
+//! one store, as replicas behind a load balancer, record each turn of a
+//! conversation once, however its requests are spread.
 
 use std::sync::Arc;
 
 use axum::http::HeaderMap;
+use ctxproxy_core::ids::{ExchangeId, MessageId};
 use ctxproxy_core::message::{Message, Role};
 use ctxproxy_core::secrets;
 use dashmap::DashMap;
@@ -34,7 +43,8 @@ use serde_json::Value;
 use tokio::sync::{Mutex, OwnedMutexGuard};
 use xxhash_rust::xxh3::Xxh3;
 
-use ctxproxy_service::service::{ChildCall, Edge, FoundSession, NewSession, Service, ServiceError};
+use ctxproxy_service::proxied::{Appended, FoundSession, ProxiedTip, Tip};
+use ctxproxy_service::service::{ChildCall, Edge, NewSession, Service, ServiceError};
 
 /// A conversation as the proxy keeps it apart: the client's tenant
 /// (`Service::tenant_of` its credential) and the key it names the
@@ -47,6 +57,11 @@ pub struct Key {
 
 /// Branches read back from the store for a key, newest first.
 const BRANCHES_LOADED: usize = 8;
+
+/// Appends of one turn retried after another process moved its branch on:
+/// each retry follows a store that changed, so more means a conversation
+/// other processes keep writing to as fast as this one reads.
+const APPEND_ATTEMPTS: usize = 16;
 
 /// Conversations of any key a resumed request is compared with, newest first.
 const RESUMABLE: usize = 8;
@@ -181,6 +196,8 @@ struct Print {
 struct Branch {
     session: String,
     prints: Vec<Print>,
+    /// Where the session ended when `prints` last matched it.
+    tip: Tip,
     /// The fingerprint of the branch's system prompt: of the requests this
     /// process saw, or of its newest prompt record; `None` when unknown.
     system: Option<Fingerprint>,
@@ -215,6 +232,20 @@ impl Branch {
 
     fn exchanges(&self) -> u32 {
         self.prints.last().map_or(0, |p| p.exchange)
+    }
+
+    /// Reads what was appended to the branch's session since `tip` (by
+    /// another process) into its prints.
+    async fn catch_up(&mut self, service: &Service) -> Result<(), ServiceError> {
+        for (id, m) in service.messages_after(&self.session, self.tip).await? {
+            self.prints.push(Print {
+                sent: None,
+                stored: Some(fingerprint(&m)),
+                exchange: id.exchange.0,
+            });
+            self.tip = Tip(Some(id));
+        }
+        Ok(())
     }
 
     /// The prints of `messages` appended to the branch: made before the
@@ -291,6 +322,79 @@ pub struct Branches {
     list: Vec<Branch>,
 }
 
+impl Branches {
+    /// Brings the branches up to date with the store: what another process
+    /// appended to one, and a branch another process opened. One read of
+    /// the key's tips per request; a branch that moved reads only what is
+    /// new.
+    async fn refresh(&mut self, service: &Service, key: &Key) -> Result<(), ServiceError> {
+        let stored = service
+            .proxied_tips(&key.tenant, &key.name, BRANCHES_LOADED)
+            .await?;
+        // Oldest first, so that branches new to this process end up newest first.
+        for ProxiedTip {
+            session_id,
+            called,
+            tip,
+        } in stored.into_iter().rev()
+        {
+            match self.list.iter_mut().find(|b| b.session == session_id) {
+                Some(b) if b.tip == tip => {}
+                Some(b) => b.catch_up(service).await?,
+                None => {
+                    let mut b = Branch {
+                        session: session_id,
+                        prints: Vec::new(),
+                        tip: Tip::default(),
+                        system: None,
+                        called,
+                    };
+                    b.catch_up(service).await?;
+                    self.list.insert(0, b);
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Opens a fork of branch `i` for a request that repeats its first
+    /// `matched` messages: at the last exchange those hold whole, with the
+    /// branch's prints up to there. The fork is branch 0 (the newest);
+    /// returns how many prints it holds.
+    async fn fork(
+        &mut self,
+        service: &Service,
+        key: &Key,
+        project: &str,
+        i: usize,
+        matched: usize,
+        system: Fingerprint,
+    ) -> Result<usize, ServiceError> {
+        let parent = &self.list[i];
+        let at = parent.prints[matched].exchange - 1;
+        let keep = parent
+            .prints
+            .iter()
+            .take_while(|p| p.exchange <= at)
+            .count();
+        let session = if at == 0 {
+            open(service, key, project, None).await?
+        } else {
+            open(service, key, project, Some((parent.session.clone(), at))).await?
+        };
+        let branch = Branch {
+            tip: service.tip(&session).await?,
+            session,
+            prints: parent.prints[..keep].to_vec(),
+            system: Some(system),
+            // A fork of a call's history is a branch of that call.
+            called: parent.called && at > 0,
+        };
+        self.list.insert(0, branch);
+        Ok(keep)
+    }
+}
+
 /// Every key's branches; a key's lock is held for a whole request, so the
 /// requests of one conversation are ingested and recorded in turn.
 #[derive(Default)]
@@ -302,6 +406,9 @@ pub struct Sessions {
 pub struct Turn {
     guard: OwnedMutexGuard<Branches>,
     branch: usize,
+    key: Key,
+    project: String,
+    system: Fingerprint,
     pub session: String,
     /// How many of the request's messages the branch holds: the rest are
     /// new (`Turn::take_new`).
@@ -320,7 +427,9 @@ impl Sessions {
     ) -> Result<OwnedMutexGuard<Branches>, ServiceError> {
         let lock = self.keys.entry(key.clone()).or_default().clone();
         let mut guard = lock.lock_owned().await;
-        if !guard.loaded {
+        if guard.loaded {
+            guard.refresh(service, key).await?;
+        } else {
             guard.list = load_branches(service, key).await?;
             guard.loaded = true;
         }
@@ -397,30 +506,9 @@ impl Sessions {
         let (branch, from) = match choice {
             Choice::Continue(i) => (i, scores[i].0),
             Choice::Fork(i) => {
-                let matched = scores[i].0;
-                let parent = guard.list[i].clone();
-                let diverging = parent.prints[matched].exchange;
-                let at = diverging - 1;
-                let keep = parent
-                    .prints
-                    .iter()
-                    .take_while(|p| p.exchange <= at)
-                    .count();
-                let session = if at == 0 {
-                    open(service, key, project, None).await?
-                } else {
-                    open(service, key, project, Some((parent.session.clone(), at))).await?
-                };
-                guard.list.insert(
-                    0,
-                    Branch {
-                        session,
-                        prints: parent.prints[..keep].to_vec(),
-                        system: Some(system),
-                        // A fork of a call's history is a branch of that call.
-                        called: parent.called && at > 0,
-                    },
-                );
+                let keep = guard
+                    .fork(service, key, project, i, scores[i].0, system)
+                    .await?;
                 (0, keep)
             }
             Choice::Open => {
@@ -443,6 +531,7 @@ impl Sessions {
                     Branch {
                         session,
                         prints: Vec::new(),
+                        tip: Tip::default(),
                         system: Some(system),
                         called,
                     },
@@ -456,6 +545,9 @@ impl Sessions {
             session: guard.list[branch].session.clone(),
             guard,
             branch,
+            key: key.clone(),
+            project: project.to_string(),
+            system,
             repeated: from,
             earlier: Vec::new(),
             input: None,
@@ -480,34 +572,98 @@ impl Turn {
 
     /// Stores the messages before the input (assembly shows them).
     pub async fn store_earlier(&mut self, service: &Service) -> Result<(), ServiceError> {
-        if self.earlier.is_empty() {
-            return Ok(());
-        }
         let earlier = std::mem::take(&mut self.earlier);
-        let prints = self.guard.list[self.branch].prints_after(&earlier);
-        service
-            .append_messages(&self.session, earlier, None, Vec::new())
-            .await?;
-        self.guard.list[self.branch].prints.extend(prints);
-        Ok(())
+        self.append(service, earlier).await
     }
 
     /// Stores the input and the reply the client got, in one append.
-    pub async fn record(self, service: &Service, reply: Vec<Message>) -> Result<(), ServiceError> {
-        let Turn {
-            mut guard,
-            branch,
-            session,
-            input,
-            ..
-        } = self;
-        let messages: Vec<Message> = input.into_iter().chain(reply).collect();
-        let prints = guard.list[branch].prints_after(&messages);
-        service
-            .append_messages(&session, messages, None, Vec::new())
-            .await?;
-        guard.list[branch].prints.extend(prints);
-        Ok(())
+    pub async fn record(
+        mut self,
+        service: &Service,
+        reply: Vec<Message>,
+    ) -> Result<(), ServiceError> {
+        let messages: Vec<Message> = self.input.take().into_iter().chain(reply).collect();
+        self.append(service, messages).await
+    }
+
+    /// Appends `messages` to the turn's branch, once. When another process
+    /// appended to the branch since this one last saw it (two replicas
+    /// answering one conversation at once), what it stored is read first:
+    /// messages of ours it holds already are not stored again, and ours that
+    /// differ from its go on a fork from the exchange they differ in, as a
+    /// request repeating part of a branch does.
+    async fn append(
+        &mut self,
+        service: &Service,
+        mut messages: Vec<Message>,
+    ) -> Result<(), ServiceError> {
+        let mask = service.config().redact_secrets;
+        for _ in 0..APPEND_ATTEMPTS {
+            if messages.is_empty() {
+                return Ok(());
+            }
+            let branch = &mut self.guard.list[self.branch];
+            let prints = branch.prints_after(&messages);
+            match service
+                .append_at(&self.session, branch.tip, messages)
+                .await?
+            {
+                Appended::Stored(tip) => {
+                    branch.prints.extend(prints);
+                    branch.tip = tip;
+                    return Ok(());
+                }
+                Appended::Moved(back) => messages = back,
+            }
+            let before = branch.prints.len();
+            branch.catch_up(service).await?;
+            let exacts: Vec<Fingerprint> = messages.iter().map(exact).collect();
+            let theirs = branch.prints.len() - before;
+            let same = matched(&mut branch.prints[before..], &messages, &exacts, mask);
+            if same == theirs || same == messages.len() {
+                // What they stored is where ours go on from (or holds all of ours).
+                messages.drain(..same);
+                continue;
+            }
+            // Ours differ from theirs at `before + same`: a fork from the
+            // exchange that holds it, with that exchange's messages up to
+            // there read back and ours after them.
+            let diverging = before + same;
+            let exchange = branch.prints[diverging].exchange;
+            let parent = self.session.clone();
+            let keep = self
+                .guard
+                .fork(
+                    service,
+                    &self.key,
+                    &self.project,
+                    self.branch,
+                    diverging,
+                    self.system,
+                )
+                .await?;
+            let after_previous = Tip(Some(MessageId {
+                exchange: ExchangeId(exchange - 1),
+                index: u32::MAX,
+            }));
+            let head: Vec<Message> = service
+                .messages_after(&parent, after_previous)
+                .await?
+                .into_iter()
+                .take(diverging - keep)
+                .map(|(_, m)| m)
+                .collect();
+            self.branch = 0;
+            self.session = self.guard.list[0].session.clone();
+            messages.splice(..same, head);
+        }
+        Err(ServiceError::StoreUnavailable {
+            why: format!(
+                "session {}: other processes appended to it {APPEND_ATTEMPTS} times while this one tried to",
+                self.session
+            ),
+            source: None,
+        })
     }
 }
 
@@ -596,6 +752,7 @@ fn branches(found: Vec<FoundSession>) -> Vec<Branch> {
         .into_iter()
         .map(|s| Branch {
             called: s.called,
+            tip: s.tip,
             session: s.session_id,
             prints: s
                 .messages
@@ -722,6 +879,7 @@ mod tests {
         let mut b = Branch {
             session: "s".into(),
             prints: Vec::new(),
+            tip: Tip::default(),
             system: None,
             called: false,
         };

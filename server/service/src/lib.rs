@@ -13,6 +13,7 @@ pub mod context_tool;
 pub mod error;
 pub mod format;
 pub mod from_json;
+pub mod proxied;
 pub mod requests;
 mod retrieve;
 pub mod service;

@@ -14,7 +14,6 @@ use ctxproxy_core::ids::{self, ExchangeId, ItemId, PromptId};
 use ctxproxy_core::message::Message;
 use ctxproxy_core::packer::ShapeKind;
 use ctxproxy_core::slice;
-use ctxproxy_core::supersede::ExchangeRange;
 use ctxproxy_core::tokens;
 use ctxproxy_store::{settle, AppendOutcome, Event, Keep, Lineage, ParentKind, PathSegment, Store};
 pub use ctxproxy_store::{ChildCall, Edge, NewSession};
@@ -25,7 +24,6 @@ use crate::api::*;
 use crate::assemble;
 use crate::config;
 pub use crate::error::ServiceError;
-use crate::format;
 use crate::retrieve::{bytes_as_base64, retrieve_one, Body};
 use crate::state;
 
@@ -162,7 +160,7 @@ impl Service {
     /// Sends the events of a store write (`events_of` its result) from the
     /// writer thread, in commit order (`Store::write_then`): the replies of
     /// pipelined appends resume in any order, their events must not.
-    fn store_events<T: 'static>(
+    pub(crate) fn store_events<T: 'static>(
         &self,
         events_of: fn(&T) -> &[Event],
     ) -> impl FnOnce(&T) + Send + 'static {
@@ -239,19 +237,7 @@ impl Service {
             },
         };
         let supersedes = parse_supersedes(&p.supersedes)?;
-        self.append_messages(&p.session_id, messages, expected, supersedes)
-            .await
-    }
-
-    /// `ctx/append` with typed params (messages already checked).
-    pub async fn append_messages(
-        &self,
-        session: &str,
-        messages: Vec<Message>,
-        expected: Option<ExchangeId>,
-        supersedes: Vec<ExchangeRange>,
-    ) -> Reply<AppendResult> {
-        let session = session.to_string();
+        let session = p.session_id.clone();
         let outcome = settle(self.store.write_then(
             move |w| w.append_to(&session, messages, expected, &supersedes),
             self.store_events(|o: &AppendOutcome| &o.events),
@@ -435,48 +421,6 @@ impl Service {
             }
         };
         previous.is_none_or(|p| state::differs(&p, state))
-    }
-
-    /// The newest `limit` sessions the proxy opened for `tenant` (titled
-    /// `title`, when given), newest first, each with its messages as stored
-    /// (secrets masked, tool outputs whole) and the system prompt of its
-    /// newest prompt: what the proxy needs to find a conversation again
-    /// after a restart, or when a client resumes it under another name.
-    pub async fn proxied_sessions(
-        &self,
-        tenant: &str,
-        title: Option<&str>,
-        limit: usize,
-    ) -> Reply<Vec<FoundSession>> {
-        let (tenant, title) = (tenant.to_string(), title.map(str::to_string));
-        let found = self
-            .store
-            .read(move |r| {
-                let mut out = Vec::new();
-                for s in r.proxied_sessions(&tenant, title.as_deref(), limit)? {
-                    let messages = r.session_messages(&s.id)?;
-                    let record = match s.prompts {
-                        0 => None,
-                        n => Some(r.prompt(&s.id, PromptId(n))?),
-                    };
-                    let called = s.parent.is_some_and(|p| p.kind == ParentKind::Child);
-                    out.push((s.id, called, messages, record));
-                }
-                Ok(out)
-            })
-            .await?;
-        // Records are read back off the writer's thread.
-        Ok(found
-            .into_iter()
-            .map(|(session_id, called, messages, record)| FoundSession {
-                session_id,
-                called,
-                messages: messages.into_iter().map(|(x, m)| (x.0, m)).collect(),
-                system: record
-                    .and_then(|r| assemble::read_record(&r, self.store.db_path()).ok())
-                    .and_then(|prompt| format::system_of(&prompt.prompt)),
-            })
-            .collect())
     }
 
     pub async fn explain(&self, p: ExplainParams) -> Reply<ExplainResult> {
@@ -738,18 +682,6 @@ pub enum Forget {
         project: String,
     },
     Session(String),
-}
-
-/// A session the proxy opened, found again (`Service::proxied_sessions`).
-pub struct FoundSession {
-    pub session_id: String,
-    /// Opened as a child call.
-    pub called: bool,
-    /// Its messages as stored, each with its exchange's number.
-    pub messages: Vec<(u32, Message)>,
-    /// The system prompt of its newest prompt; `None` before its first
-    /// prompt or when that record does not read back.
-    pub system: Option<String>,
 }
 
 /// A path as `ctx/path` answers it (and `ctxproxy path --json` prints it).

@@ -19,6 +19,7 @@ use crate::error::StoreError;
 use crate::exchange_row::TextSource;
 use crate::read;
 use crate::time::now_rfc3339;
+use crate::tip::{self, Tip};
 use crate::writer::Writer;
 use crate::Result;
 use crate::{blobs, exchange_row, fulltext};
@@ -43,6 +44,8 @@ pub struct BlobOutcome {
 #[derive(Clone, Debug, Default)]
 pub struct AppendOutcome {
     pub exchanges: Vec<ExchangeId>,
+    /// The session's tip once the append is stored.
+    pub tip: Tip,
     pub blobs: Vec<BlobOutcome>,
     pub events: Vec<Event>,
 }
@@ -187,6 +190,7 @@ impl Writer {
             params![session, count, now_rfc3339()],
         )?;
         self.save_context(session, &base, &current)?;
+        out.tip = tip::tip(&self.conn, session)?;
         Ok(out)
     }
 

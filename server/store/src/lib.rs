@@ -27,6 +27,7 @@ mod schema;
 mod sessions;
 mod supersede;
 mod time;
+mod tip;
 mod writer;
 
 use std::path::{Path, PathBuf};
@@ -49,6 +50,7 @@ pub use read::{
 };
 pub use requests::{LoggedRequest, RequestLog, SessionRequests};
 pub use sessions::{ChildCall, NewSession};
+pub use tip::{AppendedAt, Tip};
 pub use writer::{IngestSettings, Writer};
 
 pub type Result<T, E = StoreError> = std::result::Result<T, E>;

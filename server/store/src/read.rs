@@ -24,7 +24,7 @@ use crate::Result;
 /// connection for reads ordered with writes, or a read-only one (CLI).
 pub struct Reader<'a> {
     pub(crate) conn: &'a Connection,
-    blob_dir: &'a Path,
+    pub(crate) blob_dir: &'a Path,
 }
 
 /// Which edge opened a session: the proxy finds its conversations again
@@ -278,26 +278,6 @@ impl<'a> Reader<'a> {
                 text_or_raw(blob_bytes(self.conn, self.blob_dir, hash)?);
         }
         Ok(MessageItem { id, message, blob })
-    }
-
-    /// Every message of a session in order, as `message` returns each (tool
-    /// results as their original text), with its exchange: what a client that
-    /// resends its whole history is compared against.
-    pub fn session_messages(&self, session: &str) -> Result<Vec<(ExchangeId, Message)>> {
-        let listing = self.session(session)?;
-        let mut out = Vec::new();
-        for seq in 1..=listing.exchanges {
-            for k in load_messages(self.conn, session, seq)? {
-                let mut message = k.message;
-                if let Some(r) = &k.result {
-                    message.content =
-                        String::from_utf8_lossy(&blob_bytes(self.conn, self.blob_dir, &r.blob)?)
-                            .into_owned();
-                }
-                out.push((ExchangeId(seq), message));
-            }
-        }
-        Ok(out)
     }
 
     /// A blob by any unambiguous hex prefix of 8 to 64 characters,

@@ -912,3 +912,57 @@ fn one_append_keeps_tool_results_as_appends_one_by_one_do() {
         headline(4, 4)
     );
 }
+
+#[test]
+fn an_append_at_a_tip_stores_only_while_the_session_still_ends_there() {
+    use ctxproxy_store::{AppendedAt, Tip};
+
+    let t = common::open();
+    let s = common::session(&t.store);
+    let tip = |s: &str| {
+        let s = s.to_string();
+        t.store.read_now(move |r| r.tip(&s)).unwrap()
+    };
+    assert_eq!(tip(&s), Tip(None));
+    let (s1, s2) = (s.clone(), s.clone());
+    let stored = write(&t.store, move |w| {
+        w.append_at(
+            &s1,
+            Tip(None),
+            vec![msg(Role::User, "first"), msg(Role::Assistant, "one")],
+        )
+    })
+    .unwrap();
+    let AppendedAt::Stored(outcome) = stored else {
+        panic!("the session ended at its tip: stored")
+    };
+    let after_first = Tip(Some(MessageId {
+        exchange: x(1),
+        index: 2,
+    }));
+    assert_eq!((outcome.tip, tip(&s)), (after_first, after_first));
+    // Another writer that still thinks the session is empty gets its messages back.
+    let moved = write(&t.store, move |w| {
+        w.append_at(&s2, Tip(None), vec![msg(Role::User, "first again")])
+    })
+    .unwrap();
+    let AppendedAt::Moved(back) = moved else {
+        panic!("the session had moved on: nothing stored")
+    };
+    assert_eq!(back[0].content, "first again");
+    assert_eq!(tip(&s), after_first);
+    // What it missed, read from where it last saw the session.
+    let s3 = s.clone();
+    let missed = t
+        .store
+        .read_now(move |r| r.session_messages_after(&s3, Tip(None)))
+        .unwrap();
+    let contents: Vec<&str> = missed.iter().map(|(_, m)| m.content.as_str()).collect();
+    assert_eq!(contents, ["first", "one"]);
+    let s4 = s.clone();
+    let none = t
+        .store
+        .read_now(move |r| r.session_messages_after(&s4, after_first))
+        .unwrap();
+    assert!(none.is_empty());
+}
