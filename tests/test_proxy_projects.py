@@ -74,17 +74,18 @@ def session_of(reply: Reply) -> str:
     return reply.headers["x-ctxproxy-session"]
 
 
-def listed(store: pathlib.Path, *project: str) -> list[str]:
-    """The sessions `ctxproxy sessions [--project P]` lists."""
-    args = ["sessions", *(["--project", project[0]] if project else [])]
+def listed(store: pathlib.Path, project: str | None = None, tenant: str | None = None) -> list[str]:
+    """The sessions `ctxproxy sessions [--project P] [--tenant T]` lists."""
+    args = ["sessions", *(["--project", project] if project else []), *(["--tenant", tenant] if tenant else [])]
     return re.findall(r"^(s-\S+)", proxylib.cli(*args, store=store).stdout, re.M)
 
 
 def grouped(store: pathlib.Path) -> dict[str, list[str]]:
-    """`ctxproxy sessions` read back: each project ("" for none) with its sessions."""
+    """`ctxproxy sessions` read back: each project ("" for none) with its sessions, whoever's."""
     groups: dict[str, list[str]] = {}
     current = None
     for line in proxylib.sessions(store).splitlines():
+        line = line.split(" · tenant ")[0]
         if line.startswith("project "):
             current = line.removeprefix("project ")
         elif line == "(no project)":
@@ -265,3 +266,59 @@ def test_another_key_is_another_tenant_and_sees_nothing_of_the_project(tmp_path,
     # The credential is never stored: only a keyed hash of it names the tenant.
     data = b"".join(p.read_bytes() for p in store.parent.glob("store.db*"))
     assert b"tenant-one" not in data and b"tenant-two" not in data
+
+
+def dashboard(proxy, path: str, token: str) -> tuple[int, dict]:
+    status, _, body = proxylib.raw_request(f"{proxy.url}/dashboard/api/{path}",
+                                           headers={"x-ctxproxy-token": token})
+    return status, json.loads(body)
+
+
+def test_with_a_token_each_a_person_s_sessions_are_kept_apart_under_their_name(tmp_path, store, upstream):
+    """`--tokens FILE`: each person's token admits them, and their name is their tenant: the same
+    API key, project and session name for two people are two conversations, neither sees the
+    other's in a prompt or on the dashboard, and `sessions --tenant` lists one person's."""
+    work = tmp_path / "work"
+    work.mkdir()
+    tokens = tmp_path / "team.tokens"
+    tokens.write_text("# name token\nana ana-token-0123456789\nbo  bo-token-01234567890\n")
+    upstream.push(*[Turn(text="Noted.") for _ in range(4)])
+    shared = {"x-ctxproxy-session": "standup"}
+    ana = {**shared, "x-ctxproxy-token": "ana-token-0123456789"}
+    bo = {**shared, "x-ctxproxy-token": "bo-token-01234567890"}
+    with proxylib.Proxy(store, upstream.url, upstream.url, extra=["--tokens", str(tokens)]) as proxy:
+        refused = send_claude_code(proxy, claude_code_body("hello", str(work)), shared)
+        assert refused.status == 401, refused.json
+        first = session_of(send_claude_code(proxy, claude_code_body(DECISION, str(work)), ana))
+        other = session_of(send_claude_code(proxy, claude_code_body("How do invoice totals round again?",
+                                                                    str(work)), bo))
+        assert other != first
+        assert DECISION not in forwarded_text(upstream.model_calls()[-1])
+        session_of(send_claude_code(proxy, claude_code_body("How do invoice totals round again?", str(work)),
+                                    {"x-ctxproxy-token": ana["x-ctxproxy-token"]}))
+        assert DECISION in forwarded_text(upstream.model_calls()[-1])
+        # The dashboard shows each person their own sessions only.
+        status, overview = dashboard(proxy, "overview", ana["x-ctxproxy-token"])
+        assert status == 200 and first in {s["session"] for s in overview["sessions"]}
+        assert other not in {s["session"] for s in overview["sessions"]}
+        assert {r["session"] for r in overview["recent"]} <= {s["session"] for s in overview["sessions"]}
+        status, _ = dashboard(proxy, f"sessions/{other}", ana["x-ctxproxy-token"])
+        assert status == 404
+        status, _ = dashboard(proxy, f"sessions/{other}", bo["x-ctxproxy-token"])
+        assert status == 200
+    assert listed(store, tenant="bo") == [other]
+    assert first in listed(store, tenant="ana") and other not in listed(store, tenant="ana")
+    assert "tenant ana" in proxylib.sessions(store)
+
+
+@pytest.mark.parametrize("text, says", [
+    ("ana\n", "team.tokens:1: expected `name token`"),
+    ("ana short\n", "team.tokens:1: ana's token is 5 characters: at least 16"),
+    ("# nobody yet\n", "no `name token` line"),
+])
+def test_a_bad_tokens_file_stops_the_proxy_naming_the_line(tmp_path, store, text, says):
+    tokens = tmp_path / "team.tokens"
+    tokens.write_text(text)
+    p = subprocess.run([str(proxylib.ctxlib.binary()), "proxy", "--listen", "127.0.0.1:0", "--store", str(store),
+                        "--tokens", str(tokens)], capture_output=True, text=True, timeout=30)
+    assert p.returncode != 0 and says in p.stderr, p.stderr

@@ -184,10 +184,13 @@ pub fn path(store: &Path, session: &str, node: Option<&str>, json: bool) -> anyh
 
 /// `ctxproxy sessions [--project P]`: one project's sessions, or every
 /// session under its project's heading.
-pub fn sessions(store: &Path, project: Option<&str>) -> anyhow::Result<()> {
+pub fn sessions(store: &Path, project: Option<&str>, tenant: Option<&str>) -> anyhow::Result<()> {
     let store = open_existing(store)?;
     let project = project.map(project_filter).transpose()?;
-    let list = store.read_now(|r| r.sessions(project.as_deref()))?;
+    let mut list = store.read_now(|r| r.sessions(project.as_deref()))?;
+    if let Some(tenant) = tenant {
+        list.retain(|s| s.tenant == tenant);
+    }
     println!(
         "{:<10} {:>9} {:>7}  {:<20}  title",
         "session", "exchanges", "prompts", "updated"
@@ -195,10 +198,14 @@ pub fn sessions(store: &Path, project: Option<&str>) -> anyhow::Result<()> {
     match project {
         Some(_) => print_sessions(&list),
         None => {
-            for (project, list) in by_project(list) {
+            for ((tenant, project), list) in by_project(list) {
+                let whose = match tenant.as_str() {
+                    "" => String::new(),
+                    t => format!(" · tenant {t}"),
+                };
                 match project.as_str() {
-                    "" => println!("\n(no project)"),
-                    p => println!("\nproject {p}"),
+                    "" => println!("\n(no project){whose}"),
+                    p => println!("\nproject {p}{whose}"),
                 }
                 print_sessions(&list);
             }
@@ -218,14 +225,20 @@ fn project_filter(project: &str) -> anyhow::Result<String> {
     })
 }
 
-/// Sessions (newest first) grouped by project: the project of the newest
-/// session first, each project's sessions newest first.
-fn by_project(list: Vec<SessionListing>) -> Vec<(String, Vec<SessionListing>)> {
-    let mut groups: Vec<(String, Vec<SessionListing>)> = Vec::new();
+/// A tenant and one of its projects.
+type Whose = (String, String);
+
+/// Sessions (newest first) grouped by tenant and project: the group of the
+/// newest session first, each group's sessions newest first.
+fn by_project(list: Vec<SessionListing>) -> Vec<(Whose, Vec<SessionListing>)> {
+    let mut groups: Vec<(Whose, Vec<SessionListing>)> = Vec::new();
     for s in list {
-        match groups.iter_mut().find(|(p, _)| *p == s.workspace) {
+        match groups
+            .iter_mut()
+            .find(|((t, p), _)| *t == s.tenant && *p == s.workspace)
+        {
             Some((_, group)) => group.push(s),
-            None => groups.push((s.workspace.clone(), vec![s])),
+            None => groups.push(((s.tenant.clone(), s.workspace.clone()), vec![s])),
         }
     }
     groups

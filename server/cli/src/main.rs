@@ -82,12 +82,16 @@ enum Command {
         #[command(flatten)]
         store: StoreArg,
     },
-    /// List the sessions of a store, under their projects.
+    /// List the sessions of a store, under their tenants and projects.
     Sessions {
         /// Only this project's sessions: a directory (made absolute), or a name an
         /// `x-ctxproxy-project` header gave.
         #[arg(long, value_name = "P")]
         project: Option<String>,
+        /// Only this tenant's sessions: a `t-…` the proxy derived from an API key, or a name
+        /// from `proxy --tokens`.
+        #[arg(long, value_name = "T")]
+        tenant: Option<String>,
         #[command(flatten)]
         store: StoreArg,
     },
@@ -168,7 +172,8 @@ fn main() -> anyhow::Result<()> {
             std::process::exit(code)
         }
         Command::Proxy(args) => {
-            runtime.block_on(proxy::serve(args.options.into(), args.listen, args.token))
+            let access = args.access()?;
+            runtime.block_on(proxy::serve(args.options.into(), args.listen, access))
         }
         Command::Run(args) => {
             let code = runtime.block_on(run::run(args))?;
@@ -193,9 +198,11 @@ fn main() -> anyhow::Result<()> {
             json,
             store,
         } => inspect::path(&store_path(store)?, &session, exchange.as_deref(), json),
-        Command::Sessions { project, store } => {
-            inspect::sessions(&store_path(store)?, project.as_deref())
-        }
+        Command::Sessions {
+            project,
+            tenant,
+            store,
+        } => inspect::sessions(&store_path(store)?, project.as_deref(), tenant.as_deref()),
         Command::Forget {
             project,
             tenant,

@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use clap::builder::TypedValueParser;
 
-use ctxproxy_proxy::{ModelApi, Options, Timeouts, Upstreams};
+use ctxproxy_proxy::{Access, ModelApi, Options, Timeouts, Upstreams};
 
 /// `ctxproxy proxy`'s arguments.
 #[derive(clap::Args)]
@@ -17,10 +17,25 @@ pub struct ProxyArgs {
     #[arg(long, default_value = "127.0.0.1:8787")]
     pub listen: SocketAddr,
     /// Require `x-ctxproxy-token: T` on every request; needed to listen beyond loopback.
-    #[arg(long, value_name = "T")]
+    #[arg(long, value_name = "T", conflicts_with = "tokens")]
     pub token: Option<String>,
+    /// Each person a token of their own: FILE holds one `name token` per line, and a person's
+    /// sessions are kept apart under their name (instead of their API key's tenant).
+    #[arg(long, value_name = "FILE")]
+    pub tokens: Option<PathBuf>,
     #[command(flatten)]
     pub options: OptionsArgs,
+}
+
+impl ProxyArgs {
+    /// Whom the proxy serves: `--tokens`' people, `--token`'s holders, else anyone.
+    pub fn access(&self) -> Result<Access, ctxproxy_proxy::TokensError> {
+        match (&self.tokens, &self.token) {
+            (Some(file), _) => Access::read_tokens(file),
+            (None, Some(token)) => Ok(Access::Token(token.clone())),
+            (None, None) => Ok(Access::Open),
+        }
+    }
 }
 
 /// What a proxy is run with besides where it listens (`proxy` and `run`).

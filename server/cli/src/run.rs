@@ -12,7 +12,7 @@ use std::process::{Command, ExitStatus};
 
 use anyhow::Context;
 
-use ctxproxy_proxy::{self as proxy, tally};
+use ctxproxy_proxy::{self as proxy, tally, Access};
 
 #[derive(clap::Args)]
 pub struct Args {
@@ -75,7 +75,7 @@ pub async fn run(args: Args) -> anyhow::Result<i32> {
         // sessions belong to that project, whatever it states.
         options.project = Some(std::env::current_dir().context("the current directory")?);
     }
-    let opened = proxy::open(options, listen, None, true).await?;
+    let opened = proxy::open(options, listen, Access::Open, true).await?;
     let addr = opened.addr;
     let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
     let serving = tokio::spawn(opened.serve_until(async {

@@ -46,7 +46,7 @@ use ctxproxy_core::message::{Message, Role};
 use ctxproxy_core::packer::PromptMessage;
 use ctxproxy_core::render::Block;
 use ctxproxy_core::session_file::RecordedExchange;
-use ctxproxy_proxy::{router, ModelApi, Proxy, Timeouts, Upstreams};
+use ctxproxy_proxy::{router, Access, ModelApi, Proxy, Timeouts, Upstreams};
 use ctxproxy_service::format;
 use ctxproxy_service::service::Service;
 
@@ -413,7 +413,12 @@ pub async fn run(
         anthropic: up_url.clone(),
         gemini: up_url,
     };
-    let proxy = Arc::new(Proxy::new(service, upstreams, Timeouts::default(), None)?);
+    let proxy = Arc::new(Proxy::new(
+        service,
+        upstreams,
+        Timeouts::default(),
+        Access::Open,
+    )?);
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
     let url = format!("http://{}{}", listener.local_addr()?, api.path());
     let app = router(proxy.clone());

@@ -45,25 +45,50 @@ pub fn routes() -> Router<Arc<Proxy>> {
 
 type Params = Query<HashMap<String, String>>;
 
-/// The token, from the header or the query; `None` when it is not needed
-/// or given right.
-fn refused(proxy: &Proxy, headers: &HeaderMap, query: &Params) -> Option<Response> {
+/// Who may see the dashboard, from the token in the header or the query,
+/// and whose sessions they see (a person on a `--tokens` list: their own;
+/// `None`: everyone's).
+fn admitted(proxy: &Proxy, headers: &HeaderMap, query: &Params) -> Result<Option<String>, Refused> {
     let given = query.get("token").map(String::as_bytes);
-    match proxy.authorised(headers) || proxy.token_is(given) {
-        true => None,
-        false => Some(
-            (
-                StatusCode::UNAUTHORIZED,
-                "ctxproxy: this proxy requires its token: the x-ctxproxy-token header, or ?token= in the address\n",
-            )
-                .into_response(),
-        ),
+    match proxy
+        .admitted(headers)
+        .or_else(|| proxy.access.admit(given))
+    {
+        Some(who) => Ok(who.tenant()),
+        None => Err(Refused),
+    }
+}
+
+/// A request without the token the proxy requires.
+struct Refused;
+
+impl IntoResponse for Refused {
+    fn into_response(self) -> Response {
+        (
+            StatusCode::UNAUTHORIZED,
+            "ctxproxy: this proxy requires its token: the x-ctxproxy-token header, or ?token= in the address\n",
+        )
+            .into_response()
+    }
+}
+
+/// A session the dashboard may show to one who sees `tenant`'s sessions
+/// (every session: `None`); another tenant's is as unknown as one that
+/// does not exist.
+async fn shown(proxy: &Proxy, tenant: Option<&str>, session: &str) -> Result<(), Response> {
+    let Some(tenant) = tenant else {
+        return Ok(());
+    };
+    match proxy.service.tenant_of_session(session).await {
+        Ok(t) if t == tenant => Ok(()),
+        Ok(_) => Err(failed(&ServiceError::UnknownSession(session.to_string()))),
+        Err(e) => Err(failed(&e)),
     }
 }
 
 async fn metrics(State(proxy): State<Arc<Proxy>>, headers: HeaderMap, query: Params) -> Response {
-    if let Some(refusal) = refused(&proxy, &headers, &query) {
-        return refusal;
+    if let Err(refused) = admitted(&proxy, &headers, &query) {
+        return refused.into_response();
     }
     (
         [(
@@ -76,8 +101,8 @@ async fn metrics(State(proxy): State<Arc<Proxy>>, headers: HeaderMap, query: Par
 }
 
 async fn page(State(proxy): State<Arc<Proxy>>, headers: HeaderMap, query: Params) -> Response {
-    if let Some(refusal) = refused(&proxy, &headers, &query) {
-        return refusal;
+    if let Err(refused) = admitted(&proxy, &headers, &query) {
+        return refused.into_response();
     }
     (
         [
@@ -90,13 +115,14 @@ async fn page(State(proxy): State<Arc<Proxy>>, headers: HeaderMap, query: Params
 }
 
 async fn overview(State(proxy): State<Arc<Proxy>>, headers: HeaderMap, query: Params) -> Response {
-    if let Some(refusal) = refused(&proxy, &headers, &query) {
-        return refusal;
-    }
+    let tenant = match admitted(&proxy, &headers, &query) {
+        Ok(tenant) => tenant,
+        Err(refused) => return refused.into_response(),
+    };
     let service = &proxy.service;
     let (sessions, recent) = match (
-        service.sessions_with_requests().await,
-        service.recent_requests(RECENT).await,
+        service.sessions_with_requests(tenant.as_deref()).await,
+        service.recent_requests(RECENT, tenant.as_deref()).await,
     ) {
         (Ok(s), Ok(r)) => (s, r),
         (Err(e), _) | (_, Err(e)) => return failed(&e),
@@ -115,8 +141,12 @@ async fn session(
     headers: HeaderMap,
     query: Params,
 ) -> Response {
-    if let Some(refusal) = refused(&proxy, &headers, &query) {
-        return refusal;
+    let tenant = match admitted(&proxy, &headers, &query) {
+        Ok(tenant) => tenant,
+        Err(refused) => return refused.into_response(),
+    };
+    if let Err(hidden) = shown(&proxy, tenant.as_deref(), &session).await {
+        return hidden;
     }
     match proxy.service.requests(&session).await {
         Ok(requests) => Json(json!({
@@ -134,8 +164,12 @@ async fn prompt(
     headers: HeaderMap,
     query: Params,
 ) -> Response {
-    if let Some(refusal) = refused(&proxy, &headers, &query) {
-        return refusal;
+    let tenant = match admitted(&proxy, &headers, &query) {
+        Ok(tenant) => tenant,
+        Err(refused) => return refused.into_response(),
+    };
+    if let Err(hidden) = shown(&proxy, tenant.as_deref(), &session).await {
+        return hidden;
     }
     let service = &proxy.service;
     let explained = service

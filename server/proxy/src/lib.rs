@@ -15,6 +15,7 @@
 //! request and where it shows), `trim` (memory given back once idle after
 //! a large request).
 
+mod access;
 mod accounting;
 mod anthropic;
 mod api;
@@ -51,6 +52,7 @@ use anyhow::Context;
 use axum::http::{HeaderMap, HeaderValue};
 use ctxproxy_service::service::Service;
 
+pub use access::{Access, TokensError};
 pub use model_api::ModelApi;
 pub use router::router;
 pub use serve::{open, serve, Opened};
@@ -104,7 +106,7 @@ pub struct Proxy {
     client: upstream::Client,
     sessions: session::Sessions,
     history_cache: Arc<history::cache::HistoryCache>,
-    token: Option<String>,
+    access: Access,
     /// `Timeouts::body`.
     body_timeout: Duration,
     /// What each session was sent and forwarded, when kept (`ctxproxy run`).
@@ -120,13 +122,13 @@ pub struct Proxy {
 }
 
 impl Proxy {
-    /// A proxy over `service` forwarding to `upstreams`; `token`, when
-    /// given, is required on every request.
+    /// A proxy over `service` forwarding to `upstreams`, serving whom
+    /// `access` admits.
     pub fn new(
         service: Service,
         upstreams: Upstreams,
         timeouts: Timeouts,
-        token: Option<String>,
+        access: Access,
     ) -> anyhow::Result<Proxy> {
         Ok(Proxy {
             service,
@@ -135,7 +137,7 @@ impl Proxy {
                 .context("building the HTTP client")?,
             sessions: session::Sessions::default(),
             history_cache: Arc::default(),
-            token,
+            access,
             body_timeout: timeouts.body,
             tally: None,
             project: None,
@@ -151,17 +153,10 @@ impl Proxy {
 }
 
 impl Proxy {
-    /// Whether a request may be served: no `--token`, or its
-    /// `x-ctxproxy-token` header gives it.
-    fn authorised(&self, headers: &HeaderMap) -> bool {
-        self.token_is(headers.get("x-ctxproxy-token").map(HeaderValue::as_bytes))
-    }
-
-    /// Whether `given` is the token (anything is, without `--token`).
-    fn token_is(&self, given: Option<&[u8]>) -> bool {
-        match &self.token {
-            None => true,
-            Some(t) => given.is_some_and(|g| g == t.as_bytes()),
-        }
+    /// Whether a request may be served, and as whom: its
+    /// `x-ctxproxy-token` header read against `--token` / `--tokens`.
+    fn admitted(&self, headers: &HeaderMap) -> Option<access::Admitted<'_>> {
+        self.access
+            .admit(headers.get(access::TOKEN_HEADER).map(HeaderValue::as_bytes))
     }
 }

@@ -80,14 +80,14 @@ pub(crate) async fn read_request<A: Api>(
 ) -> Result<Incoming, Response> {
     let (parts, body) = request.into_parts();
     let headers = parts.headers;
-    if !proxy.authorised(&headers) {
+    let Some(admitted) = proxy.admitted(&headers) else {
         return Err(error::<A>(
             StatusCode::UNAUTHORIZED,
             ErrorKind::Unauthorized,
             UNAUTHORISED,
             None,
         ));
-    }
+    };
     let bad = |message: &str, param: &str| {
         error::<A>(
             StatusCode::BAD_REQUEST,
@@ -100,11 +100,14 @@ pub(crate) async fn read_request<A: Api>(
         .uri
         .path_and_query()
         .map_or_else(|| parts.uri.path().to_string(), |p| p.as_str().to_string());
-    let tenant = proxy
-        .service
-        .tenant_of(credential(&headers, parts.uri.query()))
-        .await
-        .map_err(service_error::<A>)?;
+    let tenant = match admitted.tenant() {
+        Some(person) => person,
+        None => proxy
+            .service
+            .tenant_of(credential(&headers, parts.uri.query()))
+            .await
+            .map_err(service_error::<A>)?,
+    };
     let history_key = history_key(&headers, &tenant);
     let expected = header_str(&headers, "content-length")
         .and_then(|n| n.parse().ok())

@@ -277,7 +277,7 @@ async fn count_tokens(State(proxy): State<Arc<Proxy>>, request: Request) -> Resp
 /// response streamed).
 async fn passthrough(State(proxy): State<Arc<Proxy>>, request: Request) -> Response {
     let (parts, body) = request.into_parts();
-    if !proxy.authorised(&parts.headers) {
+    if proxy.admitted(&parts.headers).is_none() {
         return (
             StatusCode::UNAUTHORIZED,
             Json(json!({"error": {"message": UNAUTHORISED}})),

@@ -9,21 +9,17 @@ use anyhow::Context;
 use ctxproxy_service::service::Service;
 
 use crate::router::router;
-use crate::{listen, tally, Options, Proxy};
+use crate::{listen, tally, Access, Options, Proxy};
 
-/// `ctxproxy proxy`: serves until SIGTERM or Ctrl-C. `token`, when given,
-/// is required on every request; without it only loopback is served.
-pub async fn serve(
-    options: Options,
-    listen: SocketAddr,
-    token: Option<String>,
-) -> anyhow::Result<()> {
-    if !listen.ip().is_loopback() && token.is_none() {
+/// `ctxproxy proxy`: serves until SIGTERM or Ctrl-C, whom `access` admits;
+/// open access serves loopback only.
+pub async fn serve(options: Options, listen: SocketAddr, access: Access) -> anyhow::Result<()> {
+    if !listen.ip().is_loopback() && access.is_open() {
         anyhow::bail!(
-            "--listen {listen}: not a loopback address; give --token T to accept requests from other hosts"
+            "--listen {listen}: not a loopback address; give --token T or --tokens FILE to accept requests from other hosts"
         );
     }
-    let opened = open(options, listen, token, false).await?;
+    let opened = open(options, listen, access, false).await?;
     eprintln!("ctxproxy proxy listening on http://{}", opened.addr);
     opened.serve_until(shutdown_signal()).await?;
     Ok(())
@@ -42,7 +38,7 @@ pub struct Opened {
 pub async fn open(
     args: Options,
     listen: SocketAddr,
-    token: Option<String>,
+    access: Access,
     tally: bool,
 ) -> anyhow::Result<Opened> {
     let project = args
@@ -63,7 +59,7 @@ pub async fn open(
     }
     std::thread::spawn(ctxproxy_core::tokens::warm_up);
     let service = Service::open(store_path, config, None)?;
-    let mut proxy = Proxy::new(service, args.upstreams, args.timeouts, token)?;
+    let mut proxy = Proxy::new(service, args.upstreams, args.timeouts, access)?;
     proxy.tally = tally.then(tally::Tally::default);
     proxy.project = project;
     let proxy = Arc::new(proxy);

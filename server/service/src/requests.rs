@@ -26,9 +26,18 @@ impl Service {
         Ok(self.store.read(move |r| r.requests(&session)).await?)
     }
 
-    /// The newest `limit` requests of every session, oldest first.
-    pub async fn recent_requests(&self, limit: u32) -> Reply<Vec<LoggedRequest>> {
-        Ok(self.store.read(move |r| r.recent_requests(limit)).await?)
+    /// The newest `limit` requests of every session (of `tenant`'s, when
+    /// given), oldest first.
+    pub async fn recent_requests(
+        &self,
+        limit: u32,
+        tenant: Option<&str>,
+    ) -> Reply<Vec<LoggedRequest>> {
+        let tenant = tenant.map(str::to_string);
+        Ok(self
+            .store
+            .read(move |r| r.recent_requests(limit, tenant.as_deref()))
+            .await?)
     }
 
     /// The logged request prompt `prompt_id` (`p<N>`) was assembled for.
@@ -45,9 +54,25 @@ impl Service {
             .await?)
     }
 
-    /// Every session with logged requests, summed, the most recently
-    /// active first.
-    pub async fn sessions_with_requests(&self) -> Reply<Vec<SessionRequests>> {
-        Ok(self.store.read(|r| r.sessions_with_requests()).await?)
+    /// Every session (of `tenant`, when given) with logged requests,
+    /// summed, the most recently active first.
+    pub async fn sessions_with_requests(
+        &self,
+        tenant: Option<&str>,
+    ) -> Reply<Vec<SessionRequests>> {
+        let tenant = tenant.map(str::to_string);
+        Ok(self
+            .store
+            .read(move |r| r.sessions_with_requests(tenant.as_deref()))
+            .await?)
+    }
+
+    /// Whose a session is (`''`: the local user's).
+    pub async fn tenant_of_session(&self, session: &str) -> Reply<String> {
+        let session = session.to_string();
+        Ok(self
+            .store
+            .read(move |r| Ok(r.session(&session)?.tenant))
+            .await?)
     }
 }

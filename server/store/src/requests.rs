@@ -144,12 +144,15 @@ impl Reader<'_> {
         Ok(rows.collect::<rusqlite::Result<_>>()?)
     }
 
-    /// The newest `limit` requests of every session, oldest first.
-    pub fn recent_requests(&self, limit: u32) -> Result<Vec<LoggedRequest>> {
+    /// The newest `limit` requests of every session (of `tenant`'s, when
+    /// given), oldest first.
+    pub fn recent_requests(&self, limit: u32, tenant: Option<&str>) -> Result<Vec<LoggedRequest>> {
         let mut stmt = self.conn.prepare(&format!(
-            "SELECT * FROM ({REQUEST_COLUMNS} ORDER BY id DESC LIMIT ?1) ORDER BY id"
+            "SELECT * FROM ({REQUEST_COLUMNS}
+                WHERE ?2 IS NULL OR session_id IN (SELECT id FROM sessions WHERE tenant = ?2)
+                ORDER BY id DESC LIMIT ?1) ORDER BY id"
         ))?;
-        let rows = stmt.query_map([limit], request_row)?;
+        let rows = stmt.query_map(params![limit, tenant], request_row)?;
         Ok(rows.collect::<rusqlite::Result<_>>()?)
     }
 
@@ -169,9 +172,9 @@ impl Reader<'_> {
             .optional()?)
     }
 
-    /// Every session that has logged requests, its requests summed, the
-    /// most recently active first.
-    pub fn sessions_with_requests(&self) -> Result<Vec<SessionRequests>> {
+    /// Every session (of `tenant`, when given) that has logged requests,
+    /// its requests summed, the most recently active first.
+    pub fn sessions_with_requests(&self, tenant: Option<&str>) -> Result<Vec<SessionRequests>> {
         let mut stmt = self.conn.prepare(
             "SELECT r.session_id, coalesce(s.title, ''), s.workspace, count(*),
                     sum(r.client_tokens), sum(r.forwarded_tokens), count(r.input_tokens),
@@ -179,9 +182,10 @@ impl Reader<'_> {
                     coalesce(sum(r.cache_write_tokens), 0), coalesce(sum(r.output_tokens), 0),
                     max(r.at), max(r.id) AS newest
              FROM requests r JOIN sessions s ON s.id = r.session_id
+             WHERE ?1 IS NULL OR s.tenant = ?1
              GROUP BY r.session_id ORDER BY newest DESC",
         )?;
-        let rows = stmt.query_map([], |r| {
+        let rows = stmt.query_map([tenant], |r| {
             Ok(SessionRequests {
                 session: r.get(0)?,
                 title: r.get(1)?,
