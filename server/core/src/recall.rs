@@ -99,6 +99,10 @@ pub struct Reach {
     pub hits: usize,
     /// A hit may match this many fewer distinctive words than the best.
     pub fewer_distinctive: usize,
+    /// When no word of the question is distinctive, its rarest words are
+    /// searched for if at most this share of the exchanges use them
+    /// (`Some(2)`: half); `None`: nothing is.
+    pub rarest_within: Option<u32>,
 }
 
 impl Reach {
@@ -110,16 +114,22 @@ impl Reach {
         lines_per_text: 1,
         hits: 3,
         fewer_distinctive: 0,
+        rarest_within: None,
     };
     /// Project memory's: an earlier session has nothing else in the
     /// prompt, so its hit shows the lines of the exchange that match, and
     /// a few more hits are shown (a new session's question has less of
-    /// its own context to narrow the words).
+    /// its own context to narrow the words). A small project's earlier
+    /// sessions may use every word of a question in more than a quarter of
+    /// their exchanges (a project about cron files says `cron` often): the
+    /// rarest of them still narrow the search, as long as at most half the
+    /// exchanges use them.
     pub const PROJECT: Reach = Reach {
         texts: 3,
         lines_per_text: 3,
         hits: 5,
         fewer_distinctive: 1,
+        rarest_within: Some(2),
     };
 }
 
@@ -187,8 +197,9 @@ pub fn common_count(exchanges: u32) -> u32 {
 /// The question's words that occur in at least one of `exchanges` earlier
 /// exchanges, rarest first; those in at most a quarter of them (or two, in
 /// a short session) are `distinctive`, the words to search for. A word
-/// every other exchange uses points at nothing by itself.
-pub fn weigh(words: Vec<RecallWord>, exchanges: u32) -> Vec<RecallWord> {
+/// every other exchange uses points at nothing by itself. When none is,
+/// the rarest are, within `reach.rarest_within`.
+pub fn weigh(words: Vec<RecallWord>, exchanges: u32, reach: Reach) -> Vec<RecallWord> {
     let common = common_count(exchanges);
     let mut out: Vec<RecallWord> = words
         .into_iter()
@@ -199,6 +210,18 @@ pub fn weigh(words: Vec<RecallWord>, exchanges: u32) -> Vec<RecallWord> {
         })
         .collect();
     out.sort_by_key(|w| w.exchanges);
+    let rarest = out.first().map(|w| w.exchanges);
+    if let (false, Some(share), Some(rarest)) = (
+        out.iter().any(|w| w.distinctive),
+        reach.rarest_within,
+        rarest,
+    ) {
+        if rarest <= exchanges / share {
+            for w in out.iter_mut().take_while(|w| w.exchanges == rarest) {
+                w.distinctive = true;
+            }
+        }
+    }
     out
 }
 
@@ -426,7 +449,7 @@ mod tests {
     #[test]
     fn words_are_weighed_by_how_few_earlier_exchanges_use_them() {
         let words = vec![w("test", 30), w("vet", 2), w("nowhere", 0), w("parser", 5)];
-        let got: Vec<(String, bool)> = weigh(words, 40)
+        let got: Vec<(String, bool)> = weigh(words, 40, Reach::OWN)
             .into_iter()
             .map(|w| (w.word, w.distinctive))
             .collect();
@@ -437,6 +460,38 @@ mod tests {
                 ("parser".to_string(), true),
                 ("test".to_string(), false)
             ]
+        );
+    }
+
+    #[test]
+    fn project_recall_searches_for_the_rarest_words_when_none_is_distinctive() {
+        let weighed = |words: &[(&str, u32)], reach| -> Vec<(String, bool)> {
+            let words = words.iter().map(|&(word, n)| w(word, n)).collect();
+            weigh(words, 21, reach)
+                .into_iter()
+                .map(|w| (w.word, w.distinctive))
+                .collect()
+        };
+        // Every word in more than a quarter of 21 exchanges.
+        let common = [("file", 18), ("cron", 7), ("host", 7), ("naming", 11)];
+        assert_eq!(
+            weighed(&common, Reach::PROJECT),
+            [
+                ("cron".to_string(), true),
+                ("host".to_string(), true),
+                ("naming".to_string(), false),
+                ("file".to_string(), false)
+            ]
+        );
+        assert!(weighed(&common, Reach::OWN).iter().all(|(_, d)| !d));
+        // The rarest in more than half: nothing to search for.
+        assert!(weighed(&[("file", 18), ("test", 11)], Reach::PROJECT)
+            .iter()
+            .all(|(_, d)| !d));
+        // A distinctive word: the others stay as they are.
+        assert_eq!(
+            weighed(&[("cron", 7), ("crontab", 2)], Reach::PROJECT),
+            [("crontab".to_string(), true), ("cron".to_string(), false)]
         );
     }
 

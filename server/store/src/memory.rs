@@ -225,7 +225,7 @@ fn hits(
             distinctive: false,
         });
     }
-    let words = recall::weigh(words, project.exchanges);
+    let words = recall::weigh(words, project.exchanges, Reach::PROJECT);
     let Some(query) = distinctive_query(&words) else {
         return Ok(Vec::new());
     };

@@ -80,7 +80,7 @@ pub(crate) fn recall(
             distinctive: false,
         });
     }
-    let words = recall::weigh(words, earlier);
+    let words = recall::weigh(words, earlier, Reach::OWN);
     let Some(query) = distinctive_query(&words) else {
         return Ok(none);
     };
