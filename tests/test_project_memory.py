@@ -3,6 +3,7 @@ sees what an earlier session of it found, by the standing section and by recall;
 another project, or with memory off, sees nothing of it; `ctxproxy forget` removes it; ids that
 name their session retrieve across the project and nowhere else."""
 
+import json
 import subprocess
 
 import ctxlib
@@ -145,3 +146,22 @@ async def test_forget_removes_a_projects_memory(ctx, store):
     out = subprocess.run([str(ctxlib.binary()), "forget", "--session", "s-nothere", "--store", str(store)],
                          capture_output=True, text=True, timeout=60)
     assert out.returncode != 0 and "s-nothere" in out.stderr, (out.stdout, out.stderr)
+
+
+def test_a_project_replayed_through_the_proxy_carries_memory_to_the_upstream(tmp_path):
+    """`replay --via-proxy` on a file of three sittings of one project: each sitting a client of
+    its own naming its project, and the facts a later sitting asks of an earlier one reach what
+    the upstream gets; with memory off, they do not."""
+    cut = subprocess.run(["python3", str(ctxlib.FIXTURES / "tools" / "cut_sittings.py"),
+                          str(ctxlib.SESSIONS / "go-tally.jsonl"), "3"], capture_output=True, text=True, check=True)
+    sittings = tmp_path / "go-tally-3.jsonl"
+    sittings.write_text(cut.stdout)
+
+    def reached(memory: bool) -> int:
+        p = subprocess.run([str(ctxlib.binary()), "replay", str(sittings), "--via-proxy", "--json",
+                            "--config", f'{{"memory": {str(memory).lower()}}}'],
+                           capture_output=True, text=True, timeout=600)
+        assert p.returncode == 0, p.stderr
+        return json.loads(p.stdout)["total"]["factsInUpstreamPrompt"]
+
+    assert reached(True) > reached(False)

@@ -7,7 +7,7 @@
 //! a per-turn table per session; `--report` adds the baselines and facts,
 //! `--html` writes the same report as a page (one per session).
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use anyhow::{bail, Context};
 use serde_json::{json, Value};
@@ -118,15 +118,7 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
     }
     let service = Service::open(store_path.clone(), config.clone(), None)?;
     if args.via_proxy {
-        if session_file.sessions.len() > 1 {
-            bail!(
-                "--via-proxy replays a file of one session; {} has {}",
-                args.file.display(),
-                session_file.sessions.len()
-            );
-        }
-        let main: Vec<RecordedExchange> = session_file.history(0).into_iter().cloned().collect();
-        let calls = crate::via_proxy::run(&main, service, args.api).await?;
+        let calls = via_proxy_file(&session_file, &args.file, service, args.api).await?;
         print!("{}", crate::via_proxy::report(&calls, args.json));
         return Ok(());
     }
@@ -378,6 +370,45 @@ impl SessionHeader {
             data["parent"] = json!({"name": parent, "kind": kind, "atExchange": at});
         }
     }
+}
+
+/// `--via-proxy` over a file: every conversation of it (`main` and the
+/// project's independent sessions) a client of its own, naming its session
+/// and project in the proxy's headers, its exchanges sent in the file's
+/// order. Forks and child calls are the proxy's own to find and are not
+/// replayed through it.
+async fn via_proxy_file(
+    file: &RecordedFile,
+    path: &Path,
+    service: Service,
+    api: ctxproxy_proxy::ModelApi,
+) -> anyhow::Result<Vec<crate::via_proxy::Call>> {
+    if let Some(s) = file.sessions.iter().find(|s| s.origin != Origin::Main) {
+        bail!(
+            "--via-proxy replays conversations of their own; {} has {}, a fork or a child call",
+            path.display(),
+            s.name
+        );
+    }
+    let conversations: Vec<crate::via_proxy::Conversation> = file
+        .sessions
+        .iter()
+        .map(|s| crate::via_proxy::Conversation {
+            name: &s.name,
+            project: s.project.as_deref(),
+        })
+        .collect();
+    let steps: Vec<(usize, &RecordedExchange)> = file
+        .steps
+        .iter()
+        .filter_map(|step| match step {
+            Step::Exchange {
+                session, exchange, ..
+            } => Some((*session, exchange)),
+            Step::Open(_) => None,
+        })
+        .collect();
+    crate::via_proxy::run_conversations(&conversations, &steps, service, api).await
 }
 
 /// Opens every session of the file where it is declared and replays each

@@ -362,15 +362,21 @@ struct Sent {
 
 /// Posts `body` to `url` with the replay's headers and reads the whole
 /// reply; the wait runs from sending to the reply read.
-async fn send_timed(client: &reqwest::Client, url: &str, body: &Bytes) -> anyhow::Result<Sent> {
+async fn send_timed(
+    client: &reqwest::Client,
+    url: &str,
+    conversation: &Conversation<'_>,
+    body: &Bytes,
+) -> anyhow::Result<Sent> {
     let started = Instant::now();
-    let resp = client
+    let mut request = client
         .post(url)
         .header("content-type", "application/json")
-        .header("x-ctxproxy-session", "replay")
-        .body(body.clone())
-        .send()
-        .await?;
+        .header("x-ctxproxy-session", conversation.name);
+    if let Some(project) = conversation.project {
+        request = request.header("x-ctxproxy-project", project);
+    }
+    let resp = request.body(body.clone()).send().await?;
     let status = resp.status();
     let store = store_time(resp.headers());
     let reply = resp.bytes().await?;
@@ -382,10 +388,34 @@ async fn send_timed(client: &reqwest::Client, url: &str, body: &Bytes) -> anyhow
     Ok(Sent { wait, store, reply })
 }
 
+/// One conversation of a replayed file, as its client names it: its
+/// session (`x-ctxproxy-session`) and project (`x-ctxproxy-project`).
+pub struct Conversation<'a> {
+    pub name: &'a str,
+    pub project: Option<&'a str>,
+}
+
 /// Replays `session` through an in-process proxy on `service`, as a
 /// client of `api` sends it.
 pub async fn run(
     session: &[RecordedExchange],
+    service: Service,
+    api: ModelApi,
+) -> anyhow::Result<Vec<Call>> {
+    let conversation = Conversation {
+        name: "replay",
+        project: None,
+    };
+    let steps: Vec<(usize, &RecordedExchange)> = session.iter().map(|x| (0, x)).collect();
+    run_conversations(&[conversation], &steps, service, api).await
+}
+
+/// Replays `steps` (each exchange with the conversation it belongs to, in
+/// the order they happened) through an in-process proxy on `service`, each
+/// conversation a client of `api` that sends its own whole history.
+pub async fn run_conversations(
+    conversations: &[Conversation<'_>],
+    steps: &[(usize, &RecordedExchange)],
     service: Service,
     api: ModelApi,
 ) -> anyhow::Result<Vec<Call>> {
@@ -425,10 +455,15 @@ pub async fn run(
     tokio::spawn(async move { axum::serve(listener, app).await });
 
     let client = reqwest::Client::new();
-    let mut history: Vec<PromptMessage> = Vec::new();
-    let mut history_tokens = 0;
+    // Per conversation: its history as sent, its tokens, its exchanges so far.
+    let mut histories: Vec<(Vec<PromptMessage>, u32, usize)> =
+        conversations.iter().map(|_| (Vec::new(), 0, 0)).collect();
     let mut calls = Vec::new();
-    for (i, x) in session.iter().enumerate() {
+    for &(c, x) in steps {
+        let conversation = &conversations[c];
+        let (history, history_tokens, exchanges) = &mut histories[c];
+        *exchanges += 1;
+        let i = *exchanges - 1;
         // The question's facts are checked in the exchange's first call.
         let mut needs = Some(&x.needs);
         for m in &x.messages {
@@ -441,17 +476,19 @@ pub async fn run(
                     script.replies.push_back(reply.clone());
                     script.direct_reply = reply;
                 }
-                let body = Bytes::from(request_body(api, &history).to_string());
+                let body = Bytes::from(request_body(api, history).to_string());
                 let n = i + 1;
                 let through_proxy = || async {
-                    send_timed(&client, &url, &body)
+                    send_timed(&client, &url, conversation, &body)
                         .await
-                        .with_context(|| format!("x{n}: through the proxy"))
+                        .with_context(|| format!("{} x{n}: through the proxy", conversation.name))
                 };
                 let direct = || async {
-                    send_timed(&client, &direct_url, &body)
+                    send_timed(&client, &direct_url, conversation, &body)
                         .await
-                        .with_context(|| format!("x{n}: straight to the upstream"))
+                        .with_context(|| {
+                            format!("{} x{n}: straight to the upstream", conversation.name)
+                        })
                 };
                 // Each first on every other call: both see the same load.
                 let (via, straight) = if calls.len() % 2 == 0 {
@@ -484,7 +521,7 @@ pub async fn run(
                 }
                 calls.push(Call {
                     exchange: n as u32,
-                    sent_tokens: history_tokens,
+                    sent_tokens: *history_tokens,
                     sent_bytes: body.len(),
                     forwarded_tokens: forwarded,
                     via_proxy: Timed {
@@ -503,7 +540,7 @@ pub async fn run(
                         .map(|u| api.usage_shape().read(u).input),
                 });
             }
-            history_tokens += message_tokens(m, encoding);
+            *history_tokens += message_tokens(m, encoding);
             history.push(message);
         }
     }
