@@ -165,3 +165,32 @@ def test_a_project_replayed_through_the_proxy_carries_memory_to_the_upstream(tmp
         return json.loads(p.stdout)["total"]["factsInUpstreamPrompt"]
 
     assert reached(True) > reached(False)
+
+
+def test_two_projects_side_by_side_never_show_each_other(tmp_path):
+    """The held-out file of two projects whose sittings alternate (fixtures/held-out/two-projects):
+    replayed into one store, no prompt of a session holds an id of another project's session, and
+    each project's later sittings do show ids of their own project's earlier ones."""
+    import re
+    import sqlite3
+
+    store = tmp_path / "store.db"
+    p = subprocess.run([str(ctxlib.binary()), "replay", str(ctxlib.FIXTURES / "held-out" / "two-projects.jsonl"),
+                        "--store", str(store)], capture_output=True, text=True, timeout=600)
+    assert p.returncode == 0, p.stderr
+    db = sqlite3.connect(f"file:{store}?mode=ro", uri=True)
+    project = dict(db.execute("SELECT id, workspace FROM sessions"))
+    prompts = list(db.execute("SELECT id, prompt_count FROM sessions"))
+    db.close()
+    assert sorted(set(project.values())) == ["harbourlane", "kestrel"]
+    own = 0
+    for session, count in prompts:
+        for n in range(1, count + 1):
+            shown = subprocess.run([str(ctxlib.binary()), "show-prompt", session, f"p{n}", "--json",
+                                    "--store", str(store)], capture_output=True, text=True, check=True).stdout
+            for named in set(re.findall(r"\b(s-[a-z0-9]{6})/", shown)):
+                assert named in project, f"{session} p{n} names {named}, no session of the store"
+                assert project[named] == project[session], \
+                    f"{session} p{n} ({project[session]}) shows {named} of {project[named]}"
+                own += named != session
+    assert own > 0, "no prompt showed an earlier sitting of its project"
