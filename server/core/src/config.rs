@@ -85,7 +85,7 @@ impl LayerCaps {
             max_headers: share(1, 80).max(50),
             max_references: share(1, 530).max(8),
             recall_max: share(1, 16),
-            memory_tokens: share(1, 32),
+            memory_tokens: share(1, 8),
             project_recall_max: share(1, 16),
         }
     }
