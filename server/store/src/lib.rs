@@ -24,6 +24,7 @@ mod read;
 mod recall;
 mod requests;
 mod schema;
+mod session_view;
 mod sessions;
 mod supersede;
 mod time;

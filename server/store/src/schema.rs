@@ -152,7 +152,7 @@ UPDATE sessions SET depth = 0;
     ),
     // Ingest counts in o200k and the ingest encoding only; an exchange's
     // cl100k counts are NULL until the first cl100k prompt that shows it
-    // counts them (`read::session_view`). Counts stored before are dropped
+    // counts them (`session_view`). Counts stored before are dropped
     // and counted again the same way when asked for.
     M::up(
         r#"
