@@ -15,7 +15,9 @@ use ctxproxy_core::message::Message;
 use ctxproxy_core::packer::ShapeKind;
 use ctxproxy_core::slice;
 use ctxproxy_core::tokens;
-use ctxproxy_store::{settle, AppendOutcome, Event, Keep, Lineage, ParentKind, PathSegment, Store};
+use ctxproxy_store::{
+    settle, AppendOutcome, Event, Keep, Lineage, ParentKind, PathSegment, SearchReach, Store,
+};
 pub use ctxproxy_store::{ChildCall, Edge, NewSession};
 use serde_json::Value;
 use tokio::sync::mpsc;
@@ -516,9 +518,13 @@ impl Service {
                 if let Some(s) = &p.session_id {
                     r.session(s)?;
                 }
+                let reach = match p.project {
+                    Some(true) => SearchReach::Project,
+                    _ => SearchReach::Session,
+                };
                 r.search(
                     p.session_id.as_deref(),
-                    p.project.unwrap_or(false),
+                    reach,
                     p.workspace.as_deref(),
                     &p.query,
                     limit,

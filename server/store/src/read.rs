@@ -129,6 +129,13 @@ pub struct BlobText {
     pub tokens: u32,
 }
 
+/// Whether a session's search takes in the other sessions of its project.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SearchReach {
+    Session,
+    Project,
+}
+
 #[derive(Clone, Debug, PartialEq)]
 pub struct SearchHit {
     pub session: String,
@@ -354,12 +361,12 @@ impl<'a> Reader<'a> {
 
     /// Full-text search over headers, summaries and message text, best first.
     /// Exchanges matching `query`, best first: of `session` (with
-    /// `project`, of the other sessions of its tenant's project too), of a
-    /// `workspace`, or of every session.
+    /// `SearchReach::Project`, of the other sessions of its tenant's project
+    /// too), of a `workspace`, or of every session.
     pub fn search(
         &self,
         session: Option<&str>,
-        project: bool,
+        reach: SearchReach,
         workspace: Option<&str>,
         query: &str,
         limit: u32,
@@ -394,7 +401,14 @@ impl<'a> Reader<'a> {
              FROM best b ORDER BY b.score DESC, b.session_id, b.seq",
         )?;
         let rows = stmt.query_map(
-            params![fts, session, workspace, limit, SNIPPET_TOKENS, project],
+            params![
+                fts,
+                session,
+                workspace,
+                limit,
+                SNIPPET_TOKENS,
+                reach == SearchReach::Project
+            ],
             |r| {
                 Ok(SearchHit {
                     session: r.get(0)?,
