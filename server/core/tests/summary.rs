@@ -57,6 +57,26 @@ fn a_question_header_keeps_the_values_its_answer_found() {
 }
 
 #[test]
+fn a_header_says_what_the_person_asked_not_the_assistants_notes() {
+    let header = header_of(
+        r#"
+        user: <system-reminder> # Environment - Primary working directory: /w </system-reminder> Why does the invoice total come out a penny off?
+        assistant: -> read_file {"path":"orders.py"}
+        tool: def order_total(order, prices):\n    return int(sum(prices[i] * n for i, n in order))
+        assistant: order_total truncates with int(); rounding half up fixes the penny.
+        "#,
+    );
+    assert!(
+        !header.contains("system-reminder") && !header.contains("Environment"),
+        "{header}"
+    );
+    assert!(
+        header.contains("invoice") || header.contains("penny"),
+        "{header}"
+    );
+}
+
+#[test]
 fn a_header_leaves_out_words_that_many_earlier_exchanges_use() {
     let exchange = r#"
         user: Why does the parser reject let-else in src/lib.rs?

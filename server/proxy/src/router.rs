@@ -153,7 +153,7 @@ async fn model<A: Api>(State(proxy): State<Arc<Proxy>>, request: Request) -> Res
     };
     let stream = incoming.read.stream;
     let url = incoming.url.clone();
-    let headers = upstream::request_headers(&incoming.headers, true);
+    let headers = upstream::request_headers(&incoming.headers, upstream::Decoded::Yes);
     // From here on only the body's other fields are needed (the stream
     // splicer's options); the history is kept for the next request.
     let client_options = incoming.keep_history::<A>(&proxy);
@@ -254,7 +254,7 @@ async fn count_tokens(State(proxy): State<Arc<Proxy>>, request: Request) -> Resp
             }
         }
     };
-    let headers = upstream::request_headers(&incoming.headers, true);
+    let headers = upstream::request_headers(&incoming.headers, upstream::Decoded::Yes);
     let url = incoming.url.clone();
     incoming.keep_history::<A>(&proxy);
     let bytes = Bytes::from(body.to_string());
@@ -299,7 +299,7 @@ async fn passthrough(State(proxy): State<Arc<Proxy>>, request: Request) -> Respo
         Ok(Err(e)) => return (StatusCode::BAD_REQUEST, format!("body: {e}")).into_response(),
         Err(_) => return body_too_slow::<openai::OpenAi>(proxy.body_timeout),
     };
-    let headers = upstream::request_headers(&parts.headers, false);
+    let headers = upstream::request_headers(&parts.headers, upstream::Decoded::No);
     match proxy.client.send(parts.method, &url, headers, bytes).await {
         Ok(resp) => rounds::relay(resp, upstream::Rewritten::No, HeaderMap::new()),
         Err(e) => (

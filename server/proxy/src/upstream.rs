@@ -85,11 +85,19 @@ fn hop_by_hop(headers: &HeaderMap) -> Vec<String> {
         .collect()
 }
 
+/// Whether the proxy reads the upstream's answer itself (a model call) or
+/// relays its bytes as they come (`passthrough`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Decoded {
+    Yes,
+    No,
+}
+
 /// What the proxy forwards of a client's request headers: all but the
 /// hop-by-hop ones, `host`, and ctxproxy's own `x-ctxproxy-*`. When the
-/// proxy reads the body itself (`decoded`), `accept-encoding` goes too, so
-/// that the upstream answers in plain bytes.
-pub fn request_headers(incoming: &HeaderMap, decoded: bool) -> HeaderMap {
+/// proxy reads the answer itself (`Decoded::Yes`), `accept-encoding` goes
+/// too, so that the upstream answers in plain bytes.
+pub fn request_headers(incoming: &HeaderMap, decoded: Decoded) -> HeaderMap {
     let hop_by_hop = hop_by_hop(incoming);
     let mut out = HeaderMap::new();
     for (name, value) in incoming {
@@ -97,7 +105,7 @@ pub fn request_headers(incoming: &HeaderMap, decoded: bool) -> HeaderMap {
         if hop_by_hop.iter().any(|h| h == n)
             || n == "host"
             || n.starts_with("x-ctxproxy-")
-            || (decoded && n == "accept-encoding")
+            || (decoded == Decoded::Yes && n == "accept-encoding")
         {
             continue;
         }
@@ -257,7 +265,7 @@ mod tests {
             names
         };
         assert_eq!(
-            kept(false),
+            kept(Decoded::No),
             [
                 "accept-encoding",
                 "anthropic-beta",
@@ -266,7 +274,7 @@ mod tests {
             ]
         );
         assert_eq!(
-            kept(true),
+            kept(Decoded::Yes),
             ["anthropic-beta", "authorization", "openai-project"]
         );
     }

@@ -4,7 +4,7 @@
 //! Ordering: each handler submits its store job before its first `.await`,
 //! so state changes are applied in the order requests arrive.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
@@ -15,7 +15,9 @@ use ctxproxy_core::message::Message;
 use ctxproxy_core::packer::ShapeKind;
 use ctxproxy_core::slice;
 use ctxproxy_core::tokens;
-use ctxproxy_store::{settle, AppendOutcome, Event, Keep, Lineage, ParentKind, PathSegment, Store};
+use ctxproxy_store::{
+    settle, AppendOutcome, Event, Keep, Lineage, ParentKind, PathSegment, SearchReach, Store,
+};
 pub use ctxproxy_store::{ChildCall, Edge, NewSession};
 use serde_json::Value;
 use tokio::sync::mpsc;
@@ -102,7 +104,7 @@ impl Service {
     /// the sessions removed, descendants first.
     pub async fn forget(&self, scope: Forget) -> Reply<Vec<String>> {
         let all = self.store.read(|r| r.sessions(None)).await?;
-        let mut chosen: Vec<String> = all
+        let picked: HashSet<&str> = all
             .iter()
             .filter(|s| match &scope {
                 Forget::Project { tenant, project } => {
@@ -110,30 +112,44 @@ impl Service {
                 }
                 Forget::Session(id) => s.id == *id,
             })
-            .map(|s| s.id.clone())
+            .map(|s| s.id.as_str())
             .collect();
         if let Forget::Session(id) = &scope {
-            if chosen.is_empty() {
+            if picked.is_empty() {
                 return Err(ServiceError::UnknownSession(id.clone()));
             }
         }
-        // With their descendants, whatever project those name.
+        // With their descendants, whatever project those name, looked up
+        // through each session's forks and children (not every session
+        // scanned for each one picked): from the picked sessions whose
+        // parent is not picked, breadth first, so that a parent comes
+        // before its descendants however recently either was used.
+        let mut children: HashMap<&str, Vec<&str>> = HashMap::new();
+        for s in &all {
+            if let Some(p) = &s.parent {
+                children.entry(p.session.as_str()).or_default().push(&s.id);
+            }
+        }
+        let mut chosen: Vec<&str> = all
+            .iter()
+            .filter(|s| picked.contains(s.id.as_str()))
+            .filter(|s| {
+                !s.parent
+                    .as_ref()
+                    .is_some_and(|p| picked.contains(p.session.as_str()))
+            })
+            .map(|s| s.id.as_str())
+            .collect();
         let mut i = 0;
         while i < chosen.len() {
-            let parent = chosen[i].clone();
-            for s in &all {
-                if s.parent.as_ref().is_some_and(|p| p.session == parent) && !chosen.contains(&s.id)
-                {
-                    chosen.push(s.id.clone());
-                }
-            }
+            chosen.extend(children.get(chosen[i]).into_iter().flatten());
             i += 1;
         }
-        // A descendant comes after its parent in `chosen`: removed first.
+        // Descendants first: a session with forks cannot be removed.
         let mut removed = Vec::new();
         for id in chosen.into_iter().rev() {
-            self.store.remove_session(&id).await?;
-            removed.push(id);
+            self.store.remove_session(id).await?;
+            removed.push(id.to_string());
         }
         Ok(removed)
     }
@@ -516,9 +532,13 @@ impl Service {
                 if let Some(s) = &p.session_id {
                     r.session(s)?;
                 }
+                let reach = match p.project {
+                    Some(true) => SearchReach::Project,
+                    _ => SearchReach::Session,
+                };
                 r.search(
                     p.session_id.as_deref(),
-                    p.project.unwrap_or(false),
+                    reach,
                     p.workspace.as_deref(),
                     &p.query,
                     limit,

@@ -250,3 +250,58 @@ fn unversioned_prompt_records_still_read() {
         assert_eq!(recorded_shape(&record), Some(read.shape), "{name}");
     }
 }
+
+/// `forget --project`: the project's sessions and their forks go, forks
+/// first, with the tool outputs only they showed; an output another
+/// project's session showed too stays.
+#[tokio::test]
+async fn forget_removes_a_project_its_forks_and_the_outputs_only_they_showed() {
+    use ctxproxy_service::service::Forget;
+
+    let dir = tempfile::tempdir().expect("temp dir");
+    let service =
+        Service::open(dir.path().join("store.db"), Default::default(), None).expect("store");
+    let open = |json: Value| service.open_session(params(json));
+    let append = |session: &str, outputs: &[&str]| {
+        let mut messages = Vec::new();
+        for (i, out) in outputs.iter().enumerate() {
+            messages.push(json!({"role": "user", "content": format!("run step {i}")}));
+            messages.push(json!({"role": "assistant", "content": "", "toolCalls": [
+                {"id": format!("c{i}"), "name": "bash", "arguments": {"command": "make"}}]}));
+            messages.push(
+                json!({"role": "tool", "toolCallId": format!("c{i}"), "name": "bash",
+                                 "content": out.repeat(40)}),
+            );
+            messages.push(json!({"role": "assistant", "content": "done"}));
+        }
+        service.append(params(json!({"sessionId": session, "messages": messages})))
+    };
+    let shared = "make: the shared build log line\n";
+    let root = open(json!({"title": "root", "workspace": "/p"}))
+        .await
+        .expect("open")
+        .session_id;
+    append(&root, &[shared, "only the project showed this line\n"])
+        .await
+        .expect("append");
+    let fork = open(json!({"title": "fork", "parent": {"sessionId": root}}))
+        .await
+        .expect("fork")
+        .session_id;
+    let other = open(json!({"title": "other", "workspace": "/q"}))
+        .await
+        .expect("open")
+        .session_id;
+    append(&other, &[shared]).await.expect("append");
+
+    let removed = service
+        .forget(Forget::Project {
+            tenant: None,
+            project: "/p".into(),
+        })
+        .await
+        .expect("forget");
+    assert_eq!(removed, [fork, root]);
+    let stats = service.stats(params(json!({}))).await.expect("stats");
+    assert_eq!((stats.sessions, stats.blobs), (1, 1), "{stats:?}");
+}

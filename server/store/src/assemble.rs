@@ -18,6 +18,7 @@ use crate::memory;
 use crate::prompt_record::PackedRecord;
 use crate::read;
 use crate::recall;
+use crate::session_view::{session_view, view_span};
 use crate::time::now_rfc3339;
 use crate::writer::Writer;
 use crate::Result;
@@ -55,7 +56,7 @@ impl Writer {
         ) -> std::result::Result<AssembledPrompt<F, S>, E>,
     ) -> Result<std::result::Result<PackedRecord<F, S>, E>> {
         let caps = self.settings.layers.caps(budget);
-        // An unknown session has none: `read::session_view` says it is unknown.
+        // An unknown session has none: `session_view` says it is unknown.
         let count: u32 = self
             .conn
             .query_row(
@@ -79,7 +80,7 @@ impl Writer {
             )
         })?;
         self.count_for_view(session, encoding, &caps, window)?;
-        let mut view = read::session_view(&self.conn, session, encoding, &caps, window)?;
+        let mut view = session_view(&self.conn, session, encoding, &caps, window)?;
         // The question both recall blocks answer, read once.
         let asked = recall::question_for(&self.conn, session, view.exchange_count, question)?;
         view.recall = recall::recall(
@@ -133,7 +134,7 @@ impl Writer {
         Ok(Ok(assembled.record))
     }
 
-    /// Counts in `encoding` what the session's view (`read::session_view`)
+    /// Counts in `encoding` what the session's view (`session_view`)
     /// shows and ingest left uncounted (`exchange_record::counted_at_ingest`), and
     /// stores the counts: the header lines it may list, the exchanges of its
     /// window, and the reference lines it may choose from. The counts are
@@ -164,7 +165,7 @@ impl Writer {
         let Some(count) = count else {
             return Ok(());
         };
-        let (first_header, first_window) = read::view_span(count, caps, window);
+        let (first_header, first_window) = view_span(count, caps, window);
 
         let lines: Vec<(u32, String)> = self
             .conn

@@ -8,8 +8,10 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use ctxproxy_core::ids::BlobHash;
+use rusqlite::{Connection, OptionalExtension};
 
 use crate::error::StoreError;
+use crate::Result;
 
 const CODEC_RAW: u8 = 0;
 const CODEC_ZSTD: u8 = 1;
@@ -114,6 +116,45 @@ pub fn read_file(dir: &Path, hash: &BlobHash) -> Result<Vec<u8>, StoreError> {
     fs::read(file_path(dir, hash)).map_err(|e| StoreError::BlobCorrupt {
         id: hash.short_id(),
         why: format!("blob file unreadable: {e}"),
+    })
+}
+
+/// A blob as stored (`encode`d), read but not yet decoded: the
+/// decoding can run on another thread.
+pub(crate) struct StoredBlob {
+    hash: BlobHash,
+    stored: Vec<u8>,
+    bytes: usize,
+}
+
+impl StoredBlob {
+    /// The original bytes, verified against the hash.
+    pub(crate) fn decode(&self) -> Result<Vec<u8>> {
+        decode(&self.hash, &self.stored, self.bytes)
+    }
+}
+
+pub(crate) fn stored_blob(
+    conn: &Connection,
+    blob_dir: &Path,
+    hash: &BlobHash,
+) -> Result<StoredBlob> {
+    let (bytes, data): (i64, Option<Vec<u8>>) = conn
+        .query_row(
+            "SELECT bytes, data FROM blobs WHERE hash = ?1",
+            [&hash.0[..]],
+            |r| Ok((r.get(0)?, r.get(1)?)),
+        )
+        .optional()?
+        .ok_or_else(|| StoreError::UnknownId(hash.short_id()))?;
+    let stored = match data {
+        Some(d) => d,
+        None => read_file(blob_dir, hash)?,
+    };
+    Ok(StoredBlob {
+        hash: *hash,
+        stored,
+        bytes: bytes as usize,
     })
 }
 

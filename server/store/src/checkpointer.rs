@@ -78,7 +78,7 @@ impl Checkpointer {
                 let mut conn: Option<Connection> = None;
                 for () in rx {
                     if conn.is_none() {
-                        conn = super::open_connection(&path, false).ok();
+                        conn = super::open_connection(&path, super::Access::ReadWrite).ok();
                     }
                     // Best effort: the writer checkpoints inline should
                     // this fail (another process holds the checkpoint lock).
@@ -136,7 +136,7 @@ mod tests {
     fn the_log_reaches_the_database_file_through_the_checkpointer() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("store.db");
-        let conn = crate::open_connection(&path, false).unwrap();
+        let conn = crate::open_connection(&path, crate::Access::ReadWrite).unwrap();
         conn.execute_batch("CREATE TABLE t (data BLOB)").unwrap();
         watch(&conn);
         let db_bytes = || std::fs::metadata(&path).unwrap().len();

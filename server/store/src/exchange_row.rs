@@ -20,7 +20,7 @@ const RECORD_COLUMNS: &str = "header, summary, outcome, entities, header_line, \
 /// Inserts or rewrites exchange `seq`'s row. A rewritten row keeps its date
 /// and whose texts it shows (`header_source`, `summary_source`); counts in
 /// an encoding the record has none in are NULL until a prompt asks for it
-/// (`read::session_view`).
+/// (`session_view`).
 pub(crate) fn write(
     conn: &Connection,
     session: &str,

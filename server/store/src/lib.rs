@@ -24,6 +24,7 @@ mod read;
 mod recall;
 mod requests;
 mod schema;
+mod session_view;
 mod sessions;
 mod supersede;
 mod time;
@@ -37,7 +38,7 @@ use std::thread;
 use rusqlite::Connection;
 use tokio::sync::oneshot;
 
-use open::{blob_dir_of, open_connection, open_for_writing};
+use open::{blob_dir_of, open_connection, open_for_writing, Access};
 
 pub use append::{AppendOutcome, BlobOutcome, Event};
 pub use assemble::{AssembledPrompt, Keep};
@@ -46,7 +47,7 @@ pub use exchange_row::TextSource;
 pub use path::{Lineage, PathSegment};
 pub use read::{
     BlobText, Edge, ExchangeListing, MessageItem, ParentKind, ParentLink, PromptRecord, Reader,
-    SearchHit, SessionListing, Stats,
+    SearchHit, SearchReach, SessionListing, Stats,
 };
 pub use requests::{LoggedRequest, RequestLog, SessionRequests};
 pub use sessions::{ChildCall, NewSession};
@@ -84,10 +85,12 @@ impl Store {
         let (conn, refusal) = match open_for_writing(db_path, &blob_dir) {
             Ok(conn) => (conn, None),
             Err(e) if db_path.exists() && !e.is_damage() => {
-                let conn = open_connection(db_path, true).map_err(|source| StoreError::Open {
-                    path: db_path.to_path_buf(),
-                    mode: "reading",
-                    source,
+                let conn = open_connection(db_path, Access::ReadOnly).map_err(|source| {
+                    StoreError::Open {
+                        path: db_path.to_path_buf(),
+                        mode: "reading",
+                        source,
+                    }
                 })?;
                 (conn, Some(e.to_string()))
             }
@@ -202,13 +205,13 @@ impl Store {
         let pooled = self.inner.readers.lock().expect("readers lock").pop();
         let conn = match pooled {
             Some(c) => c,
-            None => {
-                open_connection(&self.inner.db_path, true).map_err(|source| StoreError::Open {
+            None => open_connection(&self.inner.db_path, Access::ReadOnly).map_err(|source| {
+                StoreError::Open {
                     path: self.inner.db_path.clone(),
                     mode: "reading",
                     source,
-                })?
-            }
+                }
+            })?,
         };
         let out = f(&Reader::new(&conn, &self.inner.blob_dir))
             .map_err(|e| e.at_store(&self.inner.db_path));

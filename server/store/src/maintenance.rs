@@ -9,7 +9,9 @@ use ctxproxy_core::ids::BlobHash;
 use rusqlite::backup::{Backup, StepResult};
 use rusqlite::{params, Connection};
 
-use crate::{blob_dir_of, blobs, fulltext, open_connection, open_for_writing, Result, StoreError};
+use crate::{
+    blob_dir_of, blobs, fulltext, open_connection, open_for_writing, Access, Result, StoreError,
+};
 
 /// What `backup` copied.
 #[derive(Debug)]
@@ -380,7 +382,7 @@ fn open_source(src: &Path) -> Result<Connection> {
             src.display()
         )));
     }
-    open_connection(src, true).map_err(|source| StoreError::Open {
+    open_connection(src, Access::ReadOnly).map_err(|source| StoreError::Open {
         path: src.to_path_buf(),
         mode: "reading",
         source,

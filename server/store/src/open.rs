@@ -21,7 +21,7 @@ pub(crate) fn open_for_writing(db_path: &Path, blob_dir: &Path) -> Result<Connec
     }
     std::fs::create_dir_all(blob_dir)
         .map_err(StoreError::io("create the blob directory", blob_dir))?;
-    let opened = open_connection(db_path, false).and_then(|conn| {
+    let opened = open_connection(db_path, Access::ReadWrite).and_then(|conn| {
         // A store that SQLite cannot read at all fails here (not a database,
         // a damaged schema page); the migrations read the schema too.
         conn.query_row("SELECT count(*) FROM sqlite_schema", [], |_| Ok(()))?;
@@ -50,16 +50,25 @@ pub(crate) fn open_for_writing(db_path: &Path, blob_dir: &Path) -> Result<Connec
     Ok(conn)
 }
 
-pub(crate) fn open_connection(path: &Path, read_only: bool) -> rusqlite::Result<Connection> {
-    let flags = if read_only {
-        OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX
-    } else {
-        OpenFlags::SQLITE_OPEN_READ_WRITE
-            | OpenFlags::SQLITE_OPEN_CREATE
-            | OpenFlags::SQLITE_OPEN_NO_MUTEX
+/// What a connection may do: the writer's and the checkpointer's change the
+/// store (and set its journal mode); every other one only reads.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Access {
+    ReadWrite,
+    ReadOnly,
+}
+
+pub(crate) fn open_connection(path: &Path, access: Access) -> rusqlite::Result<Connection> {
+    let flags = match access {
+        Access::ReadOnly => OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX,
+        Access::ReadWrite => {
+            OpenFlags::SQLITE_OPEN_READ_WRITE
+                | OpenFlags::SQLITE_OPEN_CREATE
+                | OpenFlags::SQLITE_OPEN_NO_MUTEX
+        }
     };
     let mut conn = Connection::open_with_flags(path, flags)?;
-    if read_only {
+    if access == Access::ReadOnly {
         // A WAL store in a directory this user cannot write has no -shm
         // file SQLite could create: it reads only as immutable, which is
         // exact when the log holds nothing (a clean exit checkpointed it,
@@ -82,7 +91,7 @@ pub(crate) fn open_connection(path: &Path, read_only: bool) -> rusqlite::Result<
     // keeps 16 by default, fewer than one append runs).
     conn.set_prepared_statement_cache_capacity(64);
     conn.pragma_update(None, "foreign_keys", "ON")?;
-    if !read_only {
+    if access == Access::ReadWrite {
         conn.pragma_update(None, "journal_mode", "WAL")?;
         conn.pragma_update(None, "synchronous", "NORMAL")?;
     }

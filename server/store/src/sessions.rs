@@ -300,8 +300,8 @@ impl Writer {
         )?;
         let orphans = {
             let mut stmt = c.prepare(
-                "SELECT hash, data IS NULL FROM blobs WHERE first_session = ?1 AND hash NOT IN \
-                 (SELECT blob_hash FROM messages WHERE session_id != ?1 AND blob_hash IS NOT NULL)",
+                "SELECT hash, data IS NULL FROM blobs WHERE first_session = ?1 AND NOT EXISTS \
+                 (SELECT 1 FROM messages m WHERE m.blob_hash = blobs.hash AND m.session_id != ?1)",
             )?;
             let rows = stmt.query_map([session], |r| {
                 Ok((r.get::<_, Vec<u8>>(0)?, r.get::<_, bool>(1)?))

@@ -10,8 +10,8 @@ use ctxproxy_core::ids::{ExchangeId, MessageId, PromptId};
 use ctxproxy_core::message::{Message, Role};
 use ctxproxy_store::prompt_record::{self, PackedRecord, RecordRequest, Recorded};
 use ctxproxy_store::{
-    AssembledPrompt, ChildCall, Event, IngestSettings, NewSession, ParentKind, ParentLink, Store,
-    StoreError,
+    AssembledPrompt, ChildCall, Event, IngestSettings, NewSession, ParentKind, ParentLink,
+    SearchReach, Store, StoreError,
 };
 
 fn x(n: u32) -> ExchangeId {
@@ -284,7 +284,7 @@ fn forks_share_history_up_to_the_fork_point_then_diverge() {
     );
     let hits = t
         .store
-        .read_now(|r| r.search(Some(&child), false, None, "two", 5))
+        .read_now(|r| r.search(Some(&child), SearchReach::Session, None, "two", 5))
         .unwrap();
     assert_eq!(
         hits.iter().map(|h| h.exchange).collect::<Vec<_>>(),
@@ -410,7 +410,7 @@ fn housekeeping_replaces_header_and_summary_and_survives_growth() {
     assert!(e.summary.contains("keep the old API"), "{}", e.summary);
     let hits = t
         .store
-        .read_now(|r| r.search(Some(&s), false, None, "parser", 5))
+        .read_now(|r| r.search(Some(&s), SearchReach::Session, None, "parser", 5))
         .unwrap();
     assert_eq!(hits.len(), 1);
     let s1 = s.clone();
@@ -519,7 +519,15 @@ fn the_first_headers_learn_what_the_session_repeats_until_a_prompt_shows_them() 
     );
     let hits = t
         .store
-        .read_now(|r| r.search(Some(&s), false, None, "rational candidates", 5))
+        .read_now(|r| {
+            r.search(
+                Some(&s),
+                SearchReach::Session,
+                None,
+                "rational candidates",
+                5,
+            )
+        })
         .unwrap();
     assert_eq!(hits.first().map(|h| h.exchange), Some(x(1)), "{hits:?}");
     // A header the newest prompt shows stays as that prompt showed it.
@@ -745,7 +753,15 @@ fn a_search_hit_carries_the_words_around_its_match_in_the_raw_output() {
     .unwrap();
     let hits = t
         .store
-        .read_now(|r| r.search(Some(&s), false, None, "offset of the NUL byte", 5))
+        .read_now(|r| {
+            r.search(
+                Some(&s),
+                SearchReach::Session,
+                None,
+                "offset of the NUL byte",
+                5,
+            )
+        })
         .unwrap();
     assert_eq!(hits.len(), 1);
     let snippet = &hits[0].snippet;
@@ -755,7 +771,7 @@ fn a_search_hit_carries_the_words_around_its_match_in_the_raw_output() {
     // and "matches".
     let stemmed = t
         .store
-        .read_now(|r| r.search(Some(&s), false, None, "offsets matching", 5))
+        .read_now(|r| r.search(Some(&s), SearchReach::Session, None, "offsets matching", 5))
         .unwrap();
     assert_eq!(stemmed.len(), 1);
 }
@@ -812,7 +828,15 @@ fn a_header_counts_as_much_whatever_the_size_of_its_exchanges_output() {
     }
     let hits = t
         .store
-        .read_now(|r| r.search(Some(&s), false, None, "zanzibar deploy config", 5))
+        .read_now(|r| {
+            r.search(
+                Some(&s),
+                SearchReach::Session,
+                None,
+                "zanzibar deploy config",
+                5,
+            )
+        })
         .unwrap();
     let order: Vec<ExchangeId> = hits.iter().map(|h| h.exchange).collect();
     assert_eq!(order, [x(1), x(2)], "{hits:?}");

@@ -14,13 +14,24 @@ use super::titles::{
 };
 use super::upgrades::Upgraded;
 use crate::config::LayerOrder;
-use crate::exchange::Level;
+use crate::exchange::{Counted, Level};
 use crate::ids::ExchangeId;
 use crate::message::Role;
 use crate::recall::RecallHit;
 use crate::render::{self, Block, REPLY_PRIMER};
 use crate::supersede::{self, SupersededBy};
 use crate::view::ExchangeView;
+
+/// One entry of a titled layer: a counted text shown as it is, and the item
+/// the layer's report lists for it.
+fn line_entry(id: String, format: ItemForm, line: &Counted) -> (Vec<(String, u32)>, LayerItem) {
+    let item = LayerItem {
+        id,
+        format,
+        tokens: line.tokens,
+    };
+    (vec![(line.text.clone(), line.tokens)], item)
+}
 
 /// The prompt: every layer emitted, then ordered.
 pub(super) fn emit(
@@ -90,14 +101,9 @@ pub(super) fn emit(
         );
     }
     if !notes.is_empty() {
-        let entries = notes.iter().map(|n| {
-            let item = LayerItem {
-                id: n.id.clone(),
-                format: ItemForm::Text,
-                tokens: n.line.tokens,
-            };
-            (vec![(n.line.text.clone(), n.line.tokens)], item)
-        });
+        let entries = notes
+            .iter()
+            .map(|n| line_entry(n.id.clone(), ItemForm::Text, &n.line));
         let (messages, items) = titled_layer(MEMORY_TITLE, enc, entries);
         put_in(Layer::Memory, Layer::Memory, messages, items);
     }
@@ -118,14 +124,9 @@ pub(super) fn emit(
         );
     }
     if !listed.is_empty() {
-        let entries = listed.iter().map(|h| {
-            let item = LayerItem {
-                id: h.id.to_string(),
-                format: ItemForm::Level(Level::Header),
-                tokens: h.line.tokens,
-            };
-            (vec![(h.line.text.clone(), h.line.tokens)], item)
-        });
+        let entries = listed
+            .iter()
+            .map(|h| line_entry(h.id.to_string(), ItemForm::Level(Level::Header), &h.line));
         let (messages, items) = titled_layer(HEADERS_TITLE, enc, entries);
         put_in(Layer::Headers, Layer::Headers, messages, items);
     }
@@ -142,26 +143,16 @@ pub(super) fn emit(
         put_in(Layer::Summaries, Layer::Summaries, messages, items);
     }
     if !asked.is_empty() {
-        let entries = asked.iter().map(|a| {
-            let item = LayerItem {
-                id: a.exchange.id.to_string(),
-                format: ItemForm::Text,
-                tokens: a.line.tokens,
-            };
-            (vec![(a.line.text.clone(), a.line.tokens)], item)
-        });
+        let entries = asked
+            .iter()
+            .map(|a| line_entry(a.exchange.id.to_string(), ItemForm::Text, &a.line));
         let (messages, items) = titled_layer(ASKS_TITLE, enc, entries);
         put_in(Layer::Asks, Layer::Asks, messages, items);
     }
     if !references.is_empty() {
-        let entries = references.iter().map(|r| {
-            let item = LayerItem {
-                id: r.blob.short_id(),
-                format: ItemForm::Reference,
-                tokens: r.line.tokens,
-            };
-            (vec![(r.line.text.clone(), r.line.tokens)], item)
-        });
+        let entries = references
+            .iter()
+            .map(|r| line_entry(r.blob.short_id(), ItemForm::Reference, &r.line));
         let (messages, items) = titled_layer(REFERENCES_TITLE, enc, entries);
         put_in(Layer::References, Layer::References, messages, items);
     }
@@ -171,14 +162,9 @@ pub(super) fn emit(
     // Project memory's recall follows the session's own, in the same place.
     let block = |title: &'static str, hits: &[&RecallHit]| {
         (!hits.is_empty()).then(|| {
-            let entries = hits.iter().map(|hit| {
-                let item = LayerItem {
-                    id: hit.id(),
-                    format: ItemForm::Text,
-                    tokens: hit.passage.tokens,
-                };
-                (vec![(hit.passage.text.clone(), hit.passage.tokens)], item)
-            });
+            let entries = hits
+                .iter()
+                .map(|hit| line_entry(hit.id(), ItemForm::Text, &hit.passage));
             titled_layer(title, enc, entries)
         })
     };

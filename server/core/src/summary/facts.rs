@@ -15,7 +15,7 @@ use crate::arguments::{self, PATH_KEYS};
 use crate::digest::OutputKind;
 use crate::exchange::{KeptMessage, Outcome};
 use crate::message::{Role, UserKind};
-use crate::text::{clip_chars, one_line};
+use crate::text::{clip_chars, one_line, without_client_notes};
 
 /// What a tool call does to the world, judged from its name.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -124,8 +124,11 @@ impl ExchangeFacts {
         for m in messages {
             let msg = &m.message;
             match msg.role {
+                // An assistant's own notes (`<system-reminder>`, …) are
+                // not what the person asked: a message of notes alone
+                // leaves the ask to the next one.
                 Role::User if facts.ask.is_empty() => {
-                    facts.ask = first_sentences(&msg.content, 2);
+                    facts.ask = first_sentences(&without_client_notes(&msg.content), 2);
                     facts.feedback = msg.kind == Some(UserKind::Feedback);
                     entities.scan(&msg.content);
                 }

@@ -21,6 +21,14 @@ enum Slot {
     Held,
 }
 
+/// Where held reasoning items go once the next item is known: to the
+/// client, or nowhere when they preceded a context call.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Release {
+    ToClient,
+    Nowhere,
+}
+
 /// Splices the events of every round into one response: the first round's
 /// `response.created` / `response.in_progress`, output items renumbered,
 /// context-tool calls (and the reasoning that led to them) withheld,
@@ -67,22 +75,22 @@ impl ResponseSplicer {
             .map(|(_, s)| *s)
     }
 
-    /// The held items go to the client (`to_client`) or nowhere.
-    fn release(&mut self, to_client: bool) -> Vec<u8> {
+    /// The held items go where `release` says.
+    fn release(&mut self, release: Release) -> Vec<u8> {
         for slot in self.round_slots.iter_mut().map(|(_, s)| s) {
             if *slot == Slot::Held {
-                *slot = match to_client {
-                    true => {
+                *slot = match release {
+                    Release::ToClient => {
                         self.next_index += 1;
                         Slot::Client(self.next_index - 1)
                     }
-                    false => Slot::Withheld,
+                    Release::Nowhere => Slot::Withheld,
                 };
             }
         }
         let mut out = Vec::new();
         for (name, data) in std::mem::take(&mut self.held) {
-            if to_client {
+            if release == Release::ToClient {
                 out.extend(self.client_event(&name, data));
             }
         }
@@ -124,7 +132,7 @@ impl Splicer for ResponseSplicer {
                 add_usage(&mut self.usage, &data["response"]["usage"]);
                 self.end = Some((name, data["response"].take()));
                 self.round_ended = true;
-                self.release(true)
+                self.release(Release::ToClient)
             }
             "error" | "response.failed" => {
                 self.failed = true;
@@ -140,10 +148,10 @@ impl Splicer for ResponseSplicer {
                     let slot = if item["type"] == "reasoning" {
                         Slot::Held
                     } else if is_context_call(item) {
-                        out.extend(self.release(false));
+                        out.extend(self.release(Release::Nowhere));
                         Slot::Withheld
                     } else {
-                        out.extend(self.release(true));
+                        out.extend(self.release(Release::ToClient));
                         self.next_index += 1;
                         Slot::Client(self.next_index - 1)
                     };

@@ -86,7 +86,7 @@ struct Planned {
 /// stored before, decoded on the pool.
 enum Prior {
     InHand(PriorRead),
-    Stored(ExchangeId, read::StoredBlob),
+    Stored(ExchangeId, blobs::StoredBlob),
 }
 
 impl Prior {
@@ -332,7 +332,7 @@ impl Writer {
             prev.try_into()
                 .map_err(|_| StoreError::Unreadable("bad hash in file_reads".into()))?,
         );
-        let blob = read::stored_blob(&self.conn, &self.blob_dir, &prev_hash)?;
+        let blob = blobs::stored_blob(&self.conn, &self.blob_dir, &prev_hash)?;
         Ok(Some(Prior::Stored(exchange, blob)))
     }
 
