@@ -26,5 +26,9 @@ fn every_run_of_the_table_has_its_row() {
             Some((cells[0], *question))
         })
         .collect();
-    assert_eq!(rows, [("3", "fixed"), ("3", "new"), ("2x5", "new")], "{stdout}");
+    assert_eq!(
+        rows,
+        [("3", "fixed"), ("3", "new"), ("2x5", "new")],
+        "{stdout}"
+    );
 }
