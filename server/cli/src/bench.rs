@@ -1,25 +1,38 @@
 //! `ctxproxy bench`: generates sessions of 100, 1,000 and 10,000 exchanges,
-//! ingests them through the service, and prints assemble p50/p99, ingest
-//! rate, peak memory and start-up time to answering `initialize`; then the
-//! time to append one single-line tool output of 1 MB and of 4 MB (their
-//! ratio is about 4 when ingest is linear in the length of a line), and the
-//! time and memory of the first token count in a fresh process.
-//! `--over-stdio` drives a spawned `ctxproxy serve` instead and times
-//! `ctx/assemble` as an editor sees it, reply on stdout included.
+//! ingests them through the service, and prints, per size, the ingest rate
+//! and assemble p50/p99 twice: with the same question on every call, and
+//! with a new question on every call that mixes words most exchanges use
+//! with the name of a function only one has (`workload`). Then a project:
+//! 50 earlier sessions of 2,000 exchanges in one workspace and a new
+//! session there, assembled with new questions, so its prompts carry
+//! project memory's standing section and recall (`--project-sessions`,
+//! `--project-exchanges`; 0 sessions: none). Then peak memory, start-up
+//! time to answering `initialize`, the time to append one single-line tool
+//! output of 1 MB and of 4 MB (their ratio is about 4 when ingest is linear
+//! in the length of a line), and the time and memory of the first token
+//! count in a fresh process.
+//! `--over-stdio` drives a spawned `ctxproxy serve` instead (`stdio`) and
+//! times `ctx/assemble` as an editor sees it, reply on stdout included: the
+//! same runs, through the same loops (`timed`, over `target::Target`).
 //! `--via-proxy` times the proxy's own path per model request instead
 //! (`replay --via-proxy` on the generated sessions).
 
-use std::io::{BufRead, BufReader, Read, Write};
+mod stdio;
+mod target;
+mod timed;
+mod workload;
+
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use serde_json::{json, Value};
+use serde_json::json;
 
-use crate::timing::percentile;
 use ctxproxy_core::tokens::{self, Encoding};
-use ctxproxy_service::api::OpenSessionResult;
 use ctxproxy_service::from_json;
 use ctxproxy_service::service::Service;
+use stdio::StdioServer;
+use target::InProcess;
+use workload::exchange;
 
 #[derive(clap::Args)]
 pub struct Args {
@@ -33,6 +46,14 @@ pub struct Args {
     /// Exchanges per `ctx/append` while ingesting (at least 1).
     #[arg(long, default_value_t = 50, value_parser = clap::value_parser!(u32).range(1..))]
     batch: u32,
+    /// Earlier sessions of the project case: a new session in one workspace
+    /// with this many sessions before it, assembled with project memory
+    /// (0: no project case).
+    #[arg(long, default_value_t = 50)]
+    project_sessions: u32,
+    /// Exchanges of each earlier session of the project case (at least 1).
+    #[arg(long, default_value_t = 2_000, value_parser = clap::value_parser!(u32).range(1..))]
+    project_exchanges: u32,
     /// Drive a spawned `ctxproxy serve` over stdio, as an editor does, and
     /// time each `ctx/assemble` from request written to reply read.
     #[arg(long)]
@@ -61,26 +82,15 @@ impl Args {
         };
         self.sizes.clone().unwrap_or_else(|| default.to_vec())
     }
-}
 
-/// One synthetic exchange: a question, a tool call, a tool output of a few
-/// KB that varies per exchange, and a conclusion.
-fn exchange(i: u32) -> Vec<Value> {
-    let file = format!("src/module_{}.rs", i % 97);
-    let mut output = String::new();
-    for line in 0..(40 + i % 60) {
-        output.push_str(&format!(
-            "pub fn handler_{i}_{line}(input: &str) -> Result<usize, Error> {{ parse(input).map(|v| v.len() + {line}) }}\n"
-        ));
+    fn plan(&self) -> timed::Plan {
+        timed::Plan {
+            sizes: self.sizes(),
+            assembles: self.assembles,
+            batch: self.batch,
+            project: (self.project_sessions, self.project_exchanges),
+        }
     }
-    vec![
-        json!({"role": "user", "content": format!("Why does handler_{i} fail on empty input in {file}? Check the parser.")}),
-        json!({"role": "assistant", "content": format!("Reading {file}."), "toolCalls": [
-            {"id": format!("c{i}"), "name": "read_file", "arguments": {"path": file}}]}),
-        json!({"role": "tool", "toolCallId": format!("c{i}"), "name": "read_file", "content": output}),
-        json!({"role": "assistant", "content": format!(
-            "handler_{i} calls parse() without checking for an empty string; I added an early return in {file}.")}),
-    ]
 }
 
 /// A figure of this process's /proc/self/status in KiB (`VmHWM`: peak
@@ -96,7 +106,7 @@ fn status_kib(field: &str) -> Option<u64> {
 
 pub async fn run(args: Args) -> anyhow::Result<()> {
     if args.over_stdio {
-        return over_stdio(&args);
+        return timed::table::<StdioServer>(&args.plan()).await;
     }
     if args.via_proxy {
         return via_proxy(&args.sizes()).await;
@@ -108,61 +118,7 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
     // as `serve` does in the background at start (start-up and the first
     // count are measured separately).
     tokens::warm_up();
-    println!(
-        "{:>9} {:>12} {:>14} {:>11} {:>11} {:>11} {:>12}",
-        "exchanges", "ingest x/s", "x/CPU-second", "assemble p50", "p99", "max", "prompt tok"
-    );
-    for size in args.sizes() {
-        let dir = tempfile::tempdir()?;
-        let service = Service::open(dir.path().join("store.db"), Default::default(), None)?;
-        let session = service
-            .open_session(from_json::parse(json!({"title": format!("bench {size}")}))?)
-            .await?;
-        let session = session.session_id;
-        let started = Instant::now();
-        let cpu_before = cpu_time();
-        let mut i = 0;
-        while i < size {
-            let end = (i + args.batch).min(size);
-            let messages: Vec<Value> = (i..end).flat_map(exchange).collect();
-            service
-                .append(from_json::parse(
-                    json!({"sessionId": session, "messages": messages}),
-                )?)
-                .await?;
-            i = end;
-        }
-        let ingest_rate = size as f64 / started.elapsed().as_secs_f64();
-        let cpu_rate = size as f64 / (cpu_time() - cpu_before).as_secs_f64();
-        let input = json!({"role": "user", "content": "What did we change in the parser, and which handlers are still failing?"});
-        let mut times = Vec::with_capacity(args.assembles as usize);
-        let mut total = 0;
-        for _ in 0..args.assembles {
-            let t = Instant::now();
-            let r = service
-                .assemble(from_json::parse(
-                    json!({"sessionId": session, "input": input}),
-                )?)
-                .await?;
-            times.push(t.elapsed());
-            total = r.tokens.total;
-        }
-        times.sort();
-        println!(
-            "{:>9} {:>12.0} {:>14.0} {:>11.2}ms {:>9.2}ms {:>9.2}ms {:>12}",
-            size,
-            ingest_rate,
-            cpu_rate,
-            ms(percentile(&times, 0.5)),
-            ms(percentile(&times, 0.99)),
-            ms(*times.last().expect("timed")),
-            total
-        );
-        // Closed as a server closes its store (the log moved into the
-        // database file), so that no close is still writing in the
-        // background while the next figures are taken.
-        service.checkpoint().await?;
-    }
+    timed::table::<InProcess>(&args.plan()).await?;
     if let Some(kib) = status_kib("VmHWM") {
         println!("peak memory (VmHWM): {:.1} MiB", kib as f64 / 1024.0);
     }
@@ -367,144 +323,4 @@ fn startup_to_initialize() -> anyhow::Result<Duration> {
     let mut server = StdioServer::spawn()?;
     server.call("initialize", json!({"capabilities": {}}))?;
     Ok(started.elapsed())
-}
-
-/// `ctxproxy serve` on a fresh store, spoken to over its stdin and stdout.
-struct StdioServer {
-    _dir: tempfile::TempDir,
-    child: std::process::Child,
-    stdin: std::process::ChildStdin,
-    stdout: BufReader<std::process::ChildStdout>,
-    next_id: u64,
-}
-
-impl StdioServer {
-    fn spawn() -> anyhow::Result<StdioServer> {
-        let dir = tempfile::tempdir()?;
-        let mut child = Command::new(std::env::current_exe()?)
-            .args(["serve", "--store"])
-            .arg(dir.path().join("store.db"))
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .spawn()?;
-        let stdin = child.stdin.take().expect("piped stdin");
-        let stdout = BufReader::new(child.stdout.take().expect("piped stdout"));
-        Ok(StdioServer {
-            _dir: dir,
-            child,
-            stdin,
-            stdout,
-            next_id: 1,
-        })
-    }
-
-    fn send(&mut self, body: &Value) -> anyhow::Result<()> {
-        let body = body.to_string();
-        write!(self.stdin, "Content-Length: {}\r\n\r\n{}", body.len(), body)?;
-        Ok(self.stdin.flush()?)
-    }
-
-    /// Sends a request and returns the body of its reply (as bytes: its
-    /// size is reported), skipping notifications.
-    fn call(&mut self, method: &str, params: Value) -> anyhow::Result<Vec<u8>> {
-        let id = self.next_id;
-        self.next_id += 1;
-        self.send(&json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}))?;
-        loop {
-            let body = self.read_frame()?;
-            let v: Value = serde_json::from_slice(&body)?;
-            if v.get("id") == Some(&json!(id)) {
-                if let Some(e) = v.get("error") {
-                    anyhow::bail!("{method}: {e}");
-                }
-                return Ok(body);
-            }
-        }
-    }
-
-    fn read_frame(&mut self) -> anyhow::Result<Vec<u8>> {
-        let mut len = None;
-        loop {
-            let mut line = String::new();
-            if self.stdout.read_line(&mut line)? == 0 {
-                anyhow::bail!("server closed stdout");
-            }
-            if line.trim().is_empty() {
-                break;
-            }
-            if let Some(v) = line.strip_prefix("Content-Length:") {
-                len = Some(v.trim().parse()?);
-            }
-        }
-        let mut body = vec![0; len.ok_or_else(|| anyhow::anyhow!("frame without Content-Length"))?];
-        self.stdout.read_exact(&mut body)?;
-        Ok(body)
-    }
-}
-
-impl Drop for StdioServer {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-/// `--over-stdio`: per size, ingests through a spawned server and times
-/// `ctx/assemble` as the client sees it; prints the reply's size too.
-/// A JSON-RPC response's result (an error response does not parse).
-#[derive(serde::Deserialize)]
-struct RpcResult<T> {
-    result: T,
-}
-
-fn over_stdio(args: &Args) -> anyhow::Result<()> {
-    println!(
-        "{:>9} {:>12} {:>11} {:>11} {:>11} {:>12}",
-        "exchanges", "ingest x/s", "assemble p50", "p99", "max", "reply bytes"
-    );
-    for size in args.sizes() {
-        let mut server = StdioServer::spawn()?;
-        server.call("initialize", json!({"capabilities": {}}))?;
-        server.send(&json!({"jsonrpc": "2.0", "method": "initialized", "params": {}}))?;
-        let opened: RpcResult<OpenSessionResult> = serde_json::from_slice(
-            &server.call("ctx/openSession", json!({"title": format!("bench {size}")}))?,
-        )?;
-        let session = opened.result.session_id;
-        let started = Instant::now();
-        let mut i = 0;
-        while i < size {
-            let end = (i + args.batch).min(size);
-            let messages: Vec<Value> = (i..end).flat_map(exchange).collect();
-            server.call(
-                "ctx/append",
-                json!({"sessionId": session, "messages": messages}),
-            )?;
-            i = end;
-        }
-        let ingest_rate = size as f64 / started.elapsed().as_secs_f64();
-        let input = json!({"role": "user", "content": "What did we change in the parser, and which handlers are still failing?"});
-        let mut times = Vec::with_capacity(args.assembles as usize);
-        let mut reply_bytes = 0;
-        for _ in 0..args.assembles {
-            let t = Instant::now();
-            let reply = server.call(
-                "ctx/assemble",
-                json!({"sessionId": session, "input": input}),
-            )?;
-            times.push(t.elapsed());
-            reply_bytes = reply.len();
-        }
-        times.sort();
-        println!(
-            "{:>9} {:>12.0} {:>11.2}ms {:>9.2}ms {:>9.2}ms {:>12}",
-            size,
-            ingest_rate,
-            ms(percentile(&times, 0.5)),
-            ms(percentile(&times, 0.99)),
-            ms(*times.last().expect("timed")),
-            reply_bytes
-        );
-    }
-    Ok(())
 }

@@ -123,7 +123,8 @@ enum Command {
     },
     /// Print the digest the model would see for a tool output file.
     Digest(inspect::DigestArgs),
-    /// Generate sessions of 100, 1,000 and 10,000 exchanges; print assemble p50/p99, ingest rate, memory.
+    /// Generate sessions of 100, 1,000 and 10,000 exchanges and a project of 50 sessions; print
+    /// assemble p50/p99, ingest rate, memory.
     Bench(bench::Args),
     /// Copy a store (database and blob files) to a new file, consistent while a server runs.
     Backup {

@@ -305,3 +305,56 @@ async fn forget_removes_a_project_its_forks_and_the_outputs_only_they_showed() {
     let stats = service.stats(params(json!({}))).await.expect("stats");
     assert_eq!((stats.sessions, stats.blobs), (1, 1), "{stats:?}");
 }
+
+/// Project memory's standing section is kept from one prompt to the next
+/// and made again once what it shows changes: a header rewritten, an
+/// exchange stored before the session's first one.
+#[tokio::test]
+async fn the_standing_section_follows_the_project() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let service =
+        Service::open(dir.path().join("store.db"), Default::default(), None).expect("store");
+    let open = |title: &str| {
+        service.open_session(params(json!({"title": title, "workspace": "/project"})))
+    };
+    let earlier = open("earlier").await.expect("open").session_id;
+    let ask = |question: &str| {
+        json!({"sessionId": earlier, "messages": [
+            {"role": "user", "content": question},
+            {"role": "assistant", "content": "The linter's config is in pyproject.toml."},
+        ]})
+    };
+    service
+        .append(params(ask("Where is the linter configured?")))
+        .await
+        .expect("append");
+    let new = open("new").await.expect("open").session_id;
+    let prompt = || async {
+        let assembled = service
+            .assemble(params(json!({
+                "sessionId": new,
+                "input": {"role": "user", "content": "Which linter do we use?"},
+                "format": "text",
+            })))
+            .await
+            .expect("assemble");
+        serde_json::to_string(&to_wire(&assembled)).expect("JSON")
+    };
+    assert!(prompt().await.contains(&format!("{earlier}/x1")));
+
+    service
+        .housekeeping(params(json!({
+            "sessionId": earlier, "exchangeId": "x1", "header": "Linter settings moved to ruff.toml",
+        })))
+        .await
+        .expect("housekeeping");
+    assert!(prompt()
+        .await
+        .contains("Linter settings moved to ruff.toml"));
+
+    service
+        .append(params(ask("Which rules does the linter skip?")))
+        .await
+        .expect("append");
+    assert!(prompt().await.contains(&format!("{earlier}/x2")));
+}

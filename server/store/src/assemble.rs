@@ -95,6 +95,7 @@ impl Writer {
             view.memory = memory::project_memory(
                 &self.conn,
                 &self.blob_dir,
+                &mut self.standing,
                 session,
                 asked.as_ref().map(|(_, q)| q.as_str()),
                 &caps,

@@ -93,7 +93,9 @@ ctxproxy_core::wire_name!(TextSource: Extractive, Model);
 /// Replaces exchange `seq`'s header, its L2 line and their counts (in the
 /// encodings ingest in `ingest` counts in, as `write` stores them: another
 /// encoding's tables are not loaded for it), and the header of its
-/// full-text row; `source` says who wrote it.
+/// full-text row; `source` says who wrote it. Its caller forgets the
+/// writer's standing section (`memory::StandingSection`), which reads
+/// headers.
 pub(crate) fn write_header(
     conn: &Connection,
     session: &str,

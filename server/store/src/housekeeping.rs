@@ -27,6 +27,7 @@ impl Writer {
         if let Some(h) = &hk.header {
             let h = summary::fit_header(h, &caps, enc);
             exchange_row::write_header(&self.conn, session, seq, &h.text, TextSource::Model, enc)?;
+            self.standing.forget();
         }
         if let Some(s) = hk.summary_text() {
             let s = CountedText::new(summary::fit_summary(&s, &caps, enc).text);

@@ -20,12 +20,69 @@ use ctxproxy_core::tokens::{self, Encoding};
 use ctxproxy_core::view::{MemoryNote, ProjectMemory};
 use rusqlite::{params, Connection, OptionalExtension};
 
-use crate::recall::{distinctive_query, exchange_texts, phrase, CANDIDATES, HITS_PER_BLOCK};
+use crate::recall::{
+    distinctive_query, exchange_texts, phrase, CANDIDATES, HITS_PER_BLOCK, NEWEST,
+};
 use crate::Result;
 
 /// One earlier session takes at most this share of the standing section,
 /// so the sessions before the newest one are seen too.
 const SESSION_SHARE: u32 = 2;
+
+/// The standing section last built and what it was built from. Within a
+/// session the section is the same on every prompt (it reads only
+/// exchanges stored before the session's first one), so a prompt takes it
+/// as it is unless something it was built from has changed: the project's
+/// sessions, the row it reads before, its cap, the encoding, or an
+/// exchange it read (`forget`, which the writer calls when it rewrites a
+/// header or supersedes an exchange; another process's commit moves
+/// SQLite's `data_version`).
+#[derive(Default)]
+pub(crate) struct StandingSection {
+    built: Option<(StandingKey, Vec<MemoryNote>)>,
+}
+
+#[derive(PartialEq, Eq)]
+struct StandingKey {
+    sessions: Vec<String>,
+    before_row: i64,
+    cap: u32,
+    encoding: Encoding,
+    data_version: i64,
+}
+
+impl StandingSection {
+    /// A stored exchange changed: the next prompt builds the section again.
+    pub(crate) fn forget(&mut self) {
+        self.built = None;
+    }
+
+    /// The section for `project` within `cap` tokens: the one last built
+    /// when it was built from the same, else built now.
+    fn notes(
+        &mut self,
+        conn: &Connection,
+        project: &Project,
+        cap: u32,
+        encoding: Encoding,
+    ) -> Result<Vec<MemoryNote>> {
+        let key = StandingKey {
+            sessions: project.sessions.clone(),
+            before_row: project.before_row,
+            cap,
+            encoding,
+            data_version: conn.query_row("PRAGMA data_version", [], |r| r.get(0))?,
+        };
+        if let Some((built, notes)) = &self.built {
+            if *built == key {
+                return Ok(notes.clone());
+            }
+        }
+        let notes = notes(conn, project, cap, encoding)?;
+        self.built = Some((key, notes.clone()));
+        Ok(notes)
+    }
+}
 
 /// The project of `session` as memory reads it: the other root sessions of
 /// its tenant and workspace, newest first, and the row id before which
@@ -40,9 +97,11 @@ struct Project {
 /// `question` (`recall::question_for`): the standing
 /// section within `caps.memory_tokens` and the recall hits within
 /// `caps.project_recall_max`. Empty when the session has no project.
+/// `standing` keeps the section from one prompt to the next.
 pub(crate) fn project_memory(
     conn: &Connection,
     blob_dir: &Path,
+    standing: &mut StandingSection,
     session: &str,
     question: Option<&str>,
     caps: &LayerCaps,
@@ -53,7 +112,7 @@ pub(crate) fn project_memory(
     };
     let notes = match caps.memory_tokens {
         0 => Vec::new(),
-        cap => notes(conn, &project, cap, encoding)?,
+        cap => standing.notes(conn, &project, cap, encoding)?,
     };
     let recall = match (caps.project_recall_max, question) {
         (0, _) | (_, None) => Vec::new(),
@@ -191,6 +250,47 @@ fn notes(conn: &Connection, project: &Project, cap: u32, enc: Encoding) -> Resul
     Ok(notes)
 }
 
+/// The row id from which the project's newest `NEWEST` exchanges before
+/// `before_row` run; `None` when it has no more than that many.
+fn newest_rows(conn: &Connection, sessions: &str, before_row: i64) -> Result<Option<i64>> {
+    // Read back from `before_row` by row id (`+`: not through the index
+    // of each session's exchanges, which would read them all to sort).
+    Ok(conn
+        .prepare_cached(
+            "SELECT id FROM exchanges
+             WHERE id < ?1 AND +session_id IN (SELECT value FROM json_each(?2))
+             ORDER BY id DESC LIMIT 1 OFFSET ?3",
+        )?
+        .query_row(params![before_row, sessions, NEWEST - 1], |r| r.get(0))
+        .optional()?)
+}
+
+/// In how many of the project's exchanges from row id `from` up to its
+/// `before_row` the index finds `query`, counted up to `common + 1`.
+fn exchanges_with(
+    conn: &Connection,
+    query: &str,
+    from: i64,
+    project: &Project,
+    sessions: &str,
+    common: u32,
+) -> Result<u32> {
+    // The index first (`CROSS JOIN`): read from the exchanges' side, each
+    // of them would be a query of the index of its own.
+    Ok(conn
+        .prepare_cached(
+            "SELECT count(*) FROM (
+                SELECT t.rowid FROM exchange_text t CROSS JOIN exchanges e ON e.id = t.rowid
+                WHERE exchange_text MATCH ?1 AND t.rowid >= ?2 AND t.rowid < ?3
+                   AND e.session_id IN (SELECT value FROM json_each(?4))
+                LIMIT ?5)",
+        )?
+        .query_row(
+            params![query, from, project.before_row, sessions, common + 1],
+            |r| r.get(0),
+        )?)
+}
+
 /// The other sessions' lines that match `question`, best first, as the
 /// session's own recall picks them (`core::recall`): the question's
 /// distinctive words among the project's exchanges, ranked by the
@@ -205,20 +305,23 @@ fn hits(
 ) -> Result<Vec<recall::RecallHit>> {
     let sessions = serde_json::to_string(&project.sessions).expect("strings serialize");
     let common = recall::common_count(project.exchanges);
+    // A word common among the project's newest exchanges is common, as in
+    // the session's own recall: checked there first, where counting it
+    // stops soonest (a word every exchange uses would otherwise be counted
+    // through a quarter of the project).
+    let newest = newest_rows(conn, &sessions, project.before_row)?;
+    let newest_common = recall::common_count(NEWEST);
     let mut words = Vec::new();
     for word in recall::question_words(question) {
-        let exchanges: u32 = conn
-            .prepare_cached(
-                "SELECT count(*) FROM (
-                    SELECT t.rowid FROM exchange_text t JOIN exchanges e ON e.id = t.rowid
-                    WHERE exchange_text MATCH ?1 AND t.rowid < ?2
-                       AND e.session_id IN (SELECT value FROM json_each(?3))
-                    LIMIT ?4)",
-            )?
-            .query_row(
-                params![phrase(&word), project.before_row, sessions, common + 1],
-                |r| r.get(0),
-            )?;
+        let query = phrase(&word);
+        let in_newest = match newest {
+            Some(from) => exchanges_with(conn, &query, from, project, &sessions, newest_common)?,
+            None => 0,
+        };
+        let exchanges = match in_newest {
+            n if n > newest_common => common + 1,
+            _ => exchanges_with(conn, &query, 0, project, &sessions, common)?,
+        };
         words.push(RecallWord {
             word,
             exchanges,
@@ -229,9 +332,10 @@ fn hits(
     let Some(query) = distinctive_query(&words) else {
         return Ok(Vec::new());
     };
+    // The index first, as in `exchanges_with`.
     let ranked: Vec<(String, u32)> = conn
         .prepare_cached(
-            "SELECT e.session_id, e.seq FROM exchange_text t JOIN exchanges e ON e.id = t.rowid
+            "SELECT e.session_id, e.seq FROM exchange_text t CROSS JOIN exchanges e ON e.id = t.rowid
              WHERE exchange_text MATCH ?1 AND t.rowid < ?2
                 AND e.session_id IN (SELECT value FROM json_each(?3))
                 AND e.superseded_by IS NULL

@@ -25,7 +25,7 @@ use crate::Result;
 /// costs the same in a session of 2,000 exchanges as in one of 100,000.
 const HORIZON: u32 = 2_000;
 /// A word's commonness is checked first among this many newest exchanges.
-const NEWEST: u32 = 200;
+pub(crate) const NEWEST: u32 = 200;
 /// Exchanges ranked by the index before their passages are cut: more than
 /// fit the block, since some fall below the bar or are shown whole.
 pub(crate) const CANDIDATES: u32 = 16;
@@ -84,9 +84,12 @@ pub(crate) fn recall(
     let Some(query) = distinctive_query(&words) else {
         return Ok(none);
     };
+    // The index first (`CROSS JOIN`): SQLite would otherwise read the
+    // session's exchanges and query the index once for each of them, 65 ms
+    // at 1,000 exchanges.
     let ranked: Vec<u32> = conn
         .prepare_cached(
-            "SELECT e.seq FROM exchange_text t JOIN exchanges e ON e.id = t.rowid
+            "SELECT e.seq FROM exchange_text t CROSS JOIN exchanges e ON e.id = t.rowid
              WHERE exchange_text MATCH ?1 AND t.rowid BETWEEN ?2 AND ?3
                 AND e.session_id = ?4 AND e.seq < ?5
              ORDER BY bm25(exchange_text), e.seq LIMIT ?6",

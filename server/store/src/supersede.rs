@@ -28,6 +28,9 @@ impl Writer {
                 "supersedes[{i}]: {r} is not earlier than {by}, the exchange that supersedes it"
             )));
         }
+        if !ranges.is_empty() {
+            self.standing.forget();
+        }
         for r in ranges {
             execute_cached(
                 &self.conn,

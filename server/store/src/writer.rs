@@ -11,6 +11,7 @@ use rusqlite::Connection;
 
 use crate::checkpointer::{self, AfterCommit, Checkpointer};
 use crate::error::StoreError;
+use crate::memory::StandingSection;
 use crate::read::Reader;
 use crate::Result;
 
@@ -63,6 +64,10 @@ pub struct Writer {
     /// Checkpoints the log while the writer goes on (none when writes are
     /// refused from the start).
     checkpointer: Option<Checkpointer>,
+    /// Project memory's standing section, kept from one prompt to the next
+    /// (`forget` it whenever a stored exchange's header or superseder
+    /// changes).
+    pub(crate) standing: StandingSection,
 }
 
 impl Writer {
@@ -80,6 +85,7 @@ impl Writer {
             refusal: None,
             pages_checked: false,
             checkpointer: None,
+            standing: StandingSection::default(),
         }
     }
 

@@ -72,6 +72,9 @@ impl Writer {
                 revised.push(ExchangeId(seq));
             }
         }
+        if !revised.is_empty() {
+            self.standing.forget();
+        }
         Ok(revised)
     }
 
