@@ -49,10 +49,10 @@ pub struct Args {
     /// Earlier sessions of the project case: a new session in one workspace
     /// with this many sessions before it, assembled with project memory
     /// (0: no project case).
-    #[arg(long, default_value_t = 50)]
+    #[arg(long, value_name = "N", default_value_t = 50)]
     project_sessions: u32,
     /// Exchanges of each earlier session of the project case (at least 1).
-    #[arg(long, default_value_t = 2_000, value_parser = clap::value_parser!(u32).range(1..))]
+    #[arg(long, value_name = "N", default_value_t = 2_000, value_parser = clap::value_parser!(u32).range(1..))]
     project_exchanges: u32,
     /// Drive a spawned `ctxproxy serve` over stdio, as an editor does, and
     /// time each `ctx/assemble` from request written to reply read.
