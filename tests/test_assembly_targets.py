@@ -8,15 +8,26 @@
   passes the budget (a conversation: at most full history's, since it holds more than a sliding window);
 - a conversation holds at least the facts, and the messages that hold them, that a sliding window of
   the same budget holds.
+
+And on every multi-sitting project (fixtures/held-out: recorded before project memory was built),
+each sitting a session of its own:
+
+- at least half of the facts a later sitting asks about an earlier one are in the prompt at the turn
+  that asks, and every one is in the prompt or one retrieve away;
+- a new session's first prompt holds at most the budget of history;
+- asked in new sessions, a conversation's answers are in the prompt at least as often as in a
+  sliding window over its whole history (all sittings joined into one session) at the same budget.
 """
 
 import concurrent.futures
 import json
 import os
+import subprocess
+import sys
 
 import pytest
 
-from ctxlib import SESSIONS
+from ctxlib import FIXTURES, SESSIONS
 from test_store_disk import cli
 
 # A fork whose first own exchange supersedes all it shares: its second prompt must leave the whole
@@ -163,3 +174,54 @@ def test_a_larger_budget_shows_more(fixture):
     mean = {b: at[b]["promptTokens"] / len(r["turns"]) for b, r in reports.items()}
     assert mean[60_000] >= 1.5 * mean[16_000], mean
     assert at[60_000]["factsInPrompt"] > at[16_000]["factsInPrompt"], at
+
+
+MULTI_SITTING = sorted((FIXTURES / "held-out").glob("*.jsonl"))
+# The history a prompt's budget governs: every layer but the request's own parts.
+OWN_PARTS = ("system", "input")
+
+
+def later_sessions(fixture, budget=DEFAULT_BUDGET):
+    return [s for s in sessions_of(report(fixture, budget)) if s.get("acrossSessions")]
+
+
+@pytest.mark.parametrize("fixture", MULTI_SITTING, ids=lambda p: p.stem)
+def test_a_later_sitting_finds_what_an_earlier_one_learned(fixture):
+    """Project memory (docs/ASSEMBLY.md, "Project memory"): of the facts a later sitting asks about
+    an earlier one, at least half in the prompt at the turn that asks, every one reachable."""
+    across = [s["acrossSessions"] for s in later_sessions(fixture)]
+    needs = sum(a["needs"] for a in across)
+    in_prompt = sum(a["statuses"].get("in-prompt", 0) for a in across)
+    lost = [f for a in across for f in a["facts"] if f["status"] not in ("in-prompt", "one-retrieve-away")]
+    assert needs > 0, fixture.stem
+    assert 2 * in_prompt >= needs, (fixture.stem, in_prompt, needs)
+    assert not lost, (fixture.stem, lost)
+
+
+@pytest.mark.parametrize("fixture", MULTI_SITTING, ids=lambda p: p.stem)
+def test_a_new_sessions_first_prompt_holds_at_most_the_budget(fixture):
+    for session in later_sessions(fixture):
+        first = session["turns"][0]
+        history = sum(n for layer, n in first["layers"].items() if layer not in OWN_PARTS)
+        assert history <= session["budget"], (fixture.stem, session["name"], first["layers"])
+
+
+def joined(fixture, tmp_path):
+    """The fixture's sittings joined into one session (fixtures/tools/join_sittings.py)."""
+    out = tmp_path / f"{fixture.stem}-joined.jsonl"
+    out.write_text(subprocess.run(
+        [sys.executable, str(FIXTURES / "tools" / "join_sittings.py"), str(fixture)],
+        check=True, capture_output=True, text=True).stdout)
+    return out
+
+
+@pytest.mark.parametrize("budget", [16_000, 4_000])
+def test_a_conversation_asked_in_new_sessions_holds_what_a_window_over_its_history_holds(budget, tmp_path):
+    fixture = FIXTURES / "held-out" / "conversation-marathon.jsonl"
+    asked = [f for s in later_sessions(fixture, budget) for f in s["acrossSessions"]["facts"]]
+    needed = {f["fact"] for f in asked}
+    whole = sessions_of(report(joined(fixture, tmp_path), budget))
+    window = [f["fact"] for s in whole for f in s["facts"]
+              if f["fact"] in needed and f["status"]["sliding-window"] == "in-prompt"]
+    ours = [f["fact"] for f in asked if f["status"] == "in-prompt"]
+    assert len(ours) >= len(window), (budget, len(asked), sorted(set(window) - set(ours)))

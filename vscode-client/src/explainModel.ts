@@ -54,6 +54,7 @@ export const LAYER_LABELS: Record<string, string> = {
   references: "L4 references",
   recall: "Recall",
   memory: "Project memory",
+  projectRecent: "Project's latest exchanges",
   projectRecall: "Project recall",
   input: "Input",
 };

@@ -81,6 +81,7 @@ export interface AssembleParams {
 export const LAYER_NAMES = [
   "system",
   "memory",
+  "projectRecent",
   "currentContext",
   "recent",
   "headers",

@@ -22,6 +22,7 @@ const LAYER_COLORS: Record<string, string> = {
   references: "var(--vscode-charts-orange, #d18616)",
   recall: "var(--vscode-terminal-ansiMagenta, #bc3fbc)",
   memory: "var(--vscode-terminal-ansiBlue, #2472c8)",
+  projectRecent: "var(--vscode-terminal-ansiBrightBlue, #3b8eea)",
   projectRecall: "var(--vscode-terminal-ansiRed, #cd3131)",
   input: "var(--vscode-charts-purple, #b180d7)",
   [OUTSIDE_LAYERS]: "var(--vscode-disabledForeground, #8888)",

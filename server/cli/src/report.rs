@@ -30,9 +30,10 @@ pub struct TurnSeen {
 }
 
 /// The prompt layers, in prompt order: the JSON key and the text table's column.
-pub(crate) const LAYERS: [(&str, &str); 11] = [
+pub(crate) const LAYERS: [(&str, &str); 12] = [
     ("system", "sys"),
     ("memory", "memory"),
+    ("projectRecent", "latest"),
     ("currentContext", "L0"),
     ("recent", "recent"),
     ("headers", "headers"),

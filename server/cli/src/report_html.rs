@@ -57,6 +57,7 @@ fn layer_style(key: &str) -> (&'static str, &'static str) {
         "references" => ("references", "#f59e0b"),
         "recall" => ("recall", "#e11d48"),
         "memory" => ("project memory", "#7c3aed"),
+        "projectRecent" => ("project's latest exchanges", "#a855f7"),
         "projectRecall" => ("project recall", "#be185d"),
         "input" => ("input", "#c026d3"),
         _ => ("other", "#6b7280"),
@@ -762,7 +763,7 @@ mod tests {
                 "outsideLayers": 20,
                 "cumulativeEffectiveCost": cost,
                 "layers": {"system": 20, "currentContext": 30, "recent": total - 90, "headers": 10,
-                           "summaries": 0, "asks": 0, "references": 0, "recall": 0, "memory": 0, "projectRecall": 0, "input": 10},
+                           "summaries": 0, "asks": 0, "references": 0, "recall": 0, "memory": 0, "projectRecent": 0, "projectRecall": 0, "input": 10},
                 "baselines": {"full-history": {"total": full, "prefixReused": 0, "cumulativeEffectiveCost": full_cost}},
             })
         };

@@ -53,6 +53,12 @@ pub struct LayerCaps {
     /// Project memory's recall: at most this many tokens of the lines of
     /// the project's other sessions that match the question.
     pub project_recall_max: u32,
+    /// Project memory's recent exchanges: the newest exchanges of the
+    /// project's earlier sessions, as their messages were, newest first, in
+    /// what the session's own history leaves of the budget, up to this many
+    /// tokens. A new conversation starts where the project's last one ended,
+    /// as a window over the project's history would.
+    pub project_recent_tokens: u32,
 }
 
 /// The budget a prompt gets when neither the request nor the settings say.
@@ -67,9 +73,10 @@ impl LayerCaps {
     /// 3,000 tokens of exchanges that ran tools and 11,000 in all, 2,000 of
     /// what the person said before it, 5 exchanges that ran tools kept in
     /// full at a compaction, 40 summaries, 200 headers, 30 references,
-    /// 1,000 tokens of recall, 500 of project memory's standing section and
-    /// 1,000 of its recall (docs/ASSEMBLY.md, "The budget and the recall
-    /// block": why the shares are these).
+    /// 1,000 tokens of recall, 2,000 of project memory's standing section,
+    /// 1,000 of its recall and up to the whole budget of its recent
+    /// exchanges, in what the rest leaves (docs/ASSEMBLY.md, "The budget and
+    /// the recall block": why the shares are these).
     pub fn for_budget(budget: u32) -> LayerCaps {
         let share =
             |num: u32, den: u32| (u64::from(budget) * u64::from(num) / u64::from(den)) as u32;
@@ -87,6 +94,7 @@ impl LayerCaps {
             recall_max: share(1, 16),
             memory_tokens: share(1, 8),
             project_recall_max: share(1, 16),
+            project_recent_tokens: share(1, 1),
         }
     }
 }
@@ -114,6 +122,7 @@ pub struct LayerSettings {
     pub recall_max: Option<u32>,
     pub memory_tokens: Option<u32>,
     pub project_recall_max: Option<u32>,
+    pub project_recent_tokens: Option<u32>,
 }
 
 impl LayerSettings {
@@ -137,6 +146,9 @@ impl LayerSettings {
             recall_max: self.recall_max.unwrap_or(sized.recall_max),
             memory_tokens: self.memory_tokens.unwrap_or(sized.memory_tokens),
             project_recall_max: self.project_recall_max.unwrap_or(sized.project_recall_max),
+            project_recent_tokens: self
+                .project_recent_tokens
+                .unwrap_or(sized.project_recent_tokens),
         }
     }
 }
@@ -214,7 +226,8 @@ pub struct Config {
     pub whole_history: bool,
     /// Project memory: a session's prompts may show what the project's
     /// earlier sessions did and said (`memoryTokens`,
-    /// `projectRecallMax`). Off: a session sees only itself.
+    /// `projectRecallMax`, `projectRecentTokens`). Off: a session sees only
+    /// itself.
     pub memory: bool,
     pub redact_secrets: bool,
     pub max_payload_bytes: u64,

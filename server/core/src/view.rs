@@ -89,11 +89,14 @@ pub struct ProjectMemory {
     /// The lines of other sessions that match the prompt's question, best
     /// first (`recall::choose`), each hit's ids naming its session.
     pub recall: Vec<RecallHit>,
+    /// The project's newest exchanges before the session, newest first,
+    /// each as `memory::transcript` writes it.
+    pub recent: Vec<MemoryNote>,
 }
 
-/// One line of the standing section: what an exchange of an earlier
-/// session did or what the person said there, under its id
-/// (`s-k3v9qa/x12`).
+/// An entry of project memory under its exchange's id (`s-k3v9qa/x12`): a
+/// line of the standing section (what the exchange did or what the person
+/// said there) or a recent exchange's messages.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct MemoryNote {
     pub id: String,

@@ -28,6 +28,7 @@ struct WireLayers {
     recall_max: Option<u32>,
     memory_tokens: Option<u32>,
     project_recall_max: Option<u32>,
+    project_recent_tokens: Option<u32>,
 }
 
 #[derive(Debug, Deserialize, Default)]
@@ -124,6 +125,9 @@ pub fn apply(base: &Config, value: Value) -> Result<(Config, Option<PathBuf>), S
     }
     if let Some(v) = w.layers.project_recall_max {
         l.project_recall_max = Some(v);
+    }
+    if let Some(v) = w.layers.project_recent_tokens {
+        l.project_recent_tokens = Some(v);
     }
     if let Some(v) = w.digest.inline_max_tokens {
         if v < 40 {

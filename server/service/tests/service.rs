@@ -358,3 +358,74 @@ async fn the_standing_section_follows_the_project() {
         .expect("append");
     assert!(prompt().await.contains(&format!("{earlier}/x2")));
 }
+
+/// A new session of a project starts where the project's last one ended:
+/// its prompt holds the earlier session's newest exchanges as they were,
+/// newest first, in what its own history leaves of the budget; as that
+/// history grows, the oldest of them leave from the section's end, and what
+/// stays of it is unchanged. `projectRecentTokens: 0` turns it off.
+#[tokio::test]
+async fn a_new_session_starts_where_the_projects_last_one_ended() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let open_service =
+        |config| Service::open(dir.path().join("store.db"), config, None).expect("store");
+    let service = open_service(Default::default());
+    async fn open(service: &Service, title: &str) -> String {
+        let opened = service.open_session(params(json!({"title": title, "workspace": "/project"})));
+        opened.await.expect("open").session_id
+    }
+    let earlier = open(&service, "earlier").await;
+    for n in 1..=3 {
+        service
+            .append(params(json!({"sessionId": earlier, "messages": [
+                {"role": "user", "content": format!("What is limit {n}?")},
+                {"role": "assistant", "content": format!(
+                    "Limit {n} is {}. {}", n * 1111, "The reasons are in the notes. ".repeat(30)
+                )},
+            ]})))
+            .await
+            .expect("append");
+    }
+    let new = open(&service, "new").await;
+    /// The ids the layer shows, in order, and the prompt as JSON.
+    async fn recent(service: &Service, session: &str, budget: u32) -> (Vec<String>, String) {
+        let assembled = service
+            .assemble(params(json!({
+                "sessionId": session,
+                "input": {"role": "user", "content": "And the next one?"},
+                "budget": budget,
+            })))
+            .await
+            .expect("assemble");
+        let layer = assembled
+            .layers
+            .iter()
+            .find(|l| l.layer == ctxproxy_core::packer::Layer::ProjectRecent)
+            .expect("the layer is reported");
+        let ids = layer.items.iter().map(|i| i.id.clone()).collect();
+        (
+            ids,
+            serde_json::to_string(&to_wire(&assembled)).expect("JSON"),
+        )
+    }
+    let (ids, prompt) = recent(&service, &new, 16_000).await;
+    let id = |n: u32| format!("{earlier}/x{n}");
+    assert_eq!(ids, [id(3), id(2), id(1)]);
+    assert!(
+        prompt.contains(&format!(
+            "{}\\nperson: What is limit 3?\\nassistant: Limit 3 is 3333. The",
+            id(3)
+        )),
+        "{prompt}"
+    );
+    // A smaller budget: the oldest leave first.
+    let (fewer, _) = recent(&service, &new, 450).await;
+    assert!(fewer.len() < 3 && ids.starts_with(&fewer), "{fewer:?}");
+    drop(service);
+
+    let mut config = ctxproxy_core::config::Config::default();
+    config.layers.project_recent_tokens = Some(0);
+    let off = open_service(config);
+    let (ids, _) = recent(&off, &new, 16_000).await;
+    assert!(ids.is_empty(), "{ids:?}");
+}

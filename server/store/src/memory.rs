@@ -23,32 +23,39 @@ use rusqlite::{params, Connection, OptionalExtension};
 use crate::recall::{
     distinctive_query, exchange_texts, phrase, CANDIDATES, HITS_PER_BLOCK, NEWEST,
 };
-use crate::Result;
+use crate::{read, Result};
 
 /// One earlier session takes at most this share of the standing section,
 /// so the sessions before the newest one are seen too.
 const SESSION_SHARE: u32 = 2;
 
-/// The standing section last built and what it was built from. Within a
-/// session the section is the same on every prompt (it reads only
-/// exchanges stored before the session's first one), so a prompt takes it
-/// as it is unless something it was built from has changed: the project's
-/// sessions, the row it reads before, its cap, the encoding, or an
-/// exchange it read (`forget`, which the writer calls when it rewrites a
-/// header or supersedes an exchange; another process's commit moves
-/// SQLite's `data_version`).
+/// The standing section and the project's recent exchanges last built,
+/// and what they were built from. Within a session both are the same on
+/// every prompt (they read only exchanges stored before the session's
+/// first one), so a prompt takes them as they are unless something they
+/// were built from has changed: the project's sessions, the row they read
+/// before, their caps, the encoding, or an exchange they read (`forget`,
+/// which the writer calls when it rewrites a header or supersedes an
+/// exchange; another process's commit moves SQLite's `data_version`).
 #[derive(Default)]
 pub(crate) struct StandingSection {
-    built: Option<(StandingKey, Vec<MemoryNote>)>,
+    built: Option<(StandingKey, Standing)>,
 }
 
 #[derive(PartialEq, Eq)]
 struct StandingKey {
     sessions: Vec<String>,
     before_row: i64,
-    cap: u32,
+    caps: (u32, u32),
     encoding: Encoding,
     data_version: i64,
+}
+
+/// What a session's prompts show of the project whatever the question.
+#[derive(Clone, Default)]
+struct Standing {
+    notes: Vec<MemoryNote>,
+    recent: Vec<MemoryNote>,
 }
 
 impl StandingSection {
@@ -57,30 +64,40 @@ impl StandingSection {
         self.built = None;
     }
 
-    /// The section for `project` within `cap` tokens: the one last built
-    /// when it was built from the same, else built now.
-    fn notes(
+    /// The section within `caps.memory_tokens` and the recent exchanges
+    /// within `caps.project_recent_tokens` for `project`: the ones last
+    /// built when they were built from the same, else built now.
+    fn standing(
         &mut self,
         conn: &Connection,
         project: &Project,
-        cap: u32,
+        caps: &LayerCaps,
         encoding: Encoding,
-    ) -> Result<Vec<MemoryNote>> {
+    ) -> Result<Standing> {
         let key = StandingKey {
             sessions: project.sessions.clone(),
             before_row: project.before_row,
-            cap,
+            caps: (caps.memory_tokens, caps.project_recent_tokens),
             encoding,
             data_version: conn.query_row("PRAGMA data_version", [], |r| r.get(0))?,
         };
-        if let Some((built, notes)) = &self.built {
+        if let Some((built, standing)) = &self.built {
             if *built == key {
-                return Ok(notes.clone());
+                return Ok(standing.clone());
             }
         }
-        let notes = notes(conn, project, cap, encoding)?;
-        self.built = Some((key, notes.clone()));
-        Ok(notes)
+        let standing = Standing {
+            notes: match caps.memory_tokens {
+                0 => Vec::new(),
+                cap => notes(conn, project, cap, encoding)?,
+            },
+            recent: match caps.project_recent_tokens {
+                0 => Vec::new(),
+                cap => recent(conn, project, cap, encoding)?,
+            },
+        };
+        self.built = Some((key, standing.clone()));
+        Ok(standing)
     }
 }
 
@@ -94,10 +111,11 @@ struct Project {
 }
 
 /// What the project's other sessions give a prompt of `session` for its
-/// `question` (`recall::question_for`): the standing
-/// section within `caps.memory_tokens` and the recall hits within
+/// `question` (`recall::question_for`): the standing section within
+/// `caps.memory_tokens`, the recent exchanges within
+/// `caps.project_recent_tokens` and the recall hits within
 /// `caps.project_recall_max`. Empty when the session has no project.
-/// `standing` keeps the section from one prompt to the next.
+/// `standing` keeps the first two from one prompt to the next.
 pub(crate) fn project_memory(
     conn: &Connection,
     blob_dir: &Path,
@@ -110,15 +128,16 @@ pub(crate) fn project_memory(
     let Some(project) = project_of(conn, session)? else {
         return Ok(ProjectMemory::default());
     };
-    let notes = match caps.memory_tokens {
-        0 => Vec::new(),
-        cap => standing.notes(conn, &project, cap, encoding)?,
-    };
+    let Standing { notes, recent } = standing.standing(conn, &project, caps, encoding)?;
     let recall = match (caps.project_recall_max, question) {
         (0, _) | (_, None) => Vec::new(),
         (cap, Some(question)) => hits(conn, blob_dir, &project, question, cap, encoding)?,
     };
-    Ok(ProjectMemory { notes, recall })
+    Ok(ProjectMemory {
+        notes,
+        recall,
+        recent,
+    })
 }
 
 fn project_of(conn: &Connection, session: &str) -> Result<Option<Project>> {
@@ -248,6 +267,47 @@ fn notes(conn: &Connection, project: &Project, cap: u32, enc: Encoding) -> Resul
         }
     }
     Ok(notes)
+}
+
+/// The project's newest exchanges before the session, newest first, each
+/// as `memory::transcript` writes it, up to `cap` tokens: those that fit,
+/// as a window over the project's history keeps the newest whole messages
+/// it can (one exchange too large for what is left, a long tool loop, does
+/// not hide the ones before it). At most `NEWEST` exchanges are read.
+fn recent(
+    conn: &Connection,
+    project: &Project,
+    cap: u32,
+    enc: Encoding,
+) -> Result<Vec<MemoryNote>> {
+    let sessions = serde_json::to_string(&project.sessions).expect("strings serialize");
+    // Read back from `before_row` by row id, as `newest_rows` does.
+    let mut exchanges = conn.prepare_cached(
+        "SELECT session_id, seq FROM exchanges
+         WHERE id < ?1 AND +session_id IN (SELECT value FROM json_each(?2))
+            AND superseded_by IS NULL
+         ORDER BY id DESC",
+    )?;
+    let rows = exchanges.query_map(params![project.before_row, sessions], |r| {
+        Ok((r.get::<_, String>(0)?, r.get::<_, u32>(1)?))
+    })?;
+    let mut recent = Vec::new();
+    let mut left = cap;
+    for row in rows.take(NEWEST as usize) {
+        let (session, seq) = row?;
+        let id = ids::qualified(Some(&session), ExchangeId(seq));
+        let text = memory::transcript(&id, &read::load_messages(conn, &session, seq)?);
+        let tokens = tokens::count(enc, &text);
+        if tokens > left {
+            continue;
+        }
+        left -= tokens;
+        recent.push(MemoryNote {
+            id,
+            line: Counted { text, tokens },
+        });
+    }
+    Ok(recent)
 }
 
 /// The row id from which the project's newest `NEWEST` exchanges before

@@ -22,6 +22,7 @@ test("layers come in packer order with tokens, shares and items", () => {
     [
       ["system", 100, 0],
       ["memory", 0, 0],
+      ["projectRecent", 0, 0],
       ["currentContext", 150, 1],
       ["recent", 600, 2],
       ["headers", 50, 2],
@@ -33,7 +34,7 @@ test("layers come in packer order with tokens, shares and items", () => {
       ["input", 20, 0],
     ],
   );
-  assert.equal(view.layers[3].share, 0.5);
+  assert.equal(view.layers.find((l) => l.name === "recent")?.share, 0.5);
   assert.deepEqual(view.toolNames, ["context_retrieve", "context_search"]);
   assert.deepEqual(view.messages[2].toolCalls, ['call_1 context_retrieve({"ids":["x1"]})']);
   assert.equal(view.messages[3].toolCallId, "call_1");

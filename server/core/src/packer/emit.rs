@@ -9,8 +9,8 @@ use super::prompt::{
 };
 use super::regions::Placement;
 use super::titles::{
-    titled_layer, ASKS_TITLE, HEADERS_TITLE, MEMORY_TITLE, PROJECT_RECALL_TITLE, RECALL_TITLE,
-    REFERENCES_TITLE, SUMMARIES_TITLE,
+    titled_layer, ASKS_TITLE, HEADERS_TITLE, MEMORY_TITLE, PROJECT_RECALL_TITLE,
+    PROJECT_RECENT_TITLE, RECALL_TITLE, REFERENCES_TITLE, SUMMARIES_TITLE,
 };
 use super::upgrades::Upgraded;
 use crate::config::LayerOrder;
@@ -56,6 +56,7 @@ pub(super) fn emit(
         recall,
         project_recall,
         notes,
+        project_recent,
         trimmed,
         left,
     } = upgraded;
@@ -100,12 +101,17 @@ pub(super) fn emit(
             vec![item],
         );
     }
-    if !notes.is_empty() {
-        let entries = notes
-            .iter()
-            .map(|n| line_entry(n.id.clone(), ItemForm::Text, &n.line));
-        let (messages, items) = titled_layer(MEMORY_TITLE, enc, entries);
-        put_in(Layer::Memory, Layer::Memory, messages, items);
+    for (layer, title, entries) in [
+        (Layer::Memory, MEMORY_TITLE, &notes),
+        (Layer::ProjectRecent, PROJECT_RECENT_TITLE, &project_recent),
+    ] {
+        if !entries.is_empty() {
+            let entries = entries
+                .iter()
+                .map(|n| line_entry(n.id.clone(), ItemForm::Text, &n.line));
+            let (messages, items) = titled_layer(title, enc, entries);
+            put_in(layer, layer, messages, items);
+        }
     }
     if let Some(c) = l0 {
         let item = LayerItem {

@@ -57,6 +57,7 @@ impl PackRequest {
 pub enum Layer {
     System,
     Memory,
+    ProjectRecent,
     CurrentContext,
     Recent,
     Headers,
@@ -74,6 +75,7 @@ impl Layer {
         match self {
             Layer::System => "system",
             Layer::Memory => "memory",
+            Layer::ProjectRecent => "projectRecent",
             Layer::CurrentContext => "currentContext",
             Layer::Recent => "recent",
             Layer::Headers => "headers",
@@ -90,6 +92,7 @@ impl Layer {
 crate::wire_name!(
     Layer: System,
     Memory,
+    ProjectRecent,
     CurrentContext,
     Recent,
     Headers,
@@ -313,9 +316,10 @@ pub enum PackError {
 }
 
 impl Layer {
-    pub(super) const ALL_SEED003: [Layer; 11] = [
+    pub(super) const ALL_SEED003: [Layer; 12] = [
         Layer::System,
         Layer::Memory,
+        Layer::ProjectRecent,
         Layer::CurrentContext,
         Layer::Headers,
         Layer::Summaries,
@@ -335,11 +339,14 @@ impl Layer {
     /// every later model call of that exchange shares the prefix through it.
     ///
     /// Project memory's standing section comes right after the system
-    /// prompt: it is the same on every prompt of a session. Its recall
-    /// follows the session's own.
-    pub(super) const ALL_CACHE_STABLE: [Layer; 11] = [
+    /// prompt: it is the same on every prompt of a session. The project's
+    /// recent exchanges follow it: they only lose their oldest entries, at
+    /// their end, as the session's own history takes the budget back. Its
+    /// recall follows the session's own.
+    pub(super) const ALL_CACHE_STABLE: [Layer; 12] = [
         Layer::System,
         Layer::Memory,
+        Layer::ProjectRecent,
         Layer::Headers,
         Layer::References,
         Layer::Summaries,

@@ -19,6 +19,8 @@ pub(super) const RECALL_TITLE: &str =
 
 pub(super) const MEMORY_TITLE: &str =
     "## What this project's earlier sessions did and said, newest first (context_retrieve an id for more)\n";
+pub(super) const PROJECT_RECENT_TITLE: &str =
+    "## The latest exchanges of this project's earlier sessions, newest first (context_retrieve an id for more)\n";
 pub(super) const PROJECT_RECALL_TITLE: &str =
     "## Recalled from this project's earlier sessions: lines that match the question (context_retrieve an id for more)\n";
 
@@ -26,16 +28,17 @@ pub(super) const PROJECT_RECALL_TITLE: &str =
 /// once per encoding, not on every assemble (and only in an encoding a
 /// prompt asks for: counting loads its tables).
 pub(super) fn title_tokens(title: &'static str, encoding: Encoding) -> u32 {
-    const TITLES: [&str; 7] = [
+    const TITLES: [&str; 8] = [
         HEADERS_TITLE,
         SUMMARIES_TITLE,
         REFERENCES_TITLE,
         ASKS_TITLE,
         RECALL_TITLE,
         MEMORY_TITLE,
+        PROJECT_RECENT_TITLE,
         PROJECT_RECALL_TITLE,
     ];
-    static COUNTS: [OnceLock<[u32; 7]>; 2] = [const { OnceLock::new() }; 2];
+    static COUNTS: [OnceLock<[u32; 8]>; 2] = [const { OnceLock::new() }; 2];
     let e = Encoding::ALL
         .iter()
         .position(|e| *e == encoding)

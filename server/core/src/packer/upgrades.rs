@@ -1,8 +1,9 @@
 //! The second phase: the budget left upgrades, most useful first, recent
 //! exchanges newest first (full, digests, summary), then summaries newest
 //! first, then the recall block's hits best first, then what the person
-//! said (newest first), then references; every demotion is a `Trim` saying
-//! why. A superseded exchange gets no upgrade
+//! said (newest first), then project memory's standing section, then
+//! references, then the project's recent exchanges; every demotion is a
+//! `Trim` saying why. A superseded exchange gets no upgrade
 //! and its references are not listed.
 
 use std::collections::HashSet;
@@ -11,7 +12,8 @@ use super::asks::Ask;
 use super::prompt::{ItemForm, Trim};
 use super::regions::{Placed, Placement};
 use super::titles::{
-    title_tokens, ASKS_TITLE, MEMORY_TITLE, PROJECT_RECALL_TITLE, RECALL_TITLE, REFERENCES_TITLE,
+    title_tokens, ASKS_TITLE, MEMORY_TITLE, PROJECT_RECALL_TITLE, PROJECT_RECENT_TITLE,
+    RECALL_TITLE, REFERENCES_TITLE,
 };
 use crate::config::LayerCaps;
 use crate::exchange::Level;
@@ -32,6 +34,8 @@ pub(super) struct Upgraded<'a> {
     pub(super) project_recall: Vec<&'a RecallHit>,
     /// Project memory's standing section, as shown.
     pub(super) notes: Vec<&'a MemoryNote>,
+    /// The project's recent exchanges, as shown, newest first.
+    pub(super) project_recent: Vec<&'a MemoryNote>,
     pub(super) trimmed: Vec<Trim>,
     /// The budget still unused.
     pub(super) left: i64,
@@ -151,7 +155,13 @@ pub(super) fn upgrade<'a>(
     // What the person said comes after recall: at a small budget the two
     // compete, and a recalled line answers this question.
     fit_asks(asked, enc, &mut left, &mut trimmed);
-    let notes = fit_notes(&view.memory.notes, enc, &mut left, &mut trimmed);
+    let notes = fit_entries(
+        (MEMORY_TITLE, "memory"),
+        &view.memory.notes,
+        enc,
+        &mut left,
+        &mut trimmed,
+    );
     let mut references = Vec::new();
     let references_title = title(REFERENCES_TITLE) + MESSAGE_OVERHEAD;
     for r in view
@@ -190,11 +200,21 @@ pub(super) fn upgrade<'a>(
     }
     // Listed oldest first, so that new references append.
     references.sort_by_key(|r| r.exchange);
+    // Last, in what all the rest leaves: the session's own history takes
+    // the budget back from the project's oldest recent exchanges.
+    let project_recent = fit_entries(
+        (PROJECT_RECENT_TITLE, "project's recent exchange"),
+        &view.memory.recent,
+        enc,
+        &mut left,
+        &mut trimmed,
+    );
     Upgraded {
         references,
         recall,
         project_recall,
         notes,
+        project_recent,
         trimmed,
         left,
     }
@@ -236,16 +256,18 @@ fn fit_hits<'a>(
     chosen
 }
 
-/// Project memory's standing section as far as the budget left allows:
-/// its lines in order (the store cut them to `memoryTokens`), the rest
-/// dropped, each a `Trim`.
-fn fit_notes<'a>(
+/// A layer of project memory's entries (`title`, and `what` an entry is
+/// in a trim's reason) as far as the budget left allows: its entries in
+/// order (the store cut them to the layer's cap), the rest dropped, each a
+/// `Trim`.
+fn fit_entries<'a>(
+    (title, what): (&'static str, &str),
     notes: &'a [MemoryNote],
     enc: Encoding,
     left: &mut i64,
     trimmed: &mut Vec<Trim>,
 ) -> Vec<&'a MemoryNote> {
-    let title = i64::from(title_tokens(MEMORY_TITLE, enc) + MESSAGE_OVERHEAD);
+    let title = i64::from(title_tokens(title, enc) + MESSAGE_OVERHEAD);
     let mut chosen = Vec::new();
     // The first line that does not fit ends the section: a shorter line
     // after it would make the section differ from one prompt to the next.
@@ -261,7 +283,7 @@ fn fit_notes<'a>(
                 id: note.id.clone(),
                 from: ItemForm::Text,
                 to: ItemForm::Dropped,
-                reason: over_budget("memory", cost, *left),
+                reason: over_budget(what, cost, *left),
             });
         }
     }

@@ -36,7 +36,9 @@ pub(super) fn pack(view: &SessionView, req: &PackRequest, layered: u32) -> Optio
     };
     // Project memory's ids are followed with the context tools, which
     // only a layered prompt offers.
-    let no_memory = view.memory.notes.is_empty() && view.memory.recall.is_empty();
+    let no_memory = view.memory.notes.is_empty()
+        && view.memory.recall.is_empty()
+        && view.memory.recent.is_empty();
     if !(req.whole_allowed && no_memory && all_shown() && nothing_hidden()) {
         return None;
     }
