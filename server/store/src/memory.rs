@@ -269,43 +269,46 @@ fn notes(conn: &Connection, project: &Project, cap: u32, enc: Encoding) -> Resul
     Ok(notes)
 }
 
-/// The project's newest exchanges before the session, newest first, each
-/// as `memory::transcript` writes it, up to `cap` tokens: those that fit,
-/// as a window over the project's history keeps the newest whole messages
-/// it can (one exchange too large for what is left, a long tool loop, does
-/// not hide the ones before it). At most `NEWEST` exchanges are read.
+/// The project's newest exchanges before the session, each as
+/// `memory::transcript` writes it, up to `cap` tokens: the newest session's
+/// newest first, then the session before it, as a window over the project's
+/// history keeps the newest whole messages it can (one exchange too large
+/// for what is left, a long tool loop, does not hide the ones before it).
+/// At most `NEWEST` exchanges are read.
 fn recent(
     conn: &Connection,
     project: &Project,
     cap: u32,
     enc: Encoding,
 ) -> Result<Vec<MemoryNote>> {
-    let sessions = serde_json::to_string(&project.sessions).expect("strings serialize");
-    // Read back from `before_row` by row id, as `newest_rows` does.
     let mut exchanges = conn.prepare_cached(
-        "SELECT session_id, seq FROM exchanges
-         WHERE id < ?1 AND +session_id IN (SELECT value FROM json_each(?2))
-            AND superseded_by IS NULL
-         ORDER BY id DESC",
+        "SELECT seq FROM exchanges
+         WHERE session_id = ?1 AND id < ?2 AND superseded_by IS NULL
+         ORDER BY seq DESC",
     )?;
-    let rows = exchanges.query_map(params![project.before_row, sessions], |r| {
-        Ok((r.get::<_, String>(0)?, r.get::<_, u32>(1)?))
-    })?;
     let mut recent = Vec::new();
     let mut left = cap;
-    for row in rows.take(NEWEST as usize) {
-        let (session, seq) = row?;
-        let id = ids::qualified(Some(&session), ExchangeId(seq));
-        let text = memory::transcript(&id, &read::load_messages(conn, &session, seq)?);
-        let tokens = tokens::count(enc, &text);
-        if tokens > left {
-            continue;
+    let mut seen = 0;
+    for session in &project.sessions {
+        let seqs = exchanges.query_map(params![session, project.before_row], |r| r.get(0))?;
+        for seq in seqs {
+            let seq: u32 = seq?;
+            if seen == NEWEST {
+                return Ok(recent);
+            }
+            seen += 1;
+            let id = ids::qualified(Some(session), ExchangeId(seq));
+            let text = memory::transcript(&id, &read::load_messages(conn, session, seq)?);
+            let tokens = tokens::count(enc, &text);
+            if tokens > left {
+                continue;
+            }
+            left -= tokens;
+            recent.push(MemoryNote {
+                id,
+                line: Counted { text, tokens },
+            });
         }
-        left -= tokens;
-        recent.push(MemoryNote {
-            id,
-            line: Counted { text, tokens },
-        });
     }
     Ok(recent)
 }
