@@ -688,10 +688,11 @@ class Proxy:
     """`ctxproxy proxy` on an OS-chosen loopback port."""
 
     def __init__(self, store: pathlib.Path, openai_upstream: str, anthropic_upstream: str,
-                 extra: list[str] = (), env: dict | None = None, config: dict | None = LAYERED):
+                 extra: list[str] = (), env: dict | None = None, config: dict | None = LAYERED,
+                 listen: str = "127.0.0.1:0"):
         self.store = store
         settings = ["--config", json.dumps(config)] if config is not None else []
-        self.cmd = [str(ctxlib.binary()), "proxy", "--listen", "127.0.0.1:0", "--store", str(store),
+        self.cmd = [str(ctxlib.binary()), "proxy", "--listen", listen, "--store", str(store),
                     "--openai-upstream", openai_upstream, "--anthropic-upstream", anthropic_upstream,
                     *settings, *extra]
         self.env = env
