@@ -16,7 +16,9 @@ each sitting a session of its own:
   that asks, and every one is in the prompt or one retrieve away;
 - a new session's first prompt holds at most the budget of history;
 - asked in new sessions, a conversation's answers are in the prompt at least as often as in a
-  sliding window over its whole history (all sittings joined into one session) at the same budget.
+  sliding window over its whole history (all sittings joined into one session) at the same budget;
+- through the proxy (`replay --via-proxy`), at least half of the facts the questions need reach the
+  upstream.
 """
 
 import concurrent.futures
@@ -225,3 +227,21 @@ def test_a_conversation_asked_in_new_sessions_holds_what_a_window_over_its_histo
               if f["fact"] in needed and f["status"]["sliding-window"] == "in-prompt"]
     ours = [f["fact"] for f in asked if f["status"] == "in-prompt"]
     assert len(ours) >= len(window), (budget, len(asked), sorted(set(window) - set(ours)))
+
+
+def via_proxy(fixture):
+    """`replay --via-proxy`'s totals for `fixture`: every model call of each sitting through an
+    in-process proxy, each sitting a client of its own naming its project."""
+    key = (fixture, "via-proxy")
+    if key not in _REPORTS:
+        _REPORTS[key] = _REPLAYS.submit(
+            lambda: json.loads(cli("replay", fixture, "--via-proxy", "--json").stdout)["total"])
+    return _REPORTS[key].result()
+
+
+@pytest.mark.parametrize("fixture", MULTI_SITTING, ids=lambda p: p.stem)
+def test_through_the_proxy_the_upstream_gets_what_a_later_sitting_needs(fixture):
+    """The same memory reaches the model through the proxy: at least half of the facts each
+    sitting's questions need are in what the upstream got when they were asked."""
+    total = via_proxy(fixture)
+    assert 2 * total["factsInUpstreamPrompt"] >= total["factsNeeded"], (fixture.stem, total)
