@@ -38,6 +38,7 @@ use axum::http::{header, HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::routing::post;
 use axum::Router;
+use ctxproxy_core::baseline;
 use ctxproxy_core::tokens::{self, Encoding};
 use serde_json::{json, Value};
 
@@ -136,16 +137,17 @@ struct Upstream {
 }
 
 /// What the upstream got, read as the proxy reads a request of `api`: its
-/// tokens (the system prompt's, every message's text and tool-call
-/// arguments, the tool definitions in one shape whatever the API, so that
-/// the figures of one session are the same through every API) and its
+/// tokens (the system prompt's, every message's as full history counts it,
+/// `baseline::message_tokens`, the tool definitions in one shape whatever
+/// the API, so that the figures of one session are the same through every
+/// API) and its
 /// text (the same strings, for the facts check).
 fn received(api: ModelApi, body: &[u8], encoding: Encoding) -> Result<(u32, String), String> {
     let request = api.read_request(body)?;
     let mut text = request.system;
     let mut count = tokens::count(encoding, &text);
     for m in &request.messages {
-        count += message_tokens(m, encoding);
+        count += baseline::message_tokens(m, encoding);
         text.push('\n');
         text.push_str(&m.content);
         for c in &m.tool_calls {
@@ -159,30 +161,10 @@ fn received(api: ModelApi, body: &[u8], encoding: Encoding) -> Result<(u32, Stri
     Ok((count, text))
 }
 
-/// A message's text and tool-call arguments, as the client's history and
-/// what the upstream got are both counted.
-fn message_tokens(m: &Message, encoding: Encoding) -> u32 {
-    let calls: u32 = m
-        .tool_calls
-        .iter()
-        .map(|c| tokens::count(encoding, &c.arguments))
-        .sum();
-    tokens::count(encoding, &content(m)) + calls
-}
-
-/// A recorded message's text; bytes that are not UTF-8 cannot be a JSON
-/// string, and a client would send them decoded lossily.
-fn content(m: &Message) -> String {
-    match &m.raw {
-        Some(bytes) => String::from_utf8_lossy(bytes).into_owned(),
-        None => m.content.clone(),
-    }
-}
-
 /// A recorded message in the prompt's API-neutral shape, which
 /// `format::prompt_fields` puts in each API's.
 fn prompt_message(m: &Message) -> PromptMessage {
-    let text = content(m);
+    let text = baseline::sent_content(m);
     let blocks = match m.role {
         Role::Tool => vec![Block::ToolResult {
             call_id: m.tool_call_id.clone().unwrap_or_default(),
@@ -540,7 +522,7 @@ pub async fn run_conversations(
                         .map(|u| api.usage_shape().read(u).input),
                 });
             }
-            *history_tokens += message_tokens(m, encoding);
+            *history_tokens += baseline::message_tokens(m, encoding);
             history.push(message);
         }
     }

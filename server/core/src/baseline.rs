@@ -64,12 +64,22 @@ impl Strategy {
 
 /// A raw message as one text: content, then one line per tool call.
 fn raw_text(m: &Message) -> String {
-    let mut text = m.content.clone();
+    let mut text = sent_content(m);
     for c in &m.tool_calls {
         text.push_str(&format!("\n→ {} {}", c.name, c.arguments));
     }
     text.push('\n');
     text
+}
+
+/// A message's text as a client sends it: a tool output whose bytes are
+/// not UTF-8 cannot be a JSON string, so a client sends them decoded
+/// lossily.
+pub fn sent_content(m: &Message) -> String {
+    match &m.raw {
+        Some(bytes) => String::from_utf8_lossy(bytes).into_owned(),
+        None => m.content.clone(),
+    }
 }
 
 /// What one message of a client's history costs as it sends it: its text
