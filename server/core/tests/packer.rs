@@ -1042,3 +1042,69 @@ fn what_the_person_said_before_the_tail_is_in_view() {
     .unwrap();
     assert!(p.layer(Layer::Asks).items.is_empty());
 }
+
+/// Project memory's latest exchanges fill what the session's own history
+/// leaves, and give it back from their end in steps: while the session's
+/// history grows within a step, the section (and the prefix through it)
+/// stays the same, so it changes far less often than the history grows by
+/// an entry's size.
+#[test]
+fn the_projects_latest_exchanges_give_the_budget_back_in_steps() {
+    use ctxproxy_core::exchange::Counted;
+    use ctxproxy_core::view::MemoryNote;
+
+    let budget = 4_000;
+    let caps = LayerCaps::for_budget(budget);
+    let step = caps.project_recent_tokens / 16;
+    let earlier: Vec<MemoryNote> = (0..60)
+        .map(|i| {
+            let text = format!("s-abcdef/x{}\nperson: {}\n", 60 - i, text(i, 60));
+            MemoryNote {
+                id: format!("s-abcdef/x{}", 60 - i),
+                line: Counted {
+                    tokens: tokens::count(ENC, &text),
+                    text,
+                },
+            }
+        })
+        .collect();
+    let mut s = MemorySession::new(caps.clone(), ENC);
+    let mut shown: Vec<Vec<String>> = Vec::new();
+    let mut own = Vec::new();
+    for (i, spec) in std::iter::repeat_n(talk(), 40).enumerate() {
+        s.push(None, messages(i as u32 + 1, &spec));
+        let mut view = s.view();
+        view.memory.recent = earlier.clone();
+        let p = pack(&view, &layered_request(budget), &caps).unwrap();
+        let ids: Vec<String> = p
+            .layer(Layer::ProjectRecent)
+            .items
+            .iter()
+            .map(|i| i.id.clone())
+            .collect();
+        assert!(!ids.is_empty(), "turn {}: the section is shown", i + 1);
+        if let Some(before) = shown.last() {
+            assert!(
+                before.starts_with(&ids),
+                "only the oldest leave, from the end"
+            );
+        }
+        shown.push(ids);
+        own.push(p.layer(Layer::Recent).tokens);
+    }
+    let grown = own.last().unwrap() - own.first().unwrap();
+    let changes = shown.windows(2).filter(|w| w[0] != w[1]).count() as u32;
+    let entries_left = (shown[0].len() - shown.last().unwrap().len()) as u32;
+    assert!(
+        grown > 3 * step,
+        "the history grows past a few steps: {grown} of {step}"
+    );
+    assert!(
+        changes <= grown / step + 1,
+        "{changes} changes over {grown} tokens in steps of {step}"
+    );
+    assert!(
+        changes < entries_left,
+        "{changes} changes for {entries_left} entries given back"
+    );
+}

@@ -24,6 +24,12 @@ use crate::supersede;
 use crate::tokens::Encoding;
 use crate::view::{BlobRef, MemoryNote, SessionView};
 
+/// Project memory's latest exchanges give the budget back in steps of
+/// this share of their cap: a step leaves up to its size unused, and saves
+/// resending, uncached, all that follows the section on each call while
+/// the session grows within it (docs/ASSEMBLY.md, "Project memory").
+const PROJECT_RECENT_STEPS: u32 = 16;
+
 /// What the upgrades chose besides the exchanges' levels.
 pub(super) struct Upgraded<'a> {
     /// The references listed, oldest first.
@@ -201,14 +207,21 @@ pub(super) fn upgrade<'a>(
     // Listed oldest first, so that new references append.
     references.sort_by_key(|r| r.exchange);
     // Last, in what all the rest leaves: the session's own history takes
-    // the budget back from the project's oldest recent exchanges.
+    // the budget back from the project's oldest recent exchanges, in steps
+    // of a sixteenth of the layer's cap, so that while the session grows
+    // within a step the section, and the cached prefix through it, stay
+    // the same from one model call to the next.
+    let step = i64::from(caps.project_recent_tokens / PROJECT_RECENT_STEPS).max(1);
+    let mut room = left.max(0) / step * step;
+    let offered = room;
     let project_recent = fit_entries(
         (PROJECT_RECENT_TITLE, "project's recent exchange"),
         &view.memory.recent,
         enc,
-        &mut left,
+        &mut room,
         &mut trimmed,
     );
+    left -= offered - room;
     Upgraded {
         references,
         recall,
