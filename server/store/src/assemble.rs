@@ -101,6 +101,7 @@ impl Writer {
                 &self.conn,
                 &self.blob_dir,
                 &mut self.standing,
+                &mut self.kept.counts,
                 session,
                 asked.as_ref().map(|(_, q)| q.as_str()),
                 &caps,

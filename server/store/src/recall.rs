@@ -37,11 +37,53 @@ pub(crate) const HITS_PER_BLOCK: u32 = 2;
 /// How many words `WordCounts` keeps at most: past that it starts again.
 const KEPT_WORDS: usize = 1_024;
 
-/// The counts `exchanges_with` took, by its arguments, kept from one
-/// prompt to the next while the store does not change (`kept::Kept`): a
-/// person's questions repeat their common words.
+/// In how many exchanges a question's words occur, as the session's recall
+/// and project memory's counted them, kept from one prompt to the next
+/// while the store does not change (`kept::Kept`): a person's questions
+/// repeat their common words.
 #[derive(Default)]
-pub(crate) struct WordCounts(HashMap<((i64, i64), String, u32), u32>);
+pub(crate) struct WordCounts(HashMap<CountQuery, u32>);
+
+/// What a count counted: a full-text query's rows within a range, up to a
+/// limit.
+#[derive(PartialEq, Eq, Hash)]
+pub(crate) struct CountQuery {
+    pub(crate) query: String,
+    pub(crate) within: Within,
+    pub(crate) up_to: u32,
+}
+
+/// The rows a count reads: the session's own, by row id (`first ..=
+/// last`), or the project sessions' (a JSON list of their ids) from row id
+/// `from` up to before `before`.
+#[derive(PartialEq, Eq, Hash)]
+pub(crate) enum Within {
+    Rows(i64, i64),
+    Project {
+        sessions: String,
+        from: i64,
+        before: i64,
+    },
+}
+
+impl WordCounts {
+    /// The count of `query` kept, else the one `count` takes, kept.
+    pub(crate) fn get_or(
+        &mut self,
+        query: CountQuery,
+        count: impl FnOnce() -> Result<u32>,
+    ) -> Result<u32> {
+        if let Some(&n) = self.0.get(&query) {
+            return Ok(n);
+        }
+        let n = count()?;
+        if self.0.len() >= KEPT_WORDS {
+            self.0.clear();
+        }
+        self.0.insert(query, n);
+        Ok(n)
+    }
+}
 
 /// The recall block's hits for a prompt of `session`, for the exchange it
 /// serves and its question (`question_for`).
@@ -199,21 +241,19 @@ fn exchanges_with(
     query: &str,
     common: u32,
 ) -> Result<u32> {
-    let key = (rows, query.to_string(), common);
-    if let Some(&n) = counts.0.get(&key) {
-        return Ok(n);
-    }
-    let n = conn
-        .prepare_cached(
-            "SELECT count(*) FROM (SELECT rowid FROM exchange_text
-             WHERE exchange_text MATCH ?1 AND rowid BETWEEN ?2 AND ?3 LIMIT ?4)",
-        )?
-        .query_row(params![query, rows.0, rows.1, common + 1], |r| r.get(0))?;
-    if counts.0.len() >= KEPT_WORDS {
-        counts.0.clear();
-    }
-    counts.0.insert(key, n);
-    Ok(n)
+    let counted = CountQuery {
+        query: query.to_string(),
+        within: Within::Rows(rows.0, rows.1),
+        up_to: common + 1,
+    };
+    counts.get_or(counted, || {
+        Ok(conn
+            .prepare_cached(
+                "SELECT count(*) FROM (SELECT rowid FROM exchange_text
+                 WHERE exchange_text MATCH ?1 AND rowid BETWEEN ?2 AND ?3 LIMIT ?4)",
+            )?
+            .query_row(params![query, rows.0, rows.1, common + 1], |r| r.get(0))?)
+    })
 }
 
 /// The text of the message that opened exchange `seq`.
