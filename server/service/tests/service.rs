@@ -429,3 +429,63 @@ async fn a_new_session_starts_where_the_projects_last_one_ended() {
     let (ids, _) = recent(&off, &new, 16_000).await;
     assert!(ids.is_empty(), "{ids:?}");
 }
+
+/// The store's writer keeps what a prompt read for the next one
+/// (`store::kept`), so a session's view must be read again after any
+/// write in between: this process's own append, or another process's.
+#[tokio::test]
+async fn a_prompt_shows_what_was_written_since_the_previous_one() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let path = dir.path().join("store.db");
+    let service = Service::open(path.clone(), Default::default(), None).expect("store");
+    let session = service
+        .open_session(params(json!({"title": "kept between prompts"})))
+        .await
+        .expect("open")
+        .session_id;
+    let exchange = |i: u32| {
+        let answer = "The parser now reads each token once and keeps the spans. ".repeat(8);
+        vec![
+            json!({"role": "user", "content": format!("What does step {i} change?")}),
+            json!({"role": "assistant", "content": answer}),
+        ]
+    };
+    async fn append(service: &Service, session: &str, messages: Vec<Value>) {
+        service
+            .append(params(json!({"sessionId": session, "messages": messages})))
+            .await
+            .expect("append");
+    }
+    async fn prompt(service: &Service, session: &str, question: &str) -> String {
+        let assembled = service
+            .assemble(params(json!({
+                "sessionId": session,
+                "input": {"role": "user", "content": question},
+                "budget": 4000,
+                "format": "text",
+            })))
+            .await
+            .expect("assemble");
+        serde_json::to_string(&to_wire(&assembled)).expect("JSON")
+    }
+    // Long enough for a layered prompt, whose view is the same window of
+    // newest exchanges from one prompt to the next.
+    append(&service, &session, (1..=150).flat_map(exchange).collect()).await;
+    assert!(prompt(&service, &session, "Which step was last?")
+        .await
+        .contains("step 150"));
+    assert!(prompt(&service, &session, "Which step came first?")
+        .await
+        .contains("step 150"));
+
+    let other = Service::open(path, Default::default(), None).expect("another process's store");
+    append(&other, &session, exchange(151)).await;
+    assert!(prompt(&service, &session, "Which step was last?")
+        .await
+        .contains("step 151"));
+
+    append(&service, &session, exchange(152)).await;
+    assert!(prompt(&service, &session, "Which step was last?")
+        .await
+        .contains("step 152"));
+}

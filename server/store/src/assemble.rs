@@ -18,7 +18,7 @@ use crate::memory;
 use crate::prompt_record::PackedRecord;
 use crate::read;
 use crate::recall;
-use crate::session_view::{session_view, view_span};
+use crate::session_view::view_span;
 use crate::time::now_rfc3339;
 use crate::writer::Writer;
 use crate::Result;
@@ -80,35 +80,42 @@ impl Writer {
             )
         })?;
         self.count_for_view(session, encoding, &caps, window)?;
-        let mut view = session_view(&self.conn, session, encoding, &caps, window)?;
+        self.kept.check(&self.conn)?;
+        let view = self
+            .kept
+            .view
+            .view(&self.conn, session, encoding, &caps, window)?;
         // The question both recall blocks answer, read once.
         let asked = recall::question_for(&self.conn, session, view.exchange_count, question)?;
         view.recall = recall::recall(
             &self.conn,
             &self.blob_dir,
+            &mut self.kept.counts,
             session,
             asked.as_ref(),
             &caps,
             encoding,
         )?;
-        if self.settings.memory {
-            view.memory = memory::project_memory(
+        view.memory = match self.settings.memory {
+            true => memory::project_memory(
                 &self.conn,
                 &self.blob_dir,
                 &mut self.standing,
+                &mut self.kept.counts,
                 session,
                 asked.as_ref().map(|(_, q)| q.as_str()),
                 &caps,
                 encoding,
-            )?;
-        }
+            )?,
+            false => Default::default(),
+        };
         let prompt_count: u32 = self.conn.query_row(
             "SELECT prompt_count FROM sessions WHERE id = ?1",
             [session],
             |r| r.get(0),
         )?;
         let id = PromptId(prompt_count + 1);
-        let assembled = match pack(id, &view, &caps) {
+        let assembled = match pack(id, view, &caps) {
             Ok(a) => a,
             Err(e) => return Ok(Err(e)),
         };
@@ -132,6 +139,7 @@ impl Writer {
             "UPDATE sessions SET prompt_count = ?2 WHERE id = ?1",
             params![session, id.0],
         )?;
+        self.kept.prompt_recorded(&self.conn)?;
         Ok(Ok(assembled.record))
     }
 

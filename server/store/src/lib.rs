@@ -15,6 +15,7 @@ mod error;
 mod exchange_row;
 mod fulltext;
 mod housekeeping;
+mod kept;
 pub mod maintenance;
 mod memory;
 mod open;

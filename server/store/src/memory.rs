@@ -21,7 +21,8 @@ use ctxproxy_core::view::{MemoryNote, ProjectMemory};
 use rusqlite::{params, Connection, OptionalExtension};
 
 use crate::recall::{
-    distinctive_query, exchange_texts, phrase, CANDIDATES, HITS_PER_BLOCK, NEWEST,
+    distinctive_query, exchange_texts, phrase, CountQuery, Within, WordCounts, CANDIDATES,
+    HITS_PER_BLOCK, NEWEST,
 };
 use crate::{read, Result};
 
@@ -115,11 +116,14 @@ struct Project {
 /// `caps.memory_tokens`, the recent exchanges within
 /// `caps.project_recent_tokens` and the recall hits within
 /// `caps.project_recall_max`. Empty when the session has no project.
-/// `standing` keeps the first two from one prompt to the next.
+/// `standing` keeps the first two from one prompt to the next, `counts`
+/// the question words' counts.
+#[allow(clippy::too_many_arguments)]
 pub(crate) fn project_memory(
     conn: &Connection,
     blob_dir: &Path,
     standing: &mut StandingSection,
+    counts: &mut WordCounts,
     session: &str,
     question: Option<&str>,
     caps: &LayerCaps,
@@ -131,7 +135,7 @@ pub(crate) fn project_memory(
     let Standing { notes, recent } = standing.standing(conn, &project, caps, encoding)?;
     let recall = match (caps.project_recall_max, question) {
         (0, _) | (_, None) => Vec::new(),
-        (cap, Some(question)) => hits(conn, blob_dir, &project, question, cap, encoding)?,
+        (cap, Some(question)) => hits(conn, blob_dir, counts, &project, question, cap, encoding)?,
     };
     Ok(ProjectMemory {
         notes,
@@ -329,29 +333,42 @@ fn newest_rows(conn: &Connection, sessions: &str, before_row: i64) -> Result<Opt
 }
 
 /// In how many of the project's exchanges from row id `from` up to its
-/// `before_row` the index finds `query`, counted up to `common + 1`.
+/// `before_row` the index finds `query`, counted up to `common + 1`. A
+/// count `counts` holds is not taken again.
 fn exchanges_with(
     conn: &Connection,
+    counts: &mut WordCounts,
     query: &str,
     from: i64,
     project: &Project,
     sessions: &str,
     common: u32,
 ) -> Result<u32> {
+    let counted = CountQuery {
+        query: query.to_string(),
+        within: Within::Project {
+            sessions: sessions.to_string(),
+            from,
+            before: project.before_row,
+        },
+        up_to: common + 1,
+    };
     // The index first (`CROSS JOIN`): read from the exchanges' side, each
     // of them would be a query of the index of its own.
-    Ok(conn
-        .prepare_cached(
-            "SELECT count(*) FROM (
-                SELECT t.rowid FROM exchange_text t CROSS JOIN exchanges e ON e.id = t.rowid
-                WHERE exchange_text MATCH ?1 AND t.rowid >= ?2 AND t.rowid < ?3
-                   AND e.session_id IN (SELECT value FROM json_each(?4))
-                LIMIT ?5)",
-        )?
-        .query_row(
-            params![query, from, project.before_row, sessions, common + 1],
-            |r| r.get(0),
-        )?)
+    counts.get_or(counted, || {
+        Ok(conn
+            .prepare_cached(
+                "SELECT count(*) FROM (
+                    SELECT t.rowid FROM exchange_text t CROSS JOIN exchanges e ON e.id = t.rowid
+                    WHERE exchange_text MATCH ?1 AND t.rowid >= ?2 AND t.rowid < ?3
+                       AND e.session_id IN (SELECT value FROM json_each(?4))
+                    LIMIT ?5)",
+            )?
+            .query_row(
+                params![query, from, project.before_row, sessions, common + 1],
+                |r| r.get(0),
+            )?)
+    })
 }
 
 /// The other sessions' lines that match `question`, best first, as the
@@ -361,6 +378,7 @@ fn exchanges_with(
 fn hits(
     conn: &Connection,
     blob_dir: &Path,
+    counts: &mut WordCounts,
     project: &Project,
     question: &str,
     cap: u32,
@@ -378,12 +396,20 @@ fn hits(
     for word in recall::question_words(question) {
         let query = phrase(&word);
         let in_newest = match newest {
-            Some(from) => exchanges_with(conn, &query, from, project, &sessions, newest_common)?,
+            Some(from) => exchanges_with(
+                conn,
+                counts,
+                &query,
+                from,
+                project,
+                &sessions,
+                newest_common,
+            )?,
             None => 0,
         };
         let exchanges = match in_newest {
             n if n > newest_common => common + 1,
-            _ => exchanges_with(conn, &query, 0, project, &sessions, common)?,
+            _ => exchanges_with(conn, counts, &query, 0, project, &sessions, common)?,
         };
         words.push(RecallWord {
             word,

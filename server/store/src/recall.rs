@@ -7,6 +7,7 @@
 //! only their text (not their headers, which early headers may rewrite), so
 //! every model call of one exchange gets the same hits.
 
+use std::collections::HashMap;
 use std::path::Path;
 
 use ctxproxy_core::config::LayerCaps;
@@ -33,11 +34,63 @@ pub(crate) const CANDIDATES: u32 = 16;
 /// several hits fit.
 pub(crate) const HITS_PER_BLOCK: u32 = 2;
 
+/// How many words `WordCounts` keeps at most: past that it starts again.
+const KEPT_WORDS: usize = 1_024;
+
+/// In how many exchanges a question's words occur, as the session's recall
+/// and project memory's counted them, kept from one prompt to the next
+/// while the store does not change (`kept::Kept`): a person's questions
+/// repeat their common words.
+#[derive(Default)]
+pub(crate) struct WordCounts(HashMap<CountQuery, u32>);
+
+/// What a count counted: a full-text query's rows within a range, up to a
+/// limit.
+#[derive(PartialEq, Eq, Hash)]
+pub(crate) struct CountQuery {
+    pub(crate) query: String,
+    pub(crate) within: Within,
+    pub(crate) up_to: u32,
+}
+
+/// The rows a count reads: the session's own, by row id (`first ..=
+/// last`), or the project sessions' (a JSON list of their ids) from row id
+/// `from` up to before `before`.
+#[derive(PartialEq, Eq, Hash)]
+pub(crate) enum Within {
+    Rows(i64, i64),
+    Project {
+        sessions: String,
+        from: i64,
+        before: i64,
+    },
+}
+
+impl WordCounts {
+    /// The count of `query` kept, else the one `count` takes, kept.
+    pub(crate) fn get_or(
+        &mut self,
+        query: CountQuery,
+        count: impl FnOnce() -> Result<u32>,
+    ) -> Result<u32> {
+        if let Some(&n) = self.0.get(&query) {
+            return Ok(n);
+        }
+        let n = count()?;
+        if self.0.len() >= KEPT_WORDS {
+            self.0.clear();
+        }
+        self.0.insert(query, n);
+        Ok(n)
+    }
+}
+
 /// The recall block's hits for a prompt of `session`, for the exchange it
 /// serves and its question (`question_for`).
 pub(crate) fn recall(
     conn: &Connection,
     blob_dir: &Path,
+    counts: &mut WordCounts,
     session: &str,
     asked: Option<&(ExchangeId, String)>,
     caps: &LayerCaps,
@@ -70,9 +123,9 @@ pub(crate) fn recall(
     let mut words = Vec::new();
     for word in recall::question_words(question) {
         let query = phrase(&word);
-        let exchanges = match exchanges_with(conn, newest_rows, &query, newest_common)? {
+        let exchanges = match exchanges_with(conn, counts, newest_rows, &query, newest_common)? {
             n if n > newest_common => common + 1,
-            _ => exchanges_with(conn, rows, &query, common)?,
+            _ => exchanges_with(conn, counts, rows, &query, common)?,
         };
         words.push(RecallWord {
             word,
@@ -179,14 +232,28 @@ fn row_ids(
 /// In how many rows of the range the index finds `query`, counted up to
 /// `common + 1`. The rows of another session written between the
 /// session's own (several sessions at once) count too: a word's rarity is
-/// an estimate, and reading only the range keeps it cheap.
-fn exchanges_with(conn: &Connection, rows: (i64, i64), query: &str, common: u32) -> Result<u32> {
-    Ok(conn
-        .prepare_cached(
-            "SELECT count(*) FROM (SELECT rowid FROM exchange_text
-             WHERE exchange_text MATCH ?1 AND rowid BETWEEN ?2 AND ?3 LIMIT ?4)",
-        )?
-        .query_row(params![query, rows.0, rows.1, common + 1], |r| r.get(0))?)
+/// an estimate, and reading only the range keeps it cheap. A count
+/// `counts` holds is not taken again.
+fn exchanges_with(
+    conn: &Connection,
+    counts: &mut WordCounts,
+    rows: (i64, i64),
+    query: &str,
+    common: u32,
+) -> Result<u32> {
+    let counted = CountQuery {
+        query: query.to_string(),
+        within: Within::Rows(rows.0, rows.1),
+        up_to: common + 1,
+    };
+    counts.get_or(counted, || {
+        Ok(conn
+            .prepare_cached(
+                "SELECT count(*) FROM (SELECT rowid FROM exchange_text
+                 WHERE exchange_text MATCH ?1 AND rowid BETWEEN ?2 AND ?3 LIMIT ?4)",
+            )?
+            .query_row(params![query, rows.0, rows.1, common + 1], |r| r.get(0))?)
+    })
 }
 
 /// The text of the message that opened exchange `seq`.

@@ -1,7 +1,8 @@
 //! The session's view for one prompt (`core::view::SessionView`): its
 //! headers, its window's exchanges, the references and supersessions the
 //! prompt can show, every text counted in the prompt's encoding. Read by
-//! the writer's `assemble` job only.
+//! the writer's `assemble` job only, which keeps it for the next prompt
+//! while the store does not change (`KeptView`).
 
 use ctxproxy_core::call::CallLineage;
 use ctxproxy_core::config::LayerCaps;
@@ -34,8 +35,47 @@ pub(crate) fn view_span(count: u32, caps: &LayerCaps, window: u32) -> (u32, u32)
     )
 }
 
+/// The view last read and what it was read for, kept from one prompt to
+/// the next while the store does not change (`kept::Kept`).
+#[derive(Default)]
+pub(crate) struct KeptView(Option<(ViewKey, SessionView)>);
+
+#[derive(PartialEq, Eq)]
+struct ViewKey {
+    session: String,
+    encoding: Encoding,
+    caps: LayerCaps,
+    window: u32,
+}
+
+impl KeptView {
+    /// `session_view`'s view: the one kept when it was read with the same
+    /// arguments, else read now. Its recall hits and project memory are the
+    /// previous prompt's until the caller sets them.
+    pub(crate) fn view(
+        &mut self,
+        conn: &Connection,
+        session: &str,
+        encoding: Encoding,
+        caps: &LayerCaps,
+        window: u32,
+    ) -> Result<&mut SessionView> {
+        let key = ViewKey {
+            session: session.to_string(),
+            encoding,
+            caps: caps.clone(),
+            window,
+        };
+        let view = match self.0.take() {
+            Some((kept, view)) if kept == key => view,
+            _ => session_view(conn, session, encoding, caps, window)?,
+        };
+        Ok(&mut self.0.insert((key, view)).1)
+    }
+}
+
 /// Everything the packer needs for one prompt, counted in `encoding`.
-pub(crate) fn session_view(
+fn session_view(
     conn: &Connection,
     session: &str,
     encoding: Encoding,

@@ -11,6 +11,7 @@ use rusqlite::Connection;
 
 use crate::checkpointer::{self, AfterCommit, Checkpointer};
 use crate::error::StoreError;
+use crate::kept::Kept;
 use crate::memory::StandingSection;
 use crate::read::Reader;
 use crate::Result;
@@ -68,6 +69,9 @@ pub struct Writer {
     /// (`forget` it whenever a stored exchange's header or superseder
     /// changes).
     pub(crate) standing: StandingSection,
+    /// What the last prompt read that the next may take as it is, kept
+    /// while the store does not change.
+    pub(crate) kept: Kept,
 }
 
 impl Writer {
@@ -86,6 +90,7 @@ impl Writer {
             pages_checked: false,
             checkpointer: None,
             standing: StandingSection::default(),
+            kept: Kept::default(),
         }
     }
 
