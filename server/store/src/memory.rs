@@ -20,6 +20,7 @@ use ctxproxy_core::tokens::{self, Encoding};
 use ctxproxy_core::view::{MemoryNote, ProjectMemory};
 use rusqlite::{params, Connection, OptionalExtension};
 
+use crate::elsewhere::{outside_commits, OutsideCommits};
 use crate::recall::{
     distinctive_query, exchange_texts, phrase, CANDIDATES, HITS_PER_BLOCK, NEWEST,
 };
@@ -35,8 +36,8 @@ const SESSION_SHARE: u32 = 2;
 /// as it is unless something it was built from has changed: the project's
 /// sessions, the row it reads before, its cap, the encoding, or an
 /// exchange it read (`forget`, which the writer calls when it rewrites a
-/// header or supersedes an exchange; another process's commit moves
-/// SQLite's `data_version`).
+/// header or supersedes an exchange; another process's commit moves the
+/// store's `OutsideCommits`).
 #[derive(Default)]
 pub(crate) struct StandingSection {
     built: Option<(StandingKey, Vec<MemoryNote>)>,
@@ -48,7 +49,7 @@ struct StandingKey {
     before_row: i64,
     cap: u32,
     encoding: Encoding,
-    data_version: i64,
+    outside: OutsideCommits,
 }
 
 impl StandingSection {
@@ -71,7 +72,7 @@ impl StandingSection {
             before_row: project.before_row,
             cap,
             encoding,
-            data_version: conn.query_row("PRAGMA data_version", [], |r| r.get(0))?,
+            outside: outside_commits(conn)?,
         };
         if let Some((built, notes)) = &self.built {
             if *built == key {

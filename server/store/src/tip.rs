@@ -11,7 +11,7 @@ use rusqlite::{params, Connection, OptionalExtension};
 
 use crate::append::AppendOutcome;
 use crate::cached::query_row_cached;
-use crate::read::{blob_bytes, load_messages, Reader};
+use crate::read::{blob_bytes, load_messages, Reader, SessionListing};
 use crate::writer::Writer;
 use crate::Result;
 
@@ -84,6 +84,23 @@ impl Reader<'_> {
     pub fn tip(&self, session: &str) -> Result<Tip> {
         self.session(session)?;
         tip(self.conn, session)
+    }
+
+    /// The newest `limit` sessions the proxy opened for `tenant` titled
+    /// `title` (`proxied_sessions`), newest first, each with its tip.
+    pub fn proxied_tips(
+        &self,
+        tenant: &str,
+        title: &str,
+        limit: usize,
+    ) -> Result<Vec<(SessionListing, Tip)>> {
+        self.proxied_sessions(tenant, Some(title), limit)?
+            .into_iter()
+            .map(|s| {
+                let tip = tip(self.conn, &s.id)?;
+                Ok((s, tip))
+            })
+            .collect()
     }
 
     /// The session's messages after `after`, in order, as `message` returns
