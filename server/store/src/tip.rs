@@ -11,7 +11,7 @@ use rusqlite::{params, Connection, OptionalExtension};
 
 use crate::append::AppendOutcome;
 use crate::cached::query_row_cached;
-use crate::read::{blob_bytes, load_messages, Reader, SessionListing};
+use crate::read::{blob_bytes, load_messages_from, Reader, SessionListing};
 use crate::writer::Writer;
 use crate::Result;
 
@@ -112,22 +112,20 @@ impl Reader<'_> {
         session: &str,
         after: Tip,
     ) -> Result<Vec<(MessageId, Message)>> {
-        let listing = self.session(session)?;
+        self.session(session)?;
         let first = after.0.map_or(1, |m| m.exchange.0);
         let mut out = Vec::new();
-        for seq in first..=listing.exchanges {
-            for k in load_messages(self.conn, session, seq)? {
-                if !after.before(k.id) {
-                    continue;
-                }
-                let mut message = k.message;
-                if let Some(r) = &k.result {
-                    message.content =
-                        String::from_utf8_lossy(&blob_bytes(self.conn, self.blob_dir, &r.blob)?)
-                            .into_owned();
-                }
-                out.push((k.id, message));
+        for k in load_messages_from(self.conn, session, first)? {
+            if !after.before(k.id) {
+                continue;
             }
+            let mut message = k.message;
+            if let Some(r) = &k.result {
+                message.content =
+                    String::from_utf8_lossy(&blob_bytes(self.conn, self.blob_dir, &r.blob)?)
+                        .into_owned();
+            }
+            out.push((k.id, message));
         }
         Ok(out)
     }
