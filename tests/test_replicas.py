@@ -1,6 +1,7 @@
 """Two `ctxproxy proxy` processes on one SQLite store, as two replicas behind a load balancer: any
 replica serves any request of a conversation, and each turn is recorded exactly once, however
-the requests are spread. What a process keeps of a conversation is a cache the store corrects."""
+the requests are spread. What a process keeps of a conversation is a cache the store corrects.
+Many clients spread at random over two replicas: tests/test_load.py (tests/load/proxy_load.py)."""
 
 from __future__ import annotations
 
@@ -8,7 +9,6 @@ import concurrent.futures
 import contextlib
 import json
 import pathlib
-import random
 import sqlite3
 import threading
 import urllib.request
@@ -26,11 +26,9 @@ def answer_to_last_question(rec: proxylib.Recorded) -> Turn:
     return Turn(text=f"answer to: {asked}")
 
 
-def chat(proxy: proxylib.Proxy, messages: list[dict], session: str | None = None) -> dict:
+def chat(proxy: proxylib.Proxy, messages: list[dict]) -> dict:
     body = {"model": "gpt-scripted", "messages": messages}
     headers = {"content-type": "application/json", **KEY}
-    if session is not None:
-        headers["x-ctxproxy-session"] = session
     request = urllib.request.Request(proxy.url + "/v1/chat/completions", data=json.dumps(body).encode(),
                                      headers=headers)
     with urllib.request.urlopen(request, timeout=60) as r:
@@ -51,13 +49,13 @@ def stored_messages(store: pathlib.Path) -> dict[str, list[tuple[str, str]]]:
         db.close()
 
 
-def converse(replicas: list[proxylib.Proxy], questions: list[str], pick, session: str | None = None) -> list[dict]:
+def converse(replicas: list[proxylib.Proxy], questions: list[str], pick) -> list[dict]:
     """One client's conversation: each request resends the whole history, to the replica `pick`
     chooses for that turn; returns the history."""
     history: list[dict] = [{"role": "system", "content": "You are a careful assistant."}]
     for turn, question in enumerate(questions):
         history.append({"role": "user", "content": question})
-        reply = chat(replicas[pick(turn)], history, session)
+        reply = chat(replicas[pick(turn)], history)
         history.append({"role": "assistant", "content": reply["choices"][0]["message"]["content"]})
     return history
 
@@ -97,21 +95,6 @@ def test_both_replicas_restarted_the_conversation_continues_in_its_session(store
         history.append({"role": "assistant", "content": reply["choices"][0]["message"]["content"]})
     stored = stored_messages(store)
     assert list(stored.values()) == [expected(history)]
-
-
-def test_eight_clients_spread_at_random_over_two_replicas_record_every_turn_once(store, upstream):
-    clients, turns = 8, 6
-    upstream.push(*[answer_to_last_question] * (clients * turns))
-    with replicas(store, upstream) as pair:
-        def client(n: int) -> list[dict]:
-            rng = random.Random(n)
-            questions = [f"client {n} asks question {i}" for i in range(turns)]
-            return converse(pair, questions, pick=lambda _: rng.randrange(2), session=f"client-{n}")
-
-        with concurrent.futures.ThreadPoolExecutor(clients) as pool:
-            histories = list(pool.map(client, range(clients)))
-    stored = sorted(stored_messages(store).values())
-    assert stored == sorted(expected(h) for h in histories)
 
 
 def test_a_retry_on_the_other_replica_after_a_failed_turn_continues_the_session(store, upstream):

@@ -27,10 +27,12 @@
 //!
 //! What a process keeps of a key's branches is a cache of the store: each
 //! request first reads where the key's sessions end (`Tip`) and reads what
-//! another process appended since, or a branch it opened (`refresh`), and
-//! every append names the tip it expects (`Turn::append`). So two proxies on
-//! one store, as replicas behind a load balancer, record each turn of a
-//! conversation once, however its requests are spread.
+//! another process appended since, or a branch it opened (`refresh`), when
+//! another process has committed to the store since the last such read
+//! (`OutsideCommits`); and every append names the tip it expects
+//! (`Turn::append`). So two proxies on one store, as replicas behind a load
+//! balancer, record each turn of a conversation once, however its requests
+//! are spread.
 
 use std::sync::Arc;
 
@@ -43,7 +45,7 @@ use serde_json::Value;
 use tokio::sync::{Mutex, OwnedMutexGuard};
 use xxhash_rust::xxh3::Xxh3;
 
-use ctxproxy_service::proxied::{Appended, FoundSession, ProxiedTip, Tip};
+use ctxproxy_service::proxied::{Appended, FoundSession, OutsideCommits, ProxiedTip, Tip};
 use ctxproxy_service::service::{ChildCall, Edge, NewSession, Service, ServiceError};
 
 /// A conversation as the proxy keeps it apart: the client's tenant
@@ -319,18 +321,26 @@ enum Choice {
 #[derive(Default)]
 pub struct Branches {
     loaded: bool,
+    /// The store's mark of other processes' commits when the branches last
+    /// matched it; `None` when they may not (a turn that did not finish may
+    /// have stored more than they hold).
+    seen: Option<OutsideCommits>,
     list: Vec<Branch>,
 }
 
 impl Branches {
     /// Brings the branches up to date with the store: what another process
     /// appended to one, and a branch another process opened. One read of
-    /// the key's tips per request; a branch that moved reads only what is
+    /// the key's tips per request, none while no other process has
+    /// committed since the last; a branch that moved reads only what is
     /// new.
     async fn refresh(&mut self, service: &Service, key: &Key) -> Result<(), ServiceError> {
-        let stored = service
-            .proxied_tips(&key.tenant, &key.name, BRANCHES_LOADED)
+        let (seen, stored) = service
+            .proxied_tips(&key.tenant, &key.name, BRANCHES_LOADED, self.seen)
             .await?;
+        let Some(stored) = stored else {
+            return Ok(());
+        };
         // Oldest first, so that branches new to this process end up newest first.
         for ProxiedTip {
             session_id,
@@ -354,6 +364,7 @@ impl Branches {
                 }
             }
         }
+        self.seen = Some(seen);
         Ok(())
     }
 
@@ -405,6 +416,8 @@ pub struct Sessions {
 /// A request's place in its session, held until its reply is recorded.
 pub struct Turn {
     guard: OwnedMutexGuard<Branches>,
+    /// The branches' mark, given back once the turn is recorded (`record`).
+    seen: Option<OutsideCommits>,
     branch: usize,
     key: Key,
     project: String,
@@ -473,6 +486,12 @@ impl Sessions {
     ) -> Result<Turn, ServiceError> {
         let system = system_print(system);
         let mut guard = self.lock(service, key).await?;
+        // Until the turn is recorded the branches may fall behind the store:
+        // a request dropped mid-write (its client gone) has stored what it
+        // did not add to them, and the mark cannot tell (it moves for other
+        // processes' commits only). Taken, the next request reads the
+        // store's tips again unless `record` gives it back.
+        let seen = guard.seen.take();
         let mask = service.config().redact_secrets;
         let messages = sent.messages;
         // A key never seen whose request carries answers already: a client
@@ -544,6 +563,7 @@ impl Sessions {
         Ok(Turn {
             session: guard.list[branch].session.clone(),
             guard,
+            seen,
             branch,
             key: key.clone(),
             project: project.to_string(),
@@ -583,7 +603,9 @@ impl Turn {
         reply: Vec<Message>,
     ) -> Result<(), ServiceError> {
         let messages: Vec<Message> = self.input.take().into_iter().chain(reply).collect();
-        self.append(service, messages).await
+        self.append(service, messages).await?;
+        self.guard.seen = self.seen;
+        Ok(())
     }
 
     /// Appends `messages` to the turn's branch, once. When another process

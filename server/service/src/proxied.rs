@@ -6,8 +6,8 @@
 
 use ctxproxy_core::ids::{MessageId, PromptId};
 use ctxproxy_core::message::Message;
-pub use ctxproxy_store::Tip;
 use ctxproxy_store::{settle, AppendedAt, ParentKind};
+pub use ctxproxy_store::{OutsideCommits, Tip};
 
 use crate::assemble;
 use crate::format;
@@ -84,28 +84,31 @@ impl Service {
     }
 
     /// Where each of the newest `limit` sessions the proxy opened for
-    /// `tenant` under `title` ends, newest first: one cheap read per request
-    /// tells a process whether another appended to a conversation it keeps,
-    /// or opened a branch of it.
+    /// `tenant` under `title` ends, newest first: tells a process whether
+    /// another appended to a conversation it keeps, or opened a branch of
+    /// it. Read only when another process has committed to the store since
+    /// `seen` (`None`: read), so a process that is the store's only writer
+    /// reads nothing; with the mark to pass next time.
     pub async fn proxied_tips(
         &self,
         tenant: &str,
         title: &str,
         limit: usize,
-    ) -> Reply<Vec<ProxiedTip>> {
+        seen: Option<OutsideCommits>,
+    ) -> Reply<(OutsideCommits, Option<Vec<ProxiedTip>>)> {
         let (tenant, title) = (tenant.to_string(), title.to_string());
         Ok(self
             .store
-            .read(move |r| {
-                let mut out = Vec::new();
-                for s in r.proxied_sessions(&tenant, Some(&title), limit)? {
-                    out.push(ProxiedTip {
-                        tip: r.tip(&s.id)?,
+            .read_if_changed_elsewhere(seen, move |r| {
+                let tips = r.proxied_tips(&tenant, &title, limit)?;
+                Ok(tips
+                    .into_iter()
+                    .map(|(s, tip)| ProxiedTip {
+                        tip,
                         called: s.parent.is_some_and(|p| p.kind == ParentKind::Child),
                         session_id: s.id,
-                    });
-                }
-                Ok(out)
+                    })
+                    .collect())
             })
             .await?)
     }

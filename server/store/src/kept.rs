@@ -4,25 +4,26 @@
 
 use rusqlite::Connection;
 
+use crate::elsewhere::{outside_commits, OutsideCommits};
 use crate::recall::WordCounts;
 use crate::session_view::KeptView;
 use crate::Result;
 
 /// Two revisions of one connection are equal only when nothing was written
-/// to the store between them: SQLite's `data_version` moves when another
-/// connection (another process) commits, and the connection's count of the
-/// rows its own statements inserted, updated or deleted moves with every
-/// write of this one, a rolled-back write included.
+/// to the store between them: another process's commit moves
+/// `OutsideCommits`, and the connection's count of the rows its own
+/// statements inserted, updated or deleted moves with every write of this
+/// one, a rolled-back write included.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 struct Revision {
-    data_version: i64,
+    outside: OutsideCommits,
     own_changes: u64,
 }
 
 impl Revision {
     fn of(conn: &Connection) -> Result<Revision> {
         Ok(Revision {
-            data_version: conn.query_row("PRAGMA data_version", [], |r| r.get(0))?,
+            outside: outside_commits(conn)?,
             own_changes: conn.total_changes(),
         })
     }

@@ -11,6 +11,7 @@ mod assemble;
 mod blobs;
 mod cached;
 mod checkpointer;
+mod elsewhere;
 mod error;
 mod exchange_row;
 mod fulltext;
@@ -43,6 +44,7 @@ use open::{blob_dir_of, open_connection, open_for_writing, Access};
 
 pub use append::{AppendOutcome, BlobOutcome, Event};
 pub use assemble::{AssembledPrompt, Keep};
+pub use elsewhere::OutsideCommits;
 pub use error::StoreError;
 pub use exchange_row::TextSource;
 pub use path::{Lineage, PathSegment};

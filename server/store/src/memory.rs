@@ -20,6 +20,7 @@ use ctxproxy_core::tokens::{self, Encoding};
 use ctxproxy_core::view::{MemoryNote, ProjectMemory};
 use rusqlite::{params, Connection, OptionalExtension};
 
+use crate::elsewhere::{outside_commits, OutsideCommits};
 use crate::recall::{
     distinctive_query, exchange_texts, phrase, CountQuery, Within, WordCounts, CANDIDATES,
     HITS_PER_BLOCK, NEWEST,
@@ -37,7 +38,7 @@ const SESSION_SHARE: u32 = 2;
 /// were built from has changed: the project's sessions, the row they read
 /// before, their caps, the encoding, or an exchange they read (`forget`,
 /// which the writer calls when it rewrites a header or supersedes an
-/// exchange; another process's commit moves SQLite's `data_version`).
+/// exchange; another process's commit moves the store's `OutsideCommits`).
 #[derive(Default)]
 pub(crate) struct StandingSection {
     built: Option<(StandingKey, Standing)>,
@@ -49,7 +50,7 @@ struct StandingKey {
     before_row: i64,
     caps: (u32, u32),
     encoding: Encoding,
-    data_version: i64,
+    outside: OutsideCommits,
 }
 
 /// What a session's prompts show of the project whatever the question.
@@ -80,7 +81,7 @@ impl StandingSection {
             before_row: project.before_row,
             caps: (caps.memory_tokens, caps.project_recent_tokens),
             encoding,
-            data_version: conn.query_row("PRAGMA data_version", [], |r| r.get(0))?,
+            outside: outside_commits(conn)?,
         };
         if let Some((built, standing)) = &self.built {
             if *built == key {

@@ -603,52 +603,71 @@ pub(crate) fn load_messages(
     session: &str,
     seq: u32,
 ) -> Result<Vec<KeptMessage>> {
-    let mut stmt = conn.prepare_cached(
-        "SELECT m.idx, m.role, m.kind, m.content, m.tool_calls, m.tool_call_id, m.name, m.agent, m.at,
-                m.tokens, m.blob_hash, m.result_kind, m.result_path, m.headline, b.bytes,
-                m.ref_line IS NULL
-         FROM messages m LEFT JOIN blobs b ON b.hash = m.blob_hash
-         WHERE m.session_id = ?1 AND m.seq = ?2 ORDER BY m.idx",
-    )?;
-    let rows = stmt.query_map(params![session, seq], |r| {
-        let role: String = r.get(1)?;
-        let kind: Option<String> = r.get(2)?;
-        let calls: Option<String> = r.get(4)?;
-        let hash: Option<Vec<u8>> = r.get(10)?;
-        let content: String = r.get(3)?;
-        let result = match hash {
-            Some(h) => Some(ToolResult {
-                blob: BlobHash(h.try_into().unwrap_or([0; 32])),
-                kind: OutputKind::parse(&r.get::<_, String>(11)?).unwrap_or(OutputKind::Generic),
-                path: r.get(12)?,
-                bytes: r.get::<_, i64>(14)? as u64,
-                tokens: r.get(9)?,
-                headline: r.get(13)?,
-                digest: content.clone(),
-                whole: r.get(15)?,
-            }),
-            None => None,
-        };
-        Ok(KeptMessage {
-            id: MessageId {
-                exchange: ExchangeId(seq),
-                index: r.get(0)?,
-            },
-            message: Message {
-                role: Role::parse(&role).unwrap_or(Role::User),
-                content,
-                raw: None,
-                kind: kind.as_deref().and_then(UserKind::parse),
-                tool_calls: calls.as_deref().map(decode_tool_calls).unwrap_or_default(),
-                tool_call_id: r.get(5)?,
-                name: r.get(6)?,
-                agent: r.get(7)?,
-                at: r.get(8)?,
-            },
-            result,
-        })
-    })?;
+    let mut stmt = conn.prepare_cached(&format!(
+        "{KEPT_MESSAGE} WHERE m.session_id = ?1 AND m.seq = ?2 ORDER BY m.idx"
+    ))?;
+    let rows = stmt.query_map(params![session, seq], kept_message)?;
     Ok(rows.collect::<std::result::Result<_, _>>()?)
+}
+
+/// The messages of the session's exchanges from `first` on, in order: one
+/// range read, where `load_messages` for each exchange seeks each one.
+pub(crate) fn load_messages_from(
+    conn: &Connection,
+    session: &str,
+    first: u32,
+) -> Result<Vec<KeptMessage>> {
+    let mut stmt = conn.prepare_cached(&format!(
+        "{KEPT_MESSAGE} WHERE m.session_id = ?1 AND m.seq >= ?2 ORDER BY m.seq, m.idx"
+    ))?;
+    let rows = stmt.query_map(params![session, first], kept_message)?;
+    Ok(rows.collect::<std::result::Result<_, _>>()?)
+}
+
+/// A message as kept: the columns `kept_message` reads.
+const KEPT_MESSAGE: &str =
+    "SELECT m.seq, m.idx, m.role, m.kind, m.content, m.tool_calls, m.tool_call_id, m.name, m.agent,
+            m.at, m.tokens, m.blob_hash, m.result_kind, m.result_path, m.headline, b.bytes,
+            m.ref_line IS NULL
+     FROM messages m LEFT JOIN blobs b ON b.hash = m.blob_hash";
+
+fn kept_message(r: &Row) -> rusqlite::Result<KeptMessage> {
+    let role: String = r.get(2)?;
+    let kind: Option<String> = r.get(3)?;
+    let calls: Option<String> = r.get(5)?;
+    let hash: Option<Vec<u8>> = r.get(11)?;
+    let content: String = r.get(4)?;
+    let result = match hash {
+        Some(h) => Some(ToolResult {
+            blob: BlobHash(h.try_into().unwrap_or([0; 32])),
+            kind: OutputKind::parse(&r.get::<_, String>(12)?).unwrap_or(OutputKind::Generic),
+            path: r.get(13)?,
+            bytes: r.get::<_, i64>(15)? as u64,
+            tokens: r.get(10)?,
+            headline: r.get(14)?,
+            digest: content.clone(),
+            whole: r.get(16)?,
+        }),
+        None => None,
+    };
+    Ok(KeptMessage {
+        id: MessageId {
+            exchange: ExchangeId(r.get(0)?),
+            index: r.get(1)?,
+        },
+        message: Message {
+            role: Role::parse(&role).unwrap_or(Role::User),
+            content,
+            raw: None,
+            kind: kind.as_deref().and_then(UserKind::parse),
+            tool_calls: calls.as_deref().map(decode_tool_calls).unwrap_or_default(),
+            tool_call_id: r.get(6)?,
+            name: r.get(7)?,
+            agent: r.get(8)?,
+            at: r.get(9)?,
+        },
+        result,
+    })
 }
 
 /// Stored bytes as text when they are UTF-8, else as the bytes themselves:

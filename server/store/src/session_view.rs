@@ -14,7 +14,7 @@ use ctxproxy_core::view::{self, BlobRef, ExchangeView, HeaderItem, SessionView};
 use rusqlite::{params, Connection, OptionalExtension};
 
 use crate::error::StoreError;
-use crate::read::{load_messages, stored_context};
+use crate::read::{load_messages_from, stored_context};
 use crate::Result;
 
 /// The supersessions a prompt can show: a superseder is newer than what it
@@ -155,9 +155,13 @@ fn session_view(
             ))
         })?
         .collect::<std::result::Result<Vec<_>, _>>()?;
+    let mut messages = load_messages_from(conn, session, first_window)?
+        .into_iter()
+        .peekable();
     let mut window_views = Vec::with_capacity(rows.len());
     for (seq, at, header, summary, tokens) in rows {
-        let messages = load_messages(conn, session, seq)?;
+        let messages =
+            std::iter::from_fn(|| messages.next_if(|m| m.id.exchange.0 == seq)).collect();
         window_views.push(ExchangeView {
             id: ExchangeId(seq),
             at,

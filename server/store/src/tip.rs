@@ -11,7 +11,7 @@ use rusqlite::{params, Connection, OptionalExtension};
 
 use crate::append::AppendOutcome;
 use crate::cached::query_row_cached;
-use crate::read::{blob_bytes, load_messages, Reader};
+use crate::read::{blob_bytes, load_messages_from, Reader, SessionListing};
 use crate::writer::Writer;
 use crate::Result;
 
@@ -86,6 +86,23 @@ impl Reader<'_> {
         tip(self.conn, session)
     }
 
+    /// The newest `limit` sessions the proxy opened for `tenant` titled
+    /// `title` (`proxied_sessions`), newest first, each with its tip.
+    pub fn proxied_tips(
+        &self,
+        tenant: &str,
+        title: &str,
+        limit: usize,
+    ) -> Result<Vec<(SessionListing, Tip)>> {
+        self.proxied_sessions(tenant, Some(title), limit)?
+            .into_iter()
+            .map(|s| {
+                let tip = tip(self.conn, &s.id)?;
+                Ok((s, tip))
+            })
+            .collect()
+    }
+
     /// The session's messages after `after`, in order, as `message` returns
     /// each (tool results as their original text): what a client that
     /// resends its whole history is compared against, read from where the
@@ -95,22 +112,20 @@ impl Reader<'_> {
         session: &str,
         after: Tip,
     ) -> Result<Vec<(MessageId, Message)>> {
-        let listing = self.session(session)?;
+        self.session(session)?;
         let first = after.0.map_or(1, |m| m.exchange.0);
         let mut out = Vec::new();
-        for seq in first..=listing.exchanges {
-            for k in load_messages(self.conn, session, seq)? {
-                if !after.before(k.id) {
-                    continue;
-                }
-                let mut message = k.message;
-                if let Some(r) = &k.result {
-                    message.content =
-                        String::from_utf8_lossy(&blob_bytes(self.conn, self.blob_dir, &r.blob)?)
-                            .into_owned();
-                }
-                out.push((k.id, message));
+        for k in load_messages_from(self.conn, session, first)? {
+            if !after.before(k.id) {
+                continue;
             }
+            let mut message = k.message;
+            if let Some(r) = &k.result {
+                message.content =
+                    String::from_utf8_lossy(&blob_bytes(self.conn, self.blob_dir, &r.blob)?)
+                        .into_owned();
+            }
+            out.push((k.id, message));
         }
         Ok(out)
     }

@@ -990,3 +990,40 @@ fn an_append_at_a_tip_stores_only_while_the_session_still_ends_there() {
         .unwrap();
     assert!(none.is_empty());
 }
+
+#[test]
+fn a_read_if_changed_elsewhere_is_skipped_after_own_writes_and_runs_after_another_process_commits()
+{
+    let t = common::open();
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .build()
+        .unwrap();
+    // What a cache of the store reads again when someone else may have
+    // changed it: here, how many sessions there are.
+    let sessions = |store: &Store, seen| {
+        runtime
+            .block_on(store.read_if_changed_elsewhere(seen, |r| Ok(r.sessions(None)?.len())))
+            .unwrap()
+    };
+    let (mark, read) = sessions(&t.store, None);
+    assert_eq!(read, Some(0), "without a mark the read runs");
+    let s = common::session(&t.store);
+    common::append(
+        &t.store,
+        &s,
+        vec![msg(Role::User, "first"), msg(Role::Assistant, "one")],
+    )
+    .unwrap();
+    assert_eq!(
+        sessions(&t.store, Some(mark)),
+        (mark, None),
+        "the store's own writes leave the mark where it was"
+    );
+    // Another process: a second handle on the file, with a writer of its own.
+    let other = Store::open(&t.dir.path().join("store.db"), IngestSettings::default()).unwrap();
+    common::session(&other);
+    let (moved, read) = sessions(&t.store, Some(mark));
+    assert_ne!(moved, mark, "another process committed");
+    assert_eq!(read, Some(2));
+    assert_eq!(sessions(&t.store, Some(moved)), (moved, None));
+}
