@@ -1,6 +1,8 @@
 //! What the store hands the packer for one `ctx/assemble`: plain data, every
 //! text already counted at ingest, so assembling never re-counts or re-reads.
 
+use std::sync::Arc;
+
 use crate::call::CallLineage;
 use crate::context::CurrentContext;
 use crate::exchange::{Counted, KeptMessage, LevelTokens};
@@ -81,17 +83,19 @@ pub struct SessionView {
 /// tenant, same project) did, read from their stored exchanges. Only
 /// exchanges stored before the session's first one are read, so both parts
 /// stay the same for every prompt of one question, and the standing
-/// section for the whole session.
+/// section for the whole session. The standing section and the recent
+/// exchanges are shared with the store's copy, which keeps them from one
+/// prompt to the next: a prompt takes them without copying.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct ProjectMemory {
     /// The standing section's lines, newest session first.
-    pub notes: Vec<MemoryNote>,
+    pub notes: Arc<[MemoryNote]>,
     /// The lines of other sessions that match the prompt's question, best
     /// first (`recall::choose`), each hit's ids naming its session.
     pub recall: Vec<RecallHit>,
     /// The project's newest exchanges before the session, newest first,
     /// each as `memory::transcript` writes it.
-    pub recent: Vec<MemoryNote>,
+    pub recent: Arc<[MemoryNote]>,
 }
 
 /// An entry of project memory under its exchange's id (`s-k3v9qa/x12`): a

@@ -1074,7 +1074,7 @@ fn the_projects_latest_exchanges_give_the_budget_back_in_steps() {
     for (i, spec) in std::iter::repeat_n(talk(), 40).enumerate() {
         s.push(None, messages(i as u32 + 1, &spec));
         let mut view = s.view();
-        view.memory.recent = earlier.clone();
+        view.memory.recent = earlier.clone().into();
         let p = pack(&view, &layered_request(budget), &caps).unwrap();
         let ids: Vec<String> = p
             .layer(Layer::ProjectRecent)

@@ -10,6 +10,7 @@
 //! question alone.
 
 use std::path::Path;
+use std::sync::Arc;
 
 use ctxproxy_core::config::LayerCaps;
 use ctxproxy_core::exchange::Counted;
@@ -56,8 +57,8 @@ struct StandingKey {
 /// What a session's prompts show of the project whatever the question.
 #[derive(Clone, Default)]
 struct Standing {
-    notes: Vec<MemoryNote>,
-    recent: Vec<MemoryNote>,
+    notes: Arc<[MemoryNote]>,
+    recent: Arc<[MemoryNote]>,
 }
 
 impl StandingSection {
@@ -90,12 +91,12 @@ impl StandingSection {
         }
         let standing = Standing {
             notes: match caps.memory_tokens {
-                0 => Vec::new(),
-                cap => notes(conn, project, cap, encoding)?,
+                0 => Arc::default(),
+                cap => notes(conn, project, cap, encoding)?.into(),
             },
             recent: match caps.project_recent_tokens {
-                0 => Vec::new(),
-                cap => recent(conn, project, cap, encoding)?,
+                0 => Arc::default(),
+                cap => recent(conn, project, cap, encoding)?.into(),
             },
         };
         self.built = Some((key, standing.clone()));
